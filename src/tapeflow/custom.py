@@ -1,0 +1,184 @@
+"""custom_gradient and recompute_grad: user-defined reverse rules.
+
+A `custom_gradient` call runs the user's forward function hidden from every
+recorder (only variable reads are noted), then binds one primitive whose
+outputs are the forward results and whose VJP is the user's `grad_fn`. Its
+forward-mode rule is the transpose of `grad_fn` (computed with a tape over the
+upstream gradient, which `grad_fn` is linear in), so forward mode agrees with
+the custom gradient, as TensorFlow.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable
+
+import numpy as np
+
+from . import nest
+from .core import Primitive, Recorder, Zero, _state, bind, run_below
+from .ops._rules import instantiate
+from .ops.shape import read_variable_p
+from .tensor import Tensor, Variable, _TensorLike
+
+__all__ = ["custom_gradient", "recompute_grad"]
+
+
+class _VariableReads(Recorder):
+    """Notes the trainable variables a custom_gradient forward function reads."""
+
+    def __init__(self) -> None:
+        self.variables: dict[int, Variable] = {}
+
+    def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
+                level: int) -> None:
+        if prim is read_variable_p and inputs[0]._trainable:
+            self.variables.setdefault(id(inputs[0]), inputs[0])
+
+
+def _call_grad_fn(grad_fn: Callable, cts: list, variables: list, n_inputs: int) -> list:
+    """grad_fn's results as one cotangent (or None) per input, then per variable."""
+    if variables:
+        input_grads, var_grads = grad_fn(*cts, variables=variables)
+        var_grads = list(var_grads)
+        if len(var_grads) != len(variables):
+            raise ValueError(f"custom_gradient: grad_fn returned {len(var_grads)} variable "
+                             f"gradients for {len(variables)} variables.")
+    else:
+        input_grads, var_grads = grad_fn(*cts), []
+    input_grads = list(input_grads) if isinstance(input_grads, (list, tuple)) else [input_grads]
+    if len(input_grads) != n_inputs:
+        raise ValueError(f"custom_gradient: grad_fn returned {len(input_grads)} gradients for "
+                         f"{n_inputs} tensor inputs; return one per input (None for none).")
+    from .ops._rules import as_tensor
+    return [None if g is None else as_tensor(g, "custom_gradient", "grad_fn result")
+            for g in input_grads + var_grads]
+
+
+def _custom_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, grad_fn: Callable,
+                n_inputs: int, results: tuple) -> tuple:
+    variables = list(primals[n_inputs:])
+    return tuple(_call_grad_fn(grad_fn, [instantiate(c) for c in cts], variables, n_inputs))
+
+
+def _custom_jvp(primals: tuple, tangents: tuple, outs: tuple, grad_fn: Callable, n_inputs: int,
+                results: tuple) -> tuple:
+    # The JVP is the transpose of the (linear) custom VJP: d/du <grad_fn(u), t>.
+    from .ops import multiply, reduce_sum
+    from .ops._rules import add_any
+    from .tape import GradientTape
+
+    us = [Tensor(np.zeros_like(o._value)) for o in outs]
+    with GradientTape() as tape:
+        tape.watch(us)
+        grads = _call_grad_fn(grad_fn, us, list(primals[n_inputs:]), n_inputs)
+        total = None
+        for g, t in zip(grads, tangents, strict=True):
+            if g is not None and type(t) is not Zero:
+                total = add_any(total, reduce_sum(multiply(g, t)))
+    if total is None:
+        return tuple(Zero.like(o) for o in outs)
+    out = tape.gradient(total, us)
+    return tuple(Zero.like(o) if t is None else t for o, t in zip(outs, out))
+
+
+custom_gradient_p = Primitive("custom_gradient", lambda *xs, results, **_: list(results),
+                              multiple_results=True)
+custom_gradient_p.vjp = _custom_vjp
+custom_gradient_p.jvp = _custom_jvp
+
+
+def custom_gradient(f: Callable | None = None) -> Callable:
+    """Decorator giving `f` a hand-written gradient, as `tf.custom_gradient`.
+
+    `f(*x)` returns ``(y, grad_fn)``; ``grad_fn(*dy)`` returns the gradients
+    with respect to the tensor arguments. If `f` reads trainable variables,
+    `grad_fn` must accept ``variables=`` and return ``(input_grads, variable_grads)``.
+    Forward-mode JVPs through `f` are the transpose of `grad_fn`.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> @tf.custom_gradient
+        ... def clip_grad(x):
+        ...     def grad(dy):
+        ...         return tf.maximum(tf.minimum(dy, 1.), -1.)
+        ...     return tf.identity(x), grad
+        >>> x = tf.constant(2.)
+        >>> with tf.GradientTape() as g:
+        ...     g.watch(x)
+        ...     y = clip_grad(x) * 10.
+        >>> g.gradient(y, x).numpy()
+        np.float32(1.0)
+    """
+    if f is None:
+        return custom_gradient
+
+    @functools.wraps(f)
+    def decorated(*args: Any, **kwargs: Any) -> Any:
+        watcher = _VariableReads()
+        saved = _state.stack
+        _state.stack = (watcher,)  # hide the forward from every recorder, note variable reads
+        try:
+            result, grad_fn = f(*args, **kwargs)
+        finally:
+            _state.stack = saved
+        flat_out = nest.flatten(result)
+        for i, o in enumerate(flat_out):
+            if not isinstance(o, _TensorLike):
+                raise TypeError(f"custom_gradient: {f.__name__} must return (tensors, grad_fn); "
+                                f"output {i} is a {type(o).__name__}.")
+        inputs = [a if type(a) is Tensor else a.value() if isinstance(a, Variable) else a
+                  for a in nest.flatten(list(args)) if isinstance(a, _TensorLike)]
+        arg_ids = {id(a) for a in nest.flatten(list(args))}
+        variables = [v for k, v in watcher.variables.items() if k not in arg_ids]
+        if variables and "variables" not in inspect.signature(grad_fn).parameters and not any(
+                p.kind is p.VAR_KEYWORD for p in inspect.signature(grad_fn).parameters.values()):
+            raise TypeError(f"custom_gradient: {f.__name__} reads the variables "
+                            f"{[v.name for v in variables]}, so its grad_fn must accept a "
+                            "`variables` keyword argument and return (input_grads, variable_grads).")
+        outs = bind(custom_gradient_p, *inputs, *variables,
+                    results=tuple(o._value for o in flat_out), grad_fn=grad_fn,
+                    n_inputs=len(inputs))
+        return nest.pack_sequence_as(result, outs)
+
+    return decorated
+
+
+def recompute_grad(f: Callable) -> Callable:
+    """Run `f` without keeping its intermediates; recompute them in the backward pass.
+
+    Trades compute for memory (gradient checkpointing), as `tf.recompute_grad`.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> g_fn = tf.recompute_grad(lambda x: tf.sin(x) * x)
+        >>> x = tf.constant(1.)
+        >>> with tf.GradientTape() as t:
+        ...     t.watch(x)
+        ...     y = g_fn(x)
+        >>> round(float(t.gradient(y, x)), 5)  # cos(1) + sin(1)
+        1.38177
+    """
+    from .tape import GradientTape
+
+    @custom_gradient
+    @functools.wraps(f)
+    def inner(*args: Any) -> Any:
+        result = f(*args)
+
+        def grad_fn(*dys: Any, variables: list | None = None) -> Any:
+            sources = [a for a in args if isinstance(a, _TensorLike)]
+            with GradientTape() as tape:
+                tape.watch(sources)
+                if variables:
+                    tape.watch(variables)
+                again = f(*args)
+            grads = tape.gradient(again, sources + list(variables or []),
+                                  output_gradients=list(dys) if len(dys) > 1 else dys[0])
+            n = len(sources)
+            return (grads[:n], grads[n:]) if variables else grads[:n]
+
+        return result, grad_fn
+
+    return inner

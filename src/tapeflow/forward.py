@@ -1,0 +1,137 @@
+"""ForwardAccumulator: forward-mode automatic differentiation, TensorFlow's API.
+
+While active, an accumulator applies each op's JVP rule as the op runs and
+keeps the output's tangent keyed by the output tensor, dropping it when the
+tensor is garbage-collected (forward mode keeps no intermediates). `jvp()` only
+looks tangents up. JVP rules run with the stack cut below the accumulator
+(NOTE(strict-nesting) in core), so outer accumulators and tapes differentiate
+them and inner ones do not see them.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from . import nest
+from .core import Primitive, Recorder, Zero, pop_recorder, push_recorder, run_below
+from .errors import DTypeMismatchError
+from .tape import UnconnectedGradients, _unconnected
+from .tensor import Tensor, _TensorLike, convert_to_tensor
+
+__all__ = ["ForwardAccumulator"]
+
+
+class ForwardAccumulator(Recorder):
+    """Compute Jacobian-vector products with forward-mode autodiff (`tf.autodiff.ForwardAccumulator`).
+
+    Args:
+        primals: a tensor or variable, or a nested structure of them, to
+            differentiate with respect to.
+        tangents: the vector(s) of the JVP, with the structure, shapes and
+            dtypes of `primals`.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> x = tf.constant([1., 2.])
+        >>> with tf.autodiff.ForwardAccumulator(x, tf.constant([1., 0.])) as acc:
+        ...     y = x * x
+        >>> acc.jvp(y).numpy()
+        array([2., 0.], dtype=float32)
+    """
+
+    def __init__(self, primals: Any, tangents: Any) -> None:
+        self._tangents: dict[int, Tensor] = {}
+        self._refs: dict[int, weakref.ref] = {}
+        self._active = False
+        flat_p, flat_t = nest.flatten(primals), nest.flatten(tangents)
+        if len(flat_p) != len(flat_t):
+            raise ValueError(f"ForwardAccumulator: `primals` has {len(flat_p)} tensors but "
+                             f"`tangents` has {len(flat_t)}; give one tangent per primal.")
+        for i, (p, t) in enumerate(zip(flat_p, flat_t)):
+            self._watch(i, p, t)
+
+    def _watch(self, i: int, primal: Any, tangent: Any) -> None:
+        if not isinstance(primal, _TensorLike):
+            raise TypeError(f"ForwardAccumulator: primals[{i}] is a {type(primal).__name__}; "
+                            "expected a tf.Tensor or tf.Variable.")
+        if primal._value.dtype.kind not in "fc":
+            raise ValueError(f"ForwardAccumulator: primals[{i}] has dtype {primal.dtype.name}; "
+                             "only floating and complex tensors have tangents.")
+        if isinstance(tangent, _TensorLike) and tangent._value.dtype != primal._value.dtype:
+            raise DTypeMismatchError(f"ForwardAccumulator: tangents[{i}] has dtype "
+                                     f"{tangent.dtype.name} but primals[{i}] has dtype "
+                                     f"{primal.dtype.name}; they must match.")
+        t = convert_to_tensor(tangent, dtype=primal.dtype)
+        if np.shape(t._value) != np.shape(primal._value):
+            raise ValueError(f"ForwardAccumulator: tangents[{i}] has shape "
+                             f"{tuple(np.shape(t._value))} but primals[{i}] has shape "
+                             f"{tuple(np.shape(primal._value))}; they must match.")
+        if id(primal) in self._tangents:
+            raise ValueError(f"ForwardAccumulator: primals[{i}] is watched twice; give each "
+                             "primal once.")
+        self._store(primal, t)
+
+    def _store(self, primal: Any, tangent: Tensor) -> None:
+        key = id(primal)
+        self._tangents[key] = tangent
+        tangents = self._tangents
+        refs = self._refs
+
+        # The callback holds the dicts, not the accumulator: a dying tensor drops its JVP.
+        def drop(_: Any, key: int = key) -> None:
+            tangents.pop(key, None)
+            refs.pop(key, None)
+
+        self._refs[key] = weakref.ref(primal, drop)
+
+    def __enter__(self) -> "ForwardAccumulator":
+        if self._active:
+            raise ValueError("ForwardAccumulator is already active; it cannot be re-entered.")
+        push_recorder(self)
+        self._active = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pop_recorder(self)
+        self._active = False
+
+    def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
+                level: int) -> None:
+        if not prim.differentiable:
+            return
+        tangents = self._tangents
+        found = [tangents.get(id(x)) for x in inputs]
+        if all(t is None for t in found):
+            return
+        tans = tuple(Zero.like(x) if t is None else t for x, t in zip(inputs, found))
+        with run_below(level):
+            out_tangents = prim.jvp(inputs, tans, outputs, **params)
+        for o, t in zip(outputs, out_tangents, strict=True):
+            if type(t) is not Zero and t is not None and o._value.dtype.kind in "fc":
+                self._store(o, t)
+
+    def jvp(self, primals: Any, unconnected_gradients: Any = UnconnectedGradients.NONE) -> Any:
+        """Look up (never compute) the JVPs of `primals`, a tensor or nested structure.
+
+        Works after the context has exited. A tensor this accumulator never saw
+        computed from its primals gets None, or zeros with
+        ``unconnected_gradients=UnconnectedGradients.ZERO``.
+        """
+        mode = _unconnected(unconnected_gradients)
+
+        def fetch(x: Any) -> Any:
+            if not isinstance(x, _TensorLike):
+                raise TypeError(f"ForwardAccumulator.jvp: expected tensors or variables; got a "
+                                f"{type(x).__name__}.")
+            t = self._tangents.get(id(x))
+            if t is None and mode is UnconnectedGradients.ZERO:
+                return Tensor(np.zeros_like(x._value))
+            return t
+
+        return nest.map_structure(fetch, primals)
+
+    def __repr__(self) -> str:
+        return f"<ForwardAccumulator: {len(self._tangents)} tangents, active={self._active}>"

@@ -1,0 +1,3 @@
+"""A small Keras-like layer set (tf.keras names)."""
+
+from . import activations, initializers, layers  # noqa: F401

@@ -1,0 +1,83 @@
+"""Flatten and rebuild nested structures (lists, tuples, namedtuples, dicts), as tf.nest.
+
+Dicts flatten in sorted key order, as TensorFlow's `tf.nest`; anything else is a leaf.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+__all__ = ["flatten", "pack_sequence_as", "map_structure", "is_nested"]
+
+
+def is_nested(x: Any) -> bool:
+    return isinstance(x, (list, tuple, dict))
+
+
+def _children(x: Any) -> list:
+    if isinstance(x, dict):
+        return [x[k] for k in sorted(x)]
+    return list(x)
+
+
+def flatten(structure: Any) -> list:
+    """The leaves of `structure`, depth first.
+
+    Example:
+        >>> from tapeflow import nest
+        >>> nest.flatten({"b": [1, 2], "a": 3})
+        [3, 1, 2]
+    """
+    if not is_nested(structure):
+        return [structure]
+    out: list = []
+    for child in _children(structure):
+        out.extend(flatten(child))
+    return out
+
+
+def _pack(structure: Any, leaves: list, pos: int) -> tuple[Any, int]:
+    if not is_nested(structure):
+        return leaves[pos], pos + 1
+    if isinstance(structure, dict):
+        built = {}
+        for k in sorted(structure):
+            built[k], pos = _pack(structure[k], leaves, pos)
+        return type(structure)((k, built[k]) for k in structure), pos
+    items = []
+    for child in structure:
+        item, pos = _pack(child, leaves, pos)
+        items.append(item)
+    if isinstance(structure, tuple) and hasattr(structure, "_fields"):
+        return type(structure)(*items), pos
+    return type(structure)(items), pos
+
+
+def pack_sequence_as(structure: Any, flat_sequence: list) -> Any:
+    """Rebuild `structure` with the leaves of `flat_sequence`.
+
+    Example:
+        >>> from tapeflow import nest
+        >>> nest.pack_sequence_as({"b": [0, 0], "a": 0}, [3, 1, 2])
+        {'b': [1, 2], 'a': 3}
+    """
+    flat_sequence = list(flat_sequence)
+    n = len(flatten(structure))
+    if n != len(flat_sequence):
+        raise ValueError(f"pack_sequence_as: the structure has {n} leaves but "
+                         f"{len(flat_sequence)} values were given.")
+    return _pack(structure, flat_sequence, 0)[0]
+
+
+def map_structure(fn: Callable[..., Any], *structures: Any) -> Any:
+    """Apply `fn` leafwise to structures of the same shape.
+
+    Example:
+        >>> from tapeflow import nest
+        >>> nest.map_structure(lambda a, b: a + b, [1, (2,)], [10, (20,)])
+        [11, (22,)]
+    """
+    flats = [flatten(s) for s in structures]
+    if any(len(f) != len(flats[0]) for f in flats):
+        raise ValueError("map_structure: the structures have different numbers of leaves.")
+    return pack_sequence_as(structures[0], [fn(*xs) for xs in zip(*flats)])

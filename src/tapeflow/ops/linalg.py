@@ -1,0 +1,73 @@
+"""Linear-algebra primitives: matmul (batched, broadcasting batch dims)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core import Primitive, bind
+from ..errors import InvalidArgumentError
+from ..tensor import Tensor
+from ._rules import as_tensor, binary_args, check_dtype, defjvp, defvjp, shape_of
+
+
+def matrix_transpose_t(x: Tensor) -> Tensor:
+    """Swap the last two axes (internal, on a converted tensor)."""
+    from .shape import transpose_p
+
+    nd = len(shape_of(x))
+    perm = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+    return bind(transpose_p, x, perm=perm)
+
+
+def _adjoint(x: Tensor) -> Tensor:
+    from .elementwise import conj_if_complex
+
+    return conj_if_complex(matrix_transpose_t(x))
+
+
+# ------------------------------------------------------------------ matmul: d(AB) = dA B + A dB
+matmul_p = Primitive("matmul", np.matmul)
+defjvp(matmul_p, lambda t, ans, a, b: bind(matmul_p, t, b),
+       lambda t, ans, a, b: bind(matmul_p, a, t), broadcasting=True)
+defvjp(matmul_p, lambda g, ans, a, b: bind(matmul_p, g, _adjoint(b)),     # G B^H
+       lambda g, ans, a, b: bind(matmul_p, _adjoint(a), g), broadcasting=True)  # A^H G
+
+
+def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
+           adjoint_a: bool = False, adjoint_b: bool = False, a_is_sparse: bool = False,
+           b_is_sparse: bool = False, output_type: Any = None, grad_a: bool = False,
+           grad_b: bool = False, name: str | None = None) -> Tensor:
+    """Matrix product of the last two axes of `a` and `b`; leading (batch) axes broadcast.
+
+    Both inputs need rank >= 2 (as TensorFlow); `transpose_*`/`adjoint_*`
+    apply to the last two axes before multiplying.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.matmul(tf.ones([2, 3]), tf.ones([3, 4])).shape
+        TensorShape([2, 4])
+    """
+    a, b = binary_args(a, b, "matmul")
+    check_dtype(a, "fciu", "matmul", "a")
+    for arg, x in (("a", a), ("b", b)):
+        if np.ndim(x._value) < 2:
+            raise InvalidArgumentError(f"matmul: `{arg}` must have rank >= 2; got shape "
+                                       f"{shape_of(x)}. Use tf.tensordot or reshape vectors to "
+                                       "matrices.")
+    if transpose_a or adjoint_a:
+        a = _adjoint(a) if adjoint_a else matrix_transpose_t(a)
+    if transpose_b or adjoint_b:
+        b = _adjoint(b) if adjoint_b else matrix_transpose_t(b)
+    sa, sb = shape_of(a), shape_of(b)
+    if sa[-1] != sb[-2]:
+        raise InvalidArgumentError(f"matmul: inner dimensions differ: `a` has shape {sa} and `b` "
+                                   f"has shape {sb} (after transposes); a.shape[-1] must equal "
+                                   "b.shape[-2].")
+    try:
+        np.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:
+        raise InvalidArgumentError(f"matmul: batch dimensions do not broadcast: {sa[:-2]} and "
+                                   f"{sb[:-2]}.") from None
+    return bind(matmul_p, a, b)

@@ -1,0 +1,382 @@
+"""GradientTape: reverse-mode automatic differentiation, TensorFlow's API.
+
+A tape records every op whose inputs it watches (directly, or through an
+earlier recorded op) and, on `gradient`, walks the record backwards through
+each primitive's VJP rule. The backward pass uses tapeflow ops, so recorders
+entered before the tape (NOTE(strict-nesting) in core) record it: that is how
+nested tapes give higher derivatives and how an accumulator around a tape
+gives forward-over-backward Hessian-vector products.
+"""
+
+from __future__ import annotations
+
+import enum
+import warnings
+from typing import Any, Iterator
+
+import numpy as np
+
+from . import nest
+from .core import Primitive, Recorder, Zero, _state, current_stack, pause_tapes, pop_recorder, \
+    push_recorder, run_below
+from .ops._rules import add_any, shape_of
+from .tensor import Tensor, Variable, _TensorLike
+
+__all__ = ["GradientTape", "UnconnectedGradients"]
+
+
+class UnconnectedGradients(enum.Enum):
+    """What `gradient`/`jvp` return for a source the target does not depend on."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
+def _unconnected(value: Any) -> UnconnectedGradients:
+    try:
+        return UnconnectedGradients(value.value if isinstance(value, UnconnectedGradients) else value)
+    except ValueError:
+        raise ValueError(f"unconnected_gradients must be UnconnectedGradients.NONE or .ZERO "
+                         f"(or 'none'/'zero'); got {value!r}.") from None
+
+
+def _differentiable(x: Any) -> bool:
+    return x._value.dtype.kind in "fc"
+
+
+def _fill_unconnected(result: Any, source: Any, mode: UnconnectedGradients) -> Any:
+    if result is None and mode is UnconnectedGradients.ZERO:
+        return Tensor(np.zeros_like(source._value))
+    return result
+
+
+class GradientTape(Recorder):
+    """Record operations for reverse-mode differentiation (TensorFlow's `tf.GradientTape`).
+
+    Args:
+        persistent: allow more than one `gradient`/`jacobian` call.
+        watch_accessed_variables: watch trainable variables read while recording.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> x = tf.constant(3.0)
+        >>> with tf.GradientTape() as g:
+        ...     g.watch(x)
+        ...     y = x * x
+        >>> g.gradient(y, x).numpy()
+        np.float32(6.0)
+    """
+
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True) -> None:
+        self._persistent = bool(persistent)
+        self._watch_accessed = bool(watch_accessed_variables)
+        self._entries: list[tuple] = []
+        self._watched: dict[int, Any] = {}
+        self._variables: dict[int, Variable] = {}
+        self._recording = False
+        self._used = False
+
+    # ---------------------------------------------------------------- context
+    def __enter__(self) -> "GradientTape":
+        if self._recording:
+            raise ValueError("GradientTape is already recording; tapes cannot be re-entered "
+                             "while active.")
+        push_recorder(self)
+        self._recording = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pop_recorder(self)
+        self._recording = False
+
+    def stop_recording(self) -> pause_tapes:
+        """Context manager in which no tape on this thread records (accumulators still do).
+
+        Example:
+            >>> import tapeflow as tf
+            >>> x = tf.constant(2.0)
+            >>> with tf.GradientTape() as g:
+            ...     g.watch(x)
+            ...     with g.stop_recording():
+            ...         y = x * x
+            >>> print(g.gradient(y, x))
+            None
+        """
+        if not self._recording:
+            raise RuntimeError("GradientTape.stop_recording(): the tape is not recording "
+                               "(call it inside the tape's `with` block).")
+        return pause_tapes()
+
+    def reset(self) -> None:
+        """Forget everything recorded and watched, as if re-entering with a new tape."""
+        self._entries = []
+        self._watched = {}
+        self._variables = {}
+        self._used = False
+
+    # ---------------------------------------------------------------- watching
+    def watch(self, tensor: Any) -> None:
+        """Watch a tensor, variable, or nested structure of them.
+
+        Integer and bool tensors cannot carry gradients: they are skipped with a
+        warning (as TensorFlow), and their gradient is None.
+        """
+        for i, x in enumerate(nest.flatten(tensor)):
+            if not isinstance(x, _TensorLike):
+                raise ValueError(f"GradientTape.watch: element {i} of `tensor` is a "
+                                 f"{type(x).__name__}, not a tf.Tensor or tf.Variable.")
+            if not _differentiable(x):
+                warnings.warn(f"GradientTape.watch: the dtype of the watched tensor must be "
+                              f"floating or complex; got {x.dtype.name}. Its gradient will be None.",
+                              stacklevel=2)
+                continue
+            self._watched[id(x)] = x
+            if isinstance(x, Variable):
+                self._variables[id(x)] = x
+
+    def watched_variables(self) -> tuple:
+        """The variables this tape watches, in the order it started watching them."""
+        return tuple(self._variables.values())
+
+    def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
+                level: int) -> None:
+        if _state.tapes_paused or not prim.differentiable:
+            return
+        watched = self._watched
+        hit = False
+        for x in inputs:
+            if id(x) in watched:
+                hit = True
+            elif self._watch_accessed and type(x) is Variable and x._trainable and _differentiable(x):
+                self._watched[id(x)] = x
+                self._variables[id(x)] = x
+                hit = True
+        if not hit:
+            return
+        self._entries.append((prim, inputs, outputs, params))
+        for o in outputs:
+            if o._value.dtype.kind in "fc":
+                watched[id(o)] = o
+
+    # ---------------------------------------------------------------- backward
+    def _check_usable(self, what: str) -> None:
+        if self._used and not self._persistent:
+            raise RuntimeError(f"GradientTape.{what}: a non-persistent GradientTape can only be "
+                               "used to compute one set of gradients (or jacobians); create it "
+                               "with persistent=True to call it more than once.")
+
+    def _release(self) -> None:
+        self._used = True
+        if not self._persistent:
+            self._entries = []
+            self._watched = {}
+
+    def _backward_level(self) -> int:
+        stack = current_stack()
+        # Called inside its own context, the tape records its own backward pass (as
+        # TensorFlow), so the stack is cut just above it; otherwise all active recorders see it.
+        return stack.index(self) + 1 if self in stack else len(stack)
+
+    def _plan(self, sources: list) -> tuple[list, set]:
+        """The recorded ops on a path from some source, and the ids they reach."""
+        reach = {id(s) for s in sources if id(s) in self._watched}
+        plan = []
+        for entry in self._entries:
+            if any(id(x) in reach for x in entry[1]):
+                plan.append(entry)
+                reach.update(id(o) for o in entry[2])
+        return plan, reach
+
+    def _backward(self, plan: list, reach: set, targets: list, cts: list, sources: list) -> list:
+        keep = {id(s) for s in sources}
+        acc: dict[int, Any] = {}
+        for t, ct in zip(targets, cts, strict=True):
+            if id(t) in reach:
+                acc[id(t)] = add_any(acc.get(id(t)), ct)
+        with run_below(self._backward_level()):
+            for prim, inputs, outputs, params in reversed(plan):
+                out_cts = [acc.get(id(o)) if id(o) in keep else acc.pop(id(o), None) for o in outputs]
+                if all(c is None for c in out_cts):
+                    continue
+                needs = tuple(id(x) in reach for x in inputs)
+                out_cts = tuple(Zero.like(o) if c is None else c for o, c in zip(outputs, out_cts))
+                in_cts = prim.vjp(out_cts, outputs, inputs, needs, **params)
+                for x, c, need in zip(inputs, in_cts, needs, strict=True):
+                    if need and c is not None:
+                        acc[id(x)] = add_any(acc.get(id(x)), c)
+        return [acc.get(id(s)) for s in sources]
+
+    def _flat_sources(self, sources: Any) -> list:
+        flat = nest.flatten(sources)
+        for i, s in enumerate(flat):
+            if not isinstance(s, _TensorLike):
+                raise TypeError(f"GradientTape.gradient: `sources` element {i} is a "
+                                f"{type(s).__name__}; sources must be tf.Tensor or tf.Variable.")
+            if not _differentiable(s):
+                warnings.warn(f"GradientTape.gradient: source {i} has dtype {s.dtype.name}; only "
+                              "floating and complex sources have gradients. Returning None.",
+                              stacklevel=3)
+        return flat
+
+    def _flat_targets(self, target: Any) -> list:
+        flat = nest.flatten(target)
+        for i, t in enumerate(flat):
+            if not isinstance(t, _TensorLike):
+                raise TypeError(f"GradientTape.gradient: `target` element {i} is a "
+                                f"{type(t).__name__}; targets must be tf.Tensor or tf.Variable.")
+        return flat
+
+    def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
+                 unconnected_gradients: Any = UnconnectedGradients.NONE) -> Any:
+        """Gradient of `target` (summed over its elements, or weighted by
+        `output_gradients`) with respect to `sources`, in the structure of `sources`.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> v = tf.Variable([1., 2.])
+            >>> with tf.GradientTape() as tape:
+            ...     y = tf.reduce_sum(v ** 3.)
+            >>> tape.gradient(y, v).numpy()
+            array([ 3., 12.], dtype=float32)
+        """
+        self._check_usable("gradient")
+        mode = _unconnected(unconnected_gradients)
+        flat_s = self._flat_sources(sources)
+        flat_t = self._flat_targets(target)
+        if output_gradients is None:
+            cts = [Tensor(np.ones_like(t._value)) for t in flat_t]
+        else:
+            grads = nest.flatten(output_gradients) if nest.is_nested(output_gradients) \
+                else [output_gradients]
+            if len(grads) != len(flat_t):
+                raise ValueError(f"GradientTape.gradient: `output_gradients` has {len(grads)} "
+                                 f"elements but `target` has {len(flat_t)}.")
+            cts = []
+            for i, (t, g) in enumerate(zip(flat_t, grads)):
+                if g is None:
+                    cts.append(Tensor(np.ones_like(t._value)))
+                    continue
+                from .tensor import convert_to_tensor
+                g = convert_to_tensor(g, dtype=t.dtype)
+                if shape_of(g) != shape_of(t):
+                    raise ValueError(f"GradientTape.gradient: output_gradients[{i}] has shape "
+                                     f"{shape_of(g)} but target[{i}] has shape {shape_of(t)}.")
+                cts.append(g)
+        plan, reach = self._plan(flat_s)
+        result = self._backward(plan, reach, flat_t, cts, flat_s)
+        self._release()
+        result = [_fill_unconnected(r, s, mode) if _differentiable(s) else None
+                  for r, s in zip(result, flat_s)]
+        return nest.pack_sequence_as(sources, result)
+
+    # ---------------------------------------------------------------- jacobians
+    def jacobian(self, target: Any, sources: Any,
+                 unconnected_gradients: Any = UnconnectedGradients.NONE,
+                 parallel_iterations: int | None = None,
+                 experimental_use_pfor: bool = True) -> Any:
+        """Jacobian of `target` with respect to each source: shape target.shape + source.shape.
+
+        Computed one backward pass per element of `target` (the vectorized single
+        pass comes with `vmap`). `experimental_use_pfor=False` needs a persistent
+        tape, as TensorFlow.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> with tf.GradientTape() as g:
+            ...     x = tf.constant([1.0, 2.0])
+            ...     g.watch(x)
+            ...     y = x * x
+            >>> g.jacobian(y, x).numpy()
+            array([[2., 0.],
+                   [0., 4.]], dtype=float32)
+        """
+        if not experimental_use_pfor and not self._persistent:
+            raise RuntimeError("GradientTape.jacobian: the tape must be created with "
+                               "persistent=True to compute the jacobian with "
+                               "experimental_use_pfor=False.")
+        self._check_usable("jacobian")
+        mode = _unconnected(unconnected_gradients)
+        (t,) = self._flat_targets(target) if not nest.is_nested(target) else (None,)
+        if t is None:
+            raise TypeError("GradientTape.jacobian: `target` must be a single tensor.")
+        flat_s = self._flat_sources(sources)
+        plan, reach = self._plan(flat_s)
+        rows = [self._backward(plan, reach, [t], [ct], flat_s) for ct in _basis(t)]
+        self._release()
+        out = []
+        for j, s in enumerate(flat_s):
+            col = [r[j] for r in rows]
+            if not _differentiable(s) or (rows and all(c is None for c in col)) or \
+                    (not rows and id(s) not in reach):
+                out.append(_fill_unconnected(None, _jac_like(t, s), mode)
+                           if _differentiable(s) else None)
+                continue
+            out.append(_stack_rows(col, t, s))
+        return nest.pack_sequence_as(sources, out)
+
+    def batch_jacobian(self, target: Any, source: Any,
+                       unconnected_gradients: Any = UnconnectedGradients.NONE,
+                       parallel_iterations: int | None = None,
+                       experimental_use_pfor: bool = True) -> Any:
+        """Per-example Jacobians: for target [b, y...] and source [b, x...], the
+        [b, y..., x...] tensor of d target[i] / d source[i]. Assumes example i of the
+        target depends only on example i of the source (as TensorFlow).
+
+        Example:
+            >>> import tapeflow as tf
+            >>> x = tf.constant([[1., 2.], [3., 4.]])
+            >>> with tf.GradientTape() as g:
+            ...     g.watch(x)
+            ...     y = x * x
+            >>> g.batch_jacobian(y, x).shape
+            TensorShape([2, 2, 2])
+        """
+        if not experimental_use_pfor and not self._persistent:
+            raise RuntimeError("GradientTape.batch_jacobian: the tape must be created with "
+                               "persistent=True to compute with experimental_use_pfor=False.")
+        self._check_usable("batch_jacobian")
+        mode = _unconnected(unconnected_gradients)
+        (t,) = self._flat_targets(target)
+        (s,) = self._flat_sources(source)
+        ts, ss = shape_of(t), shape_of(s)
+        if not ts or not ss or ts[0] != ss[0]:
+            raise ValueError(f"GradientTape.batch_jacobian: `target` {ts} and `source` {ss} must "
+                             "both have rank >= 1 and the same first (batch) dimension.")
+        plan, reach = self._plan([s])
+        b, inner = ts[0], int(np.prod(ts[1:], dtype=np.int64))
+        rows = []
+        for j in range(inner):
+            ct = np.zeros((b, inner), dtype=t._value.dtype)
+            ct[:, j] = 1
+            rows.append(self._backward(plan, reach, [t], [Tensor(ct.reshape(ts))], [s])[0])
+        self._release()
+        if not _differentiable(s):
+            return None
+        if all(r is None for r in rows):
+            zero = Tensor(np.zeros(ts + ss[1:], dtype=s._value.dtype))
+            return zero if mode is UnconnectedGradients.ZERO else None
+        from .ops import reshape, stack
+        rows = [Tensor(np.zeros(ss, s._value.dtype)) if r is None else r for r in rows]
+        return reshape(stack(rows, axis=1), ts + ss[1:])
+
+
+def _basis(t: Any) -> Iterator[Tensor]:
+    """One-hot cotangents, one per element of `t`, in row-major order."""
+    size = int(np.size(t._value))
+    for j in range(size):
+        e = np.zeros(size, dtype=t._value.dtype)
+        e[j] = 1
+        yield Tensor(e.reshape(np.shape(t._value)))
+
+
+def _jac_like(t: Any, s: Any) -> Tensor:
+    return Tensor(np.zeros(shape_of(t) + shape_of(s), dtype=s._value.dtype))
+
+
+def _stack_rows(col: list, t: Any, s: Any) -> Tensor:
+    from .ops import reshape, stack
+
+    if not col:
+        return _jac_like(t, s)
+    col = [Tensor(np.zeros(shape_of(s), s._value.dtype)) if c is None else c for c in col]
+    return reshape(stack(col, axis=0), shape_of(t) + shape_of(s))

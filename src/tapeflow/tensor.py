@@ -1,0 +1,470 @@
+"""Tensor, Variable, TensorShape, `constant` and `convert_to_tensor`.
+
+A `Tensor` is an immutable wrapper of one NumPy array (or NumPy scalar, for
+rank 0, as TensorFlow's `.numpy()` returns). Its operators call tapeflow ops;
+nothing here knows about differentiation. A `Variable` holds a mutable value;
+ops read it through `Variable.value()`, which is what lets tapes watch it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Iterator
+
+import numpy as np
+
+from . import dtypes as _dt
+from .errors import DTypeMismatchError
+
+__all__ = ["Tensor", "Variable", "TensorShape", "constant", "convert_to_tensor",
+           "is_tensor", "newaxis"]
+
+newaxis = None
+
+
+class TensorShape(tuple):
+    """A tensor's shape: a tuple of ints (``None`` for unknown dims) with TensorFlow's helpers.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> s = tf.constant([[1., 2.]]).shape
+        >>> s, s.as_list(), s.rank, s == (1, 2)
+        (TensorShape([1, 2]), [1, 2], 2, True)
+    """
+
+    def __new__(cls, dims: Any = ()) -> "TensorShape":
+        if dims is None:
+            raise ValueError("tapeflow shapes always have a known rank; got dims=None.")
+        return super().__new__(cls, (None if d is None else int(d) for d in dims))
+
+    def as_list(self) -> list:
+        return list(self)
+
+    @property
+    def rank(self) -> int:
+        return len(self)
+
+    ndims = rank
+
+    def num_elements(self) -> int | None:
+        if any(d is None for d in self):
+            return None
+        return int(np.prod(self, dtype=np.int64))
+
+    def is_fully_defined(self) -> bool:
+        return all(d is not None for d in self)
+
+    def is_compatible_with(self, other: Any) -> bool:
+        other = TensorShape(other)
+        return len(self) == len(other) and all(
+            a is None or b is None or a == b for a, b in zip(self, other))
+
+    def __getitem__(self, key: Any) -> Any:
+        out = super().__getitem__(key)
+        return TensorShape(out) if isinstance(key, slice) else out
+
+    def __repr__(self) -> str:
+        return f"TensorShape({list(self)})"
+
+    def __str__(self) -> str:
+        return "(" + ", ".join("None" if d is None else str(d) for d in self) + \
+            ("," if len(self) == 1 else "") + ")"
+
+
+class Reference:
+    """A hashable reference to a tensor or variable (`x.ref()`), comparing by identity."""
+
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self._obj = obj
+
+    def deref(self) -> Any:
+        return self._obj
+
+    def __hash__(self) -> int:
+        return id(self._obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reference) and other._obj is self._obj
+
+
+def _fmt_numpy(value: Any) -> str:
+    return str(value) if np.ndim(value) == 0 else repr(np.asarray(value))
+
+
+class _TensorLike:
+    """What Tensor and Variable share: metadata, conversions and Python operators."""
+
+    __slots__ = ()
+    # NumPy binary operators defer to our reflected operators (ndarray + Tensor -> Tensor).
+    __array_priority__ = 100
+
+    @property
+    def shape(self) -> TensorShape:
+        return TensorShape(np.shape(self._value))
+
+    def get_shape(self) -> TensorShape:
+        return self.shape
+
+    @property
+    def dtype(self) -> _dt.DType:
+        return _dt.from_numpy(self._value.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return np.ndim(self._value)
+
+    @property
+    def device(self) -> str:
+        return "/job:localhost/replica:0/task:0/device:CPU:0"
+
+    def numpy(self) -> Any:
+        """The value as a NumPy array (a NumPy scalar for rank 0), as TensorFlow.
+
+        It may share memory with the tensor: do not modify it in place.
+        """
+        return self._read_for_python("numpy()")
+
+    def _read_for_python(self, how: str) -> Any:
+        # Tracing (tapeflow.function) overrides value reads through this hook.
+        hook = _value_read_hook[0]
+        if hook is not None:
+            hook(self, how)
+        return self._value
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        value = np.asarray(self._read_for_python("__array__"))
+        if dtype is not None and value.dtype != dtype:
+            return value.astype(dtype)
+        return value.copy() if copy else value
+
+    def ref(self) -> Reference:
+        return Reference(self)
+
+    experimental_ref = ref
+
+    def __hash__(self) -> int:
+        raise TypeError(f"{type(self).__name__} is unhashable (== is elementwise). "
+                        "Use x.ref() as a dictionary key.")
+
+    def __len__(self) -> int:
+        shape = np.shape(self._value)
+        if not shape:
+            raise TypeError("Scalar tensor has no `len()`.")
+        return shape[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        shape = np.shape(self._value)
+        if not shape:
+            raise TypeError("Cannot iterate over a scalar tensor.")
+        for i in range(shape[0]):
+            yield self[i]
+
+    def _scalar(self, how: str) -> Any:
+        value = self._read_for_python(how)
+        if np.ndim(value) != 0:
+            raise TypeError(f"{how} needs a scalar tensor; got shape {tuple(np.shape(value))}.")
+        return value
+
+    def __float__(self) -> float:
+        return float(self._scalar("float()"))
+
+    def __int__(self) -> int:
+        return int(self._scalar("int()"))
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar("complex()"))
+
+    def __bool__(self) -> bool:
+        value = self._read_for_python("bool()")
+        if np.size(value) != 1:
+            raise ValueError(f"The truth value of a tensor of shape {tuple(np.shape(value))} "
+                             "is ambiguous; use tf.reduce_any or tf.reduce_all.")
+        return bool(value)
+
+    def __index__(self) -> int:
+        value = self._scalar("__index__")
+        if value.dtype.kind not in "iu":
+            raise TypeError(f"Only integer scalar tensors can be used as an index; "
+                            f"got dtype {value.dtype}.")
+        return int(value)
+
+    def __format__(self, spec: str) -> str:
+        if spec and np.ndim(self._value) == 0:
+            return format(self._value.item(), spec)
+        return format(str(self), spec)
+
+    def __str__(self) -> str:
+        return f"tf.Tensor({_fmt_numpy(self._value)}, shape={self.shape}, dtype={self.dtype.name})"
+
+    # Operators: each calls the tapeflow op, so tapes and accumulators see it.
+    def __add__(self, y): return _ops.add(self, y)
+    def __radd__(self, x): return _ops.add(x, self)
+    def __sub__(self, y): return _ops.subtract(self, y)
+    def __rsub__(self, x): return _ops.subtract(x, self)
+    def __mul__(self, y): return _ops.multiply(self, y)
+    def __rmul__(self, x): return _ops.multiply(x, self)
+    def __truediv__(self, y): return _ops.truediv(self, y)
+    def __rtruediv__(self, x): return _ops.truediv(x, self)
+    def __floordiv__(self, y): return _ops.floordiv(self, y)
+    def __rfloordiv__(self, x): return _ops.floordiv(x, self)
+    def __mod__(self, y): return _ops.floormod(self, y)
+    def __rmod__(self, x): return _ops.floormod(x, self)
+    def __pow__(self, y): return _ops.pow(self, y)
+    def __rpow__(self, x): return _ops.pow(x, self)
+    def __matmul__(self, y): return _ops.matmul(self, y)
+    def __rmatmul__(self, x): return _ops.matmul(x, self)
+    def __neg__(self): return _ops.negative(self)
+    def __pos__(self): return self
+    def __abs__(self): return _ops.abs(self)
+    def __lt__(self, y): return _ops.less(self, y)
+    def __le__(self, y): return _ops.less_equal(self, y)
+    def __gt__(self, y): return _ops.greater(self, y)
+    def __ge__(self, y): return _ops.greater_equal(self, y)
+    def __and__(self, y): return _ops.logical_and(self, y)
+    def __rand__(self, x): return _ops.logical_and(x, self)
+    def __or__(self, y): return _ops.logical_or(self, y)
+    def __ror__(self, x): return _ops.logical_or(x, self)
+    def __xor__(self, y): return _ops.logical_xor(self, y)
+    def __invert__(self): return _ops.logical_not(self)
+    def __getitem__(self, key): return _ops.getitem(self, key)
+
+    def __eq__(self, other):  # type: ignore[override]
+        try:
+            return _ops.equal(self, other)
+        except (TypeError, ValueError):
+            return False
+
+    def __ne__(self, other):  # type: ignore[override]
+        try:
+            return _ops.not_equal(self, other)
+        except (TypeError, ValueError):
+            return True
+
+
+class Tensor(_TensorLike):
+    """An immutable multidimensional array that tapes and accumulators can follow.
+
+    Create tensors with `tf.constant` or `tf.convert_to_tensor`; ops return them.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.constant([1., 2.]) * 3.
+        <tapeflow.Tensor: shape=(2,), dtype=float32, numpy=array([3., 6.], dtype=float32)>
+    """
+
+    __slots__ = ("_value", "__weakref__")
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def __repr__(self) -> str:
+        return (f"<tapeflow.Tensor: shape={self.shape}, dtype={self.dtype.name}, "
+                f"numpy={_fmt_numpy(self._value)}>")
+
+    def __reduce__(self):
+        return (Tensor, (self._value,))
+
+
+_variable_ids = itertools.count()
+
+
+class Variable(_TensorLike):
+    """A mutable tensor-valued state, watched automatically by tapes when trainable.
+
+    Args:
+        initial_value: a tensor, array, Python value, or a zero-argument callable.
+        trainable: whether `GradientTape` watches it automatically when read.
+        name: a label (``"Variable"`` by default).
+        dtype: converts `initial_value` to this dtype if given.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> v = tf.Variable([1., 2.])
+        >>> with tf.GradientTape() as tape:
+        ...     y = tf.reduce_sum(v * v)
+        >>> tape.gradient(y, v).numpy()
+        array([2., 4.], dtype=float32)
+    """
+
+    __slots__ = ("_value", "_trainable", "_name", "_id", "__weakref__")
+
+    def __init__(self, initial_value: Any = None, trainable: bool = True,
+                 validate_shape: bool = True, caching_device: Any = None,
+                 name: str | None = None, variable_def: Any = None, dtype: Any = None,
+                 import_scope: Any = None, constraint: Any = None, synchronization: Any = None,
+                 aggregation: Any = None, shape: Any = None, **kwargs: Any) -> None:
+        if initial_value is None:
+            raise ValueError("Variable needs an `initial_value`; got None.")
+        if callable(initial_value):
+            initial_value = initial_value()
+        if isinstance(initial_value, _TensorLike):
+            value = initial_value._value
+            if dtype is not None:
+                value = np.asarray(value, _dt.as_dtype(dtype)._np)
+        else:
+            value = constant(initial_value, dtype=dtype)._value
+        # The variable owns its buffer: later writes by the caller must not reach it.
+        self._value = np.array(value, copy=True)
+        self._trainable = bool(trainable)
+        self._id = next(_variable_ids)
+        self._name = name or "Variable"
+
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    @property
+    def name(self) -> str:
+        return f"{self._name}:0"
+
+    def value(self) -> Tensor:
+        """The current value as a Tensor (a read that tapes and accumulators see)."""
+        return _read_variable(self)
+
+    read_value = value
+
+    def assign(self, value: Any, use_locking: Any = None, name: Any = None,
+               read_value: bool = True) -> "Variable":
+        """Replace the value; shape and dtype must match. Returns the variable."""
+        new = _convert_for_assign(self, value, "assign")
+        _assign_hook[0](self, new)
+        return self
+
+    def assign_add(self, delta: Any, use_locking: Any = None, name: Any = None,
+                   read_value: bool = True) -> "Variable":
+        """Add `delta` to the value in place of the variable. Returns the variable."""
+        return self.assign(_ops.add(self.value(), delta))
+
+    def assign_sub(self, delta: Any, use_locking: Any = None, name: Any = None,
+                   read_value: bool = True) -> "Variable":
+        """Subtract `delta` from the value. Returns the variable."""
+        return self.assign(_ops.subtract(self.value(), delta))
+
+    def __repr__(self) -> str:
+        return (f"<tapeflow.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
+                f"numpy={_fmt_numpy(self._value)}>")
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
+
+def _convert_for_assign(var: Variable, value: Any, how: str) -> np.ndarray:
+    t = convert_to_tensor(value, dtype=var.dtype) if not isinstance(value, _TensorLike) \
+        else _as_tensor(value)
+    if t._value.dtype != var._value.dtype:
+        raise DTypeMismatchError(f"Variable.{how}: value has dtype {t.dtype.name}, "
+                                 f"variable '{var.name}' has dtype {var.dtype.name}.")
+    if np.shape(t._value) != np.shape(var._value):
+        raise ValueError(f"Variable.{how}: value has shape {tuple(np.shape(t._value))}, "
+                         f"variable '{var.name}' has shape {tuple(np.shape(var._value))}.")
+    return t._value
+
+
+def _plain_assign(var: Variable, new_value: np.ndarray) -> None:
+    # A new buffer, never an in-place write: tensors read earlier keep their values.
+    var._value = np.array(new_value, copy=True)
+
+
+# Hooks that `tapeflow.function` replaces while tracing (reads of values, variable writes).
+_value_read_hook: list = [None]
+_assign_hook: list = [_plain_assign]
+
+
+def _read_variable(var: Variable) -> Tensor:
+    return _ops.read_variable(var)
+
+
+def is_tensor(x: Any) -> bool:
+    """True for tapeflow Tensors and Variables."""
+    return isinstance(x, _TensorLike)
+
+
+def _as_tensor(x: Any) -> Tensor:
+    return x if type(x) is Tensor else x.value()
+
+
+def _check_integral(value: Any, np_dtype: np.dtype) -> None:
+    arr = np.asarray(value)
+    if np_dtype.kind in "iub" and arr.dtype.kind in "fc":
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr.real)):
+            raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {np_dtype}: "
+                            "the values are not integral.")
+
+
+def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
+                      name: str | None = None) -> Tensor:
+    """Convert a tensor, variable, array or Python value to a Tensor.
+
+    Dtype inference is TensorFlow's: Python floats give float32, Python ints
+    int32, bools bool, complex numbers complex128; a NumPy array keeps its dtype.
+    A Tensor of another dtype than `dtype` is an error (no implicit casts).
+
+    Example:
+        >>> import numpy as np, tapeflow as tf
+        >>> tf.convert_to_tensor(1.5).dtype, tf.convert_to_tensor(np.ones(2)).dtype
+        (tf.float32, tf.float64)
+    """
+    if isinstance(value, _TensorLike):
+        t = _as_tensor(value)
+        if dtype is not None and _dt.as_dtype(dtype)._np != t._value.dtype:
+            raise DTypeMismatchError(
+                f"convert_to_tensor: requested dtype {_dt.as_dtype(dtype).name} for a tensor "
+                f"of dtype {t.dtype.name}; use tf.cast to convert.")
+        return t
+    if dtype is not None:
+        np_dtype = _dt.as_dtype(dtype)._np
+        _check_integral(value, np_dtype)
+    else:
+        np_dtype = _dt.infer_numpy_dtype(value)
+        if dtype_hint is not None and not isinstance(value, (np.ndarray, np.generic)):
+            hinted = _dt.as_dtype(dtype_hint)._np
+            if np.can_cast(np_dtype, hinted, "same_kind") or np_dtype.kind in "iub":
+                np_dtype = hinted
+    try:
+        arr = np.asarray(value, dtype=np_dtype)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {np_dtype}: {e}") from None
+    if arr.ndim == 0:
+        arr = arr[()]
+    return Tensor(arr)
+
+
+def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None = "Const") -> Tensor:
+    """Create a constant tensor from a Python value, array or tensor.
+
+    Unlike `convert_to_tensor`, an explicit `dtype` casts (as TensorFlow's
+    `constant` does), and `shape` fills a scalar or reshapes a value of equal size.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.constant(0., shape=(2, 2)).numpy()
+        array([[0., 0.],
+               [0., 0.]], dtype=float32)
+    """
+    if isinstance(value, _TensorLike):
+        arr = _as_tensor(value)._value
+        if dtype is not None:
+            arr = np.asarray(arr, _dt.as_dtype(dtype)._np)
+    elif dtype is not None and isinstance(value, (np.ndarray, np.generic)):
+        arr = np.array(value, dtype=_dt.as_dtype(dtype)._np)
+    else:
+        arr = np.array(convert_to_tensor(value, dtype)._value, copy=True)
+    if shape is not None:
+        shape = tuple(int(d) for d in shape)
+        if np.size(arr) == 1 and np.prod(shape, dtype=np.int64) != 1:
+            arr = np.full(shape, np.asarray(arr).reshape(()), dtype=arr.dtype)
+        elif np.size(arr) == np.prod(shape, dtype=np.int64):
+            arr = np.reshape(arr, shape)
+        else:
+            raise TypeError(f"constant: cannot give a value of shape {np.shape(arr)} "
+                            f"({np.size(arr)} elements) the shape {shape}.")
+    if np.ndim(arr) == 0:
+        arr = np.asarray(arr)[()]
+    return Tensor(arr)
+
+
+# The operators call tapeflow ops; `tapeflow.ops` sets this when it is imported (ops import
+# Tensor, so the dependency cannot be a plain import here).
+_ops: Any = None
