@@ -23,9 +23,9 @@ from .forward import ForwardAccumulator  # noqa: F401
 from .ops import (abs, add, broadcast_to, cast, concat, cos, divide, equal, exp,  # noqa: F401
                   expand_dims, gather, greater, greater_equal, identity, less, less_equal, log,
                   logical_and, logical_not, logical_or, matmul, maximum, minimum, multiply,
-                  negative, not_equal, ones_like, pow, reduce_max, reduce_mean, reduce_min,
+                  negative, not_equal, ones, ones_like, pow, reduce_max, reduce_mean, reduce_min,
                   reduce_sum, reshape, sigmoid, sign, sin, sqrt, square, squeeze, stack,
-                  stop_gradient, subtract, tanh, transpose, truediv, where, zeros_like)
+                  stop_gradient, subtract, tanh, transpose, truediv, where, zeros, zeros_like)
 from .tape import GradientTape, UnconnectedGradients  # noqa: F401
 from .tensor import (Tensor, TensorShape, Variable, constant, convert_to_tensor,  # noqa: F401
                      is_tensor, newaxis)
@@ -40,9 +40,9 @@ __all__ = [
     "concat", "cos", "divide", "equal", "exp", "expand_dims", "gather", "greater",
     "greater_equal", "identity", "less", "less_equal", "log", "logical_and", "logical_not",
     "logical_or", "matmul", "maximum", "minimum", "multiply", "negative", "not_equal",
-    "ones_like", "pow", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reshape",
+    "ones", "ones_like", "pow", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reshape",
     "sigmoid", "sign", "sin", "sqrt", "square", "squeeze", "stack", "stop_gradient", "subtract",
-    "tanh", "transpose", "truediv", "where", "zeros_like", "GradientTape",
+    "tanh", "transpose", "truediv", "where", "zeros", "zeros_like", "GradientTape",
     "UnconnectedGradients", "Tensor", "TensorShape", "Variable", "constant",
     "convert_to_tensor", "is_tensor", "newaxis", "__version__",
 ]

@@ -6,7 +6,8 @@ from .linalg import matmul  # noqa: F401
 from .nn import relu  # noqa: F401
 from .reduce import reduce_max, reduce_mean, reduce_min, reduce_sum  # noqa: F401
 from .shape import (broadcast_to, concat, expand_dims, gather, getitem, identity,  # noqa: F401
-                    read_variable, reshape, squeeze, stack, stop_gradient, transpose)
+                    ones, read_variable, reshape, squeeze, stack, stop_gradient, transpose,
+                    zeros)
 
 from .. import tensor as _tensor  # noqa: E402
 

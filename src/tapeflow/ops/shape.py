@@ -379,3 +379,36 @@ def getitem(x: Any, key: Any) -> Tensor:
         raise IndexError(f"getitem: index {key} is invalid for a tensor of shape "
                          f"{shape_of(x)}: {e}") from None
     return bind(getitem_p, x, key=key)
+
+
+def _creation_shape(shape: Any, op: str) -> tuple:
+    dims = np.asarray(shape.numpy() if isinstance(shape, _TensorLike) else shape).reshape(-1)
+    if dims.dtype.kind not in "iu" and dims.size:
+        raise TypeError(f"{op}: `shape` must be integers; got {shape!r}.")
+    if (dims < 0).any():
+        raise InvalidArgumentError(f"{op}: `shape` must be non-negative; got {shape!r}.")
+    return tuple(int(d) for d in dims)
+
+
+def zeros(shape: Any, dtype: Any = "float32", name: str | None = None) -> Tensor:
+    """A tensor of zeros (float32 unless `dtype` is given); a constant.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.zeros([2]).numpy()
+        array([0., 0.], dtype=float32)
+    """
+    from .. import dtypes as _dt
+    return Tensor(np.zeros(_creation_shape(shape, "zeros"), _dt.as_dtype(dtype)._np))
+
+
+def ones(shape: Any, dtype: Any = "float32", name: str | None = None) -> Tensor:
+    """A tensor of ones (float32 unless `dtype` is given); a constant.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.ones([2], tf.int32).numpy()
+        array([1, 1], dtype=int32)
+    """
+    from .. import dtypes as _dt
+    return Tensor(np.ones(_creation_shape(shape, "ones"), _dt.as_dtype(dtype)._np))
