@@ -157,6 +157,9 @@ def as_tensor(x: Any, op: str, arg: str) -> Tensor:
 def _like(x: Any, other: Tensor, op: str, arg: str) -> Tensor:
     """Convert a non-tensor operand to `other`'s dtype (Python and NumPy scalars adapt)."""
     target = other._value.dtype
+    kind = type(x)
+    if (kind is float or kind is int) and target.kind in "fc":
+        return Tensor(target.type(x))  # the common `t * 2.0`: no array round trip
     try:
         return convert_to_tensor(x, dtype=target)
     except (TypeError, ValueError) as e:
