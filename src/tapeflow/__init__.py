@@ -15,6 +15,7 @@ Example:
 """
 
 from . import autodiff, dtypes, errors, keras, linalg, math, nest, nn, random, testing  # noqa: F401
+from .batching import vmap  # noqa: F401
 from .custom import custom_gradient, recompute_grad  # noqa: F401
 from .dtypes import (DType, as_dtype, bfloat16, bool, complex64, complex128,  # noqa: F401
                      float16, float32, float64, int8, int16, int32, int64, uint8, uint16,
@@ -34,7 +35,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "autodiff", "dtypes", "errors", "keras", "linalg", "math", "nest", "nn", "random", "testing",
-    "custom_gradient", "recompute_grad", "DType", "as_dtype", "bfloat16", "bool", "complex64",
+    "vmap", "custom_gradient", "recompute_grad", "DType", "as_dtype", "bfloat16", "bool", "complex64",
     "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
     "uint16", "uint32", "uint64", "ForwardAccumulator", "abs", "add", "broadcast_to", "cast",
     "concat", "cos", "divide", "equal", "exp", "expand_dims", "gather", "greater",

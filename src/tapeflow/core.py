@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import tensor as _tensor_module
 from .tensor import Tensor
 
 __all__ = ["Primitive", "Zero", "bind", "registry", "Recorder", "current_stack",
@@ -110,7 +111,23 @@ class Primitive:
 
 
 class Recorder:
-    """Base of the interpreters that watch ops as they run (tapes, accumulators, tracers)."""
+    """Base of the interpreters that watch ops as they run (tapes, accumulators, tracers).
+
+    `batching` recorders may claim ops (see `bind`); `watches_reads` recorders are
+    told when Python reads a tensor's value.
+    """
+
+    batching = False
+    watches_reads = False
+
+    def claims(self, inputs: Sequence[Any]) -> bool:
+        return False
+
+    def compute(self, prim: "Primitive", inputs: Sequence[Any], params: dict, level: int) -> tuple:
+        raise NotImplementedError
+
+    def on_read(self, tensor: Any, how: str) -> None:
+        pass
 
     def process(self, prim: Primitive, inputs: Sequence[Any], outputs: tuple,
                 params: dict, level: int) -> None:
@@ -189,21 +206,44 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     """Apply `prim` to tensors `args`: run its impl, then show it to active recorders.
 
     The no-recorder path is the hot path of every program: one impl call and
-    one wrapper object.
+    one wrapper object. With recorders active, a batching recorder (vmap) that
+    holds a batched value of some input *claims* the op: it computes the op
+    on the batched values through the primitive's batching rule instead of the
+    impl, and only recorders entered after it see the per-example op
+    (NOTE(strict-nesting)).
     """
-    n = len(args)
-    if n == 1:
-        out = prim.impl(args[0]._value, **params)
-    elif n == 2:
-        out = prim.impl(args[0]._value, args[1]._value, **params)
-    else:
-        out = prim.impl(*[a._value for a in args], **params)
     stack = _state.stack
     if not stack:
+        n = len(args)
+        if n == 1:
+            out = prim.impl(args[0]._value, **params)
+        elif n == 2:
+            out = prim.impl(args[0]._value, args[1]._value, **params)
+        else:
+            out = prim.impl(*[a._value for a in args], **params)
         if prim.multiple_results:
             return [Tensor(o) for o in out]
         return Tensor(out)
-    outs = tuple(Tensor(o) for o in out) if prim.multiple_results else (Tensor(out),)
-    for level, rec in enumerate(stack):
-        rec.process(prim, args, outs, params, level)
+    start = 0
+    for level in range(len(stack) - 1, -1, -1):
+        rec = stack[level]
+        if rec.batching and rec.claims(args):
+            outs = rec.compute(prim, args, params, level)
+            start = level + 1
+            break
+    else:
+        out = prim.impl(*[a._value for a in args], **params)
+        outs = tuple(Tensor(o) for o in out) if prim.multiple_results else (Tensor(out),)
+    for level in range(start, len(stack)):
+        stack[level].process(prim, args, outs, params, level)
     return list(outs) if prim.multiple_results else outs[0]
+
+
+def _on_value_read(tensor: Any, how: str) -> None:
+    """Python read a tensor's value (float(x), x.numpy(), `if x`): ask the active recorders."""
+    for rec in _state.stack:
+        if rec.watches_reads:
+            rec.on_read(tensor, how)
+
+
+_tensor_module._value_read_hook[0] = _on_value_read

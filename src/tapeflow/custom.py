@@ -57,13 +57,14 @@ def _call_grad_fn(grad_fn: Callable, cts: list, variables: list, n_inputs: int) 
 
 
 def _custom_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, grad_fn: Callable,
-                n_inputs: int, results: tuple) -> tuple:
-    variables = list(primals[n_inputs:])
-    return tuple(_call_grad_fn(grad_fn, [instantiate(c) for c in cts], variables, n_inputs))
+                n_inputs: int, n_vars: int) -> tuple:
+    variables = list(primals[n_inputs:n_inputs + n_vars])
+    grads = _call_grad_fn(grad_fn, [instantiate(c) for c in cts], variables, n_inputs)
+    return tuple(grads) + (None,) * len(outs)  # the trailing result inputs get nothing
 
 
 def _custom_jvp(primals: tuple, tangents: tuple, outs: tuple, grad_fn: Callable, n_inputs: int,
-                results: tuple) -> tuple:
+                n_vars: int) -> tuple:
     # The JVP is the transpose of the (linear) custom VJP: d/du <grad_fn(u), t>.
     from .ops import multiply, reduce_sum
     from .ops._rules import add_any
@@ -72,9 +73,9 @@ def _custom_jvp(primals: tuple, tangents: tuple, outs: tuple, grad_fn: Callable,
     us = [Tensor(np.zeros_like(o._value)) for o in outs]
     with GradientTape() as tape:
         tape.watch(us)
-        grads = _call_grad_fn(grad_fn, us, list(primals[n_inputs:]), n_inputs)
+        grads = _call_grad_fn(grad_fn, us, list(primals[n_inputs:n_inputs + n_vars]), n_inputs)
         total = None
-        for g, t in zip(grads, tangents, strict=True):
+        for g, t in zip(grads, tangents[:n_inputs + n_vars], strict=True):
             if g is not None and type(t) is not Zero:
                 total = add_any(total, reduce_sum(multiply(g, t)))
     if total is None:
@@ -83,10 +84,49 @@ def _custom_jvp(primals: tuple, tangents: tuple, outs: tuple, grad_fn: Callable,
     return tuple(Zero.like(o) if t is None else t for o, t in zip(outs, out))
 
 
-custom_gradient_p = Primitive("custom_gradient", lambda *xs, results, **_: list(results),
-                              multiple_results=True)
+def _custom_batch(vals: tuple, dims: tuple, grad_fn: Callable, n_inputs: int,
+                  n_vars: int) -> tuple:
+    # Batch the forward results and the backward function (vmap of grad_fn); an
+    # unbatched input's gradient is summed over the batch, since every example shares it.
+    from .batching import vmap
+    from .ops import reduce_sum
+    from .ops._rules import batch_size, move_to_front
+    from .ops.shape import broadcast_to_p, reshape_p
+
+    size = batch_size(vals, dims)
+    n_in = n_inputs + n_vars
+    results = []
+    for r, d in zip(vals[n_in:], dims[n_in:]):
+        if d is None:
+            r = bind(broadcast_to_p, bind(reshape_p, r, shape=(1,) + np.shape(r._value)),
+                     shape=(size,) + np.shape(r._value))
+        results.append(move_to_front(r, d))
+    in_dims = dims[:n_in]
+    inputs = [move_to_front(v, d) for v, d in zip(vals[:n_in], in_dims)]
+
+    def batched_grad_fn(*cts: Any, variables: list | None = None) -> Any:
+        per_example = vmap(lambda *c: _call_grad_fn(grad_fn, list(c), list(variables or []),
+                                                    n_inputs))
+        grads = per_example(*cts)
+        grads = [g if g is None or d is not None else reduce_sum(g, axis=0)
+                 for g, d in zip(grads, in_dims, strict=True)]
+        return (grads[:n_inputs], grads[n_inputs:]) if variables else grads
+
+    outs = bind(custom_gradient_p, *inputs, *results, grad_fn=batched_grad_fn,
+                n_inputs=n_inputs, n_vars=n_vars)
+    return outs, [0] * len(outs)
+
+
+def _results_of(*xs: Any, grad_fn: Any, n_inputs: int, n_vars: int) -> list:
+    return list(xs[n_inputs + n_vars:])
+
+
+# Inputs: the tensor arguments, the variables read, then the forward results (so
+# interpreters that batch or trace see them); outputs: the results.
+custom_gradient_p = Primitive("custom_gradient", _results_of, multiple_results=True)
 custom_gradient_p.vjp = _custom_vjp
 custom_gradient_p.jvp = _custom_jvp
+custom_gradient_p.batch = _custom_batch
 
 
 def custom_gradient(f: Callable | None = None) -> Callable:
@@ -118,7 +158,9 @@ def custom_gradient(f: Callable | None = None) -> Callable:
     def decorated(*args: Any, **kwargs: Any) -> Any:
         watcher = _VariableReads()
         saved = _state.stack
-        _state.stack = (watcher,)  # hide the forward from every recorder, note variable reads
+        # Hide the forward from tapes and accumulators (the custom rule replaces its
+        # derivative) but not from batchers, which must compute it for the whole batch.
+        _state.stack = tuple(r for r in saved if r.batching) + (watcher,)
         try:
             result, grad_fn = f(*args, **kwargs)
         finally:
@@ -137,9 +179,9 @@ def custom_gradient(f: Callable | None = None) -> Callable:
             raise TypeError(f"custom_gradient: {f.__name__} reads the variables "
                             f"{[v.name for v in variables]}, so its grad_fn must accept a "
                             "`variables` keyword argument and return (input_grads, variable_grads).")
-        outs = bind(custom_gradient_p, *inputs, *variables,
-                    results=tuple(o._value for o in flat_out), grad_fn=grad_fn,
-                    n_inputs=len(inputs))
+        results = [o if type(o) is Tensor else o.value() for o in flat_out]
+        outs = bind(custom_gradient_p, *inputs, *variables, *results, grad_fn=grad_fn,
+                    n_inputs=len(inputs), n_vars=len(variables))
         return nest.pack_sequence_as(result, outs)
 
     return decorated

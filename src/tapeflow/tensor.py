@@ -127,10 +127,8 @@ class _TensorLike:
         return self._read_for_python("numpy()")
 
     def _read_for_python(self, how: str) -> Any:
-        # Tracing (tapeflow.function) overrides value reads through this hook.
-        hook = _value_read_hook[0]
-        if hook is not None:
-            hook(self, how)
+        # Recorders that must know about value reads (vmap, tracing) hear of them here.
+        _value_read_hook[0](self, how)
         return self._value
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -368,7 +366,7 @@ def _plain_assign(var: Variable, new_value: np.ndarray) -> None:
 
 
 # Hooks that `tapeflow.function` replaces while tracing (reads of values, variable writes).
-_value_read_hook: list = [None]
+_value_read_hook: list = [lambda tensor, how: None]
 _assign_hook: list = [_plain_assign]
 
 

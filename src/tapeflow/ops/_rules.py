@@ -137,6 +137,7 @@ def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor],
 
     defjvp(prim, jvp)
     defvjp(prim, vjp)
+    batch_unary(prim)
     return prim
 
 
@@ -220,3 +221,59 @@ def normalize_axis(axis: Any, ndim: int, op: str, arg: str = "axis") -> tuple[in
     if len(set(out)) != len(out):
         raise InvalidArgumentError(f"{op}: `{arg}`={axis!r} repeats an axis.")
     return tuple(sorted(out))
+
+
+# ---------------------------------------------------------------- batching rule families
+# A batching rule gets the batched values (or the plain per-example value where an
+# input is not batched) and their batch axes (None for unbatched); it returns the
+# batched output and the output's batch axis. See tapeflow.batching.
+
+def move_to_front(x: Tensor, d: int | None) -> Tensor:
+    """x with its batch axis `d` moved to 0 (a transpose op)."""
+    from ..batching import move_axis
+    return x if not d else move_axis(x, d, 0)
+
+
+def batch_size(vals: tuple, dims: tuple) -> int:
+    return next(shape_of(v)[d] for v, d in zip(vals, dims) if d is not None)
+
+
+def align_batched(vals: tuple, dims: tuple, rank: int) -> list:
+    """Batched values with the batch on axis 0 and rank `rank` + 1 (1s inserted after the
+    batch axis), so NumPy's right-aligned broadcasting pairs them with unbatched values."""
+    from .shape import reshape_p
+
+    out = []
+    for v, d in zip(vals, dims):
+        if d is None:
+            out.append(v)
+            continue
+        v = move_to_front(v, d)
+        s = shape_of(v)
+        if len(s) - 1 < rank:
+            v = bind(reshape_p, v, shape=s[:1] + (1,) * (rank - len(s) + 1) + s[1:])
+        out.append(v)
+    return out
+
+
+def batch_elementwise(prim: Primitive) -> None:
+    """Batching rule of an n-ary broadcasting elementwise primitive."""
+    def rule(vals: tuple, dims: tuple, **params: Any) -> tuple:
+        rank = max(len(shape_of(v)) - (d is not None) for v, d in zip(vals, dims))
+        return bind(prim, *align_batched(vals, dims, rank), **params), 0
+    prim.batch = rule
+
+
+def batch_unary(prim: Primitive) -> None:
+    """Batching rule of a one-input elementwise primitive: the batch axis stays where it is."""
+    prim.batch = lambda vals, dims, **params: (bind(prim, vals[0], **params), dims[0])
+
+
+def batch_reduction(prim: Primitive) -> None:
+    """Batching rule of a reduction with `axis` (tuple or None) and `keepdims` params."""
+    def rule(vals: tuple, dims: tuple, axis: Any, **params: Any) -> tuple:
+        x = move_to_front(vals[0], dims[0])
+        rank = len(shape_of(x)) - 1
+        axis = tuple(range(1, rank + 1)) if axis is None else tuple(a + 1 for a in axis)
+        return bind(prim, x, axis=axis, **params), 0
+    prim.batch = rule

@@ -13,8 +13,8 @@ import numpy as np
 
 from ..core import Primitive, Zero, bind
 from ..tensor import Tensor
-from ._rules import (as_tensor, binary_args, check_dtype, defjvp, defvjp, instantiate,
-                     linear, shape_of, unary)
+from ._rules import (as_tensor, batch_elementwise, batch_unary, binary_args, check_dtype,
+                     defjvp, defvjp, instantiate, linear, shape_of, unary)
 
 FLOAT = "fc"        # floating or complex
 NUMERIC = "fciu"    # any number
@@ -61,10 +61,12 @@ def _unary(prim: Primitive, kinds: str, doc: str) -> Callable[..., Tensor]:
 add_p = Primitive("add", np.add)
 defjvp(add_p, lambda t, ans, x, y: t, lambda t, ans, x, y: t, broadcasting=True)
 defvjp(add_p, lambda g, ans, x, y: g, lambda g, ans, x, y: g, broadcasting=True)
+batch_elementwise(add_p)
 
 subtract_p = Primitive("subtract", np.subtract)
 defjvp(subtract_p, lambda t, ans, x, y: t, lambda t, ans, x, y: negative(t), broadcasting=True)
 defvjp(subtract_p, lambda g, ans, x, y: g, lambda g, ans, x, y: negative(g), broadcasting=True)
+batch_elementwise(subtract_p)
 
 # ------------------------------------------------------------------ multiply: d(xy) = y dx + x dy
 multiply_p = Primitive("multiply", np.multiply)
@@ -72,6 +74,7 @@ defjvp(multiply_p, lambda t, ans, x, y: multiply(t, y), lambda t, ans, x, y: mul
        broadcasting=True)
 defvjp(multiply_p, lambda g, ans, x, y: multiply(g, conj_if_complex(y)),
        lambda g, ans, x, y: multiply(conj_if_complex(x), g), broadcasting=True)
+batch_elementwise(multiply_p)
 
 # ------------------------------------------------------------------ divide: d(x/y) = dx/y - (x/y) dy/y
 divide_p = Primitive("divide", np.true_divide)
@@ -80,6 +83,7 @@ defjvp(divide_p, lambda t, ans, x, y: divide(t, y),
 defvjp(divide_p, lambda g, ans, x, y: divide(g, conj_if_complex(y)),
        lambda g, ans, x, y: negative(multiply(g, conj_if_complex(divide(ans, y)))),
        broadcasting=True)
+batch_elementwise(divide_p)
 
 
 # ------------------------------------------------------------------ pow: d(x^y) = y x^(y-1) dx + log(x) x^y dy
@@ -100,6 +104,7 @@ defjvp(pow_p, lambda t, ans, x, y: multiply(t, _pow_dx(x, y)),
        lambda t, ans, x, y: multiply(t, _pow_dy(ans, x)), broadcasting=True)
 defvjp(pow_p, lambda g, ans, x, y: multiply(g, conj_if_complex(_pow_dx(x, y))),
        lambda g, ans, x, y: multiply(g, conj_if_complex(_pow_dy(ans, x))), broadcasting=True)
+batch_elementwise(pow_p)
 
 # ------------------------------------------------------------------ maximum / minimum
 # Ties send the whole gradient to x, as TensorFlow: max -> x where x >= y.
@@ -108,12 +113,14 @@ defjvp(maximum_p, lambda t, ans, x, y: multiply(t, _mask(greater_equal(x, y), t)
        lambda t, ans, x, y: multiply(t, _mask(less(x, y), t)), broadcasting=True)
 defvjp(maximum_p, lambda g, ans, x, y: multiply(g, _mask(greater_equal(x, y), g)),
        lambda g, ans, x, y: multiply(g, _mask(less(x, y), g)), broadcasting=True)
+batch_elementwise(maximum_p)
 
 minimum_p = Primitive("minimum", np.minimum)
 defjvp(minimum_p, lambda t, ans, x, y: multiply(t, _mask(less_equal(x, y), t)),
        lambda t, ans, x, y: multiply(t, _mask(greater(x, y), t)), broadcasting=True)
 defvjp(minimum_p, lambda g, ans, x, y: multiply(g, _mask(less_equal(x, y), g)),
        lambda g, ans, x, y: multiply(g, _mask(greater(x, y), g)), broadcasting=True)
+batch_elementwise(minimum_p)
 
 # ------------------------------------------------------------------ floormod: x - floor(x/y) y
 floormod_p = Primitive("floormod", np.mod)
@@ -121,13 +128,16 @@ defjvp(floormod_p, lambda t, ans, x, y: t,
        lambda t, ans, x, y: negative(multiply(t, floordiv(x, y))), broadcasting=True)
 defvjp(floormod_p, lambda g, ans, x, y: g,
        lambda g, ans, x, y: negative(multiply(g, floordiv(x, y))), broadcasting=True)
+batch_elementwise(floormod_p)
 
 # ------------------------------------------------------------------ linear unary ops
 negative_p = Primitive("negative", np.negative)
 linear(negative_p, lambda g, x: negative(g))
+batch_unary(negative_p)
 
 conj_p = Primitive("conj", np.conjugate)
 linear(conj_p, lambda g, x: bind(conj_p, g))
+batch_unary(conj_p)
 
 # ------------------------------------------------------------------ smooth unary ops: f'(x)
 square_p = unary("square", np.square, lambda ans, x: multiply(x, 2))       # 2x
@@ -156,11 +166,13 @@ def _abs_deriv(ans: Tensor, x: Tensor) -> Tensor:
 abs_p = Primitive("abs", np.abs)
 defjvp(abs_p, lambda t, ans, x: multiply(t, _abs_deriv(ans, x)))
 defvjp(abs_p, lambda g, ans, x: multiply(g, _abs_deriv(ans, x)))
+batch_unary(abs_p)
 
 # sign is piecewise constant: derivative zero (TensorFlow returns zeros, not None).
 sign_p = Primitive("sign", np.sign)
 defjvp(sign_p, lambda t, ans, x: Zero.like(ans))
 defvjp(sign_p, lambda g, ans, x: zeros_like_t(x))
+batch_unary(sign_p)
 
 
 # ------------------------------------------------------------------ select (where with x and y)
@@ -174,6 +186,7 @@ def _select_rule(take_x: bool) -> Callable[..., Tensor]:
 select_p = Primitive("select", np.where)
 defjvp(select_p, None, _select_rule(True), _select_rule(False), broadcasting=True)
 defvjp(select_p, None, _select_rule(True), _select_rule(False), broadcasting=True)
+batch_elementwise(select_p)
 
 
 # ------------------------------------------------------------------ cast
@@ -193,6 +206,7 @@ cast_p = Primitive("cast", _cast_impl)
 defjvp(cast_p, _cast_tangent)
 defvjp(cast_p, lambda g, ans, x, dtype: bind(cast_p, g, dtype=x._value.dtype)
        if x._value.dtype.kind in "fc" else None)
+batch_unary(cast_p)
 
 # ------------------------------------------------------------------ ops without derivatives
 equal_p = Primitive("equal", np.equal, differentiable=False)
@@ -206,6 +220,10 @@ logical_or_p = Primitive("logical_or", np.bitwise_or, differentiable=False)
 logical_xor_p = Primitive("logical_xor", np.bitwise_xor, differentiable=False)
 logical_not_p = Primitive("logical_not", np.invert, differentiable=False)
 floordiv_p = Primitive("floordiv", np.floor_divide, differentiable=False)
+for _p in (equal_p, not_equal_p, less_p, less_equal_p, greater_p, greater_equal_p,
+           logical_and_p, logical_or_p, logical_xor_p, floordiv_p):
+    batch_elementwise(_p)
+batch_unary(logical_not_p)
 
 
 # ================================================================== public ops

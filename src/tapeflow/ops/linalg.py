@@ -9,7 +9,7 @@ import numpy as np
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor
-from ._rules import as_tensor, binary_args, check_dtype, defjvp, defvjp, shape_of
+from ._rules import align_batched, binary_args, check_dtype, defjvp, defvjp, shape_of
 
 
 def matrix_transpose_t(x: Tensor) -> Tensor:
@@ -33,6 +33,15 @@ defjvp(matmul_p, lambda t, ans, a, b: bind(matmul_p, t, b),
        lambda t, ans, a, b: bind(matmul_p, a, t), broadcasting=True)
 defvjp(matmul_p, lambda g, ans, a, b: bind(matmul_p, g, _adjoint(b)),     # G B^H
        lambda g, ans, a, b: bind(matmul_p, _adjoint(a), g), broadcasting=True)  # A^H G
+
+
+def _matmul_batch(vals: tuple, dims: tuple) -> tuple:
+    # Batch axis first, padded so it sits left of every (broadcasting) matrix batch dim.
+    rank = max(len(shape_of(v)) - (d is not None) for v, d in zip(vals, dims))
+    return bind(matmul_p, *align_batched(vals, dims, rank)), 0
+
+
+matmul_p.batch = _matmul_batch
 
 
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..core import Primitive, bind
 from ..tensor import Tensor
-from ._rules import as_tensor, check_dtype, defjvp, defvjp
+from ._rules import as_tensor, batch_unary, check_dtype, defjvp, defvjp
 
 # ------------------------------------------------------------------ relu: d relu(x) = [x > 0] dx
 
@@ -22,6 +22,7 @@ def _relu_mask(x: Tensor) -> Tensor:
 relu_p = Primitive("relu", lambda x: np.maximum(x, 0))
 defjvp(relu_p, lambda t, ans, x: t * _relu_mask(x))
 defvjp(relu_p, lambda g, ans, x: g * _relu_mask(x))
+batch_unary(relu_p)
 
 
 def relu(features: Any, name: str | None = None) -> Tensor:

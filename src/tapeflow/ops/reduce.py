@@ -8,7 +8,8 @@ import numpy as np
 
 from ..core import Primitive, bind
 from ..tensor import Tensor
-from ._rules import as_tensor, check_dtype, defjvp, defvjp, linear, normalize_axis, shape_of
+from ._rules import (as_tensor, batch_reduction, check_dtype, defjvp, defvjp, linear,
+                     normalize_axis, shape_of)
 
 
 def _kept_shape(shape: tuple, axis: tuple | None) -> tuple:
@@ -36,6 +37,7 @@ def _sum_impl(x: np.ndarray, axis: tuple | None, keepdims: bool) -> Any:
 
 reduce_sum_p = Primitive("reduce_sum", _sum_impl)
 linear(reduce_sum_p, lambda g, x, axis, keepdims: _expand_back(g, x, axis, keepdims))
+batch_reduction(reduce_sum_p)
 
 
 # ------------------------------------------------------------------ reduce_max / reduce_min
@@ -55,6 +57,7 @@ def _extremum(name: str, impl: Any) -> Primitive:
         reduce_sum_p, multiply(t, weights(ans, x, axis, keepdims)), axis=axis, keepdims=keepdims))
     defvjp(prim, lambda g, ans, x, axis, keepdims: multiply(
         _expand_back(g, x, axis, keepdims), weights(ans, x, axis, keepdims)))
+    batch_reduction(prim)
     return prim
 
 

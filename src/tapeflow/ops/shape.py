@@ -14,15 +14,20 @@ import numpy as np
 from ..core import Primitive, Zero, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, _TensorLike
-from ._rules import as_tensor, defjvp, defvjp, instantiate, linear, normalize_axis, shape_of
+from ._rules import (as_tensor, batch_size, batch_unary, defjvp, defvjp, instantiate, linear,
+                     move_to_front, normalize_axis, shape_of)
 
 # ------------------------------------------------------------------ reshape
 reshape_p = Primitive("reshape", lambda x, shape: np.reshape(x, shape))
 linear(reshape_p, lambda g, x, shape: bind(reshape_p, g, shape=shape_of(x)))
+reshape_p.batch = lambda vals, dims, shape: (
+    bind(reshape_p, move_to_front(vals[0], dims[0]), shape=(shape_of(vals[0])[dims[0]],) + shape), 0)
 
 # ------------------------------------------------------------------ transpose
 transpose_p = Primitive("transpose", lambda x, perm: np.transpose(x, perm))
 linear(transpose_p, lambda g, x, perm: bind(transpose_p, g, perm=tuple(np.argsort(perm).tolist())))
+transpose_p.batch = lambda vals, dims, perm: (
+    bind(transpose_p, move_to_front(vals[0], dims[0]), perm=(0,) + tuple(p + 1 for p in perm)), 0)
 
 
 # ------------------------------------------------------------------ broadcast_to
@@ -34,17 +39,29 @@ def _unbroadcast(g: Tensor, x: Tensor, shape: tuple) -> Tensor:
 broadcast_to_p = Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape))
 linear(broadcast_to_p, _unbroadcast)
 
+
+def _broadcast_to_batch(vals: tuple, dims: tuple, shape: tuple) -> tuple:
+    from ._rules import align_batched
+    (x,) = align_batched(vals, dims, len(shape))
+    return bind(broadcast_to_p, x, shape=shape_of(x)[:1] + shape), 0
+
+
+broadcast_to_p.batch = _broadcast_to_batch
+
 # ------------------------------------------------------------------ identity and variable reads
 identity_p = Primitive("identity", lambda x: x)
 linear(identity_p, lambda g, x: g)
+batch_unary(identity_p)
 
 # Reading a variable is an op of its own, so tapes can watch the variable and keep
 # the value read at that moment (a later assign does not change recorded values).
 read_variable_p = Primitive("read_variable", lambda v: v)
 linear(read_variable_p, lambda g, v: g)
+batch_unary(read_variable_p)  # a variable is never batched; kept for completeness
 
 # stop_gradient: outputs carry no derivative, so no recorder follows them.
 stop_gradient_p = Primitive("stop_gradient", lambda x: x, differentiable=False)
+batch_unary(stop_gradient_p)
 
 
 # ------------------------------------------------------------------ getitem (basic slicing)
@@ -59,6 +76,12 @@ getitem_p = Primitive("getitem", lambda x, key: x[key])
 getitem_transpose_p = Primitive("getitem_transpose", _scatter_into_zeros)
 linear(getitem_p, lambda g, x, key: bind(getitem_transpose_p, g, key=key, shape=shape_of(x)))
 linear(getitem_transpose_p, lambda g, x, key, shape: bind(getitem_p, g, key=key))
+# Batched: the batch axis goes first and the key gets a leading `:`.
+getitem_p.batch = lambda vals, dims, key: (
+    bind(getitem_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key), 0)
+getitem_transpose_p.batch = lambda vals, dims, key, shape: (
+    bind(getitem_transpose_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key,
+         shape=(shape_of(vals[0])[dims[0]],) + shape), 0)
 
 
 # ------------------------------------------------------------------ concat
@@ -83,8 +106,20 @@ def _concat_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, axis: int
 
 
 concat_p = Primitive("concat", lambda *xs, axis: np.concatenate(xs, axis=axis))
+def _concat_batch(vals: tuple, dims: tuple, axis: int) -> tuple:
+    size = batch_size(vals, dims)
+    parts = []
+    for v, d in zip(vals, dims):
+        if d is None:  # an unbatched piece is the same for every example
+            v = bind(broadcast_to_p, bind(reshape_p, v, shape=(1,) + shape_of(v)),
+                     shape=(size,) + shape_of(v))
+        parts.append(move_to_front(v, d))
+    return bind(concat_p, *parts, axis=axis + 1), 0
+
+
 concat_p.jvp = _concat_jvp
 concat_p.vjp = _concat_vjp
+concat_p.batch = _concat_batch
 
 
 # ------------------------------------------------------------------ gather along one axis
@@ -105,6 +140,64 @@ defvjp(gather_p, lambda g, ans, p, i, axis: bind(gather_transpose_p, g, i, axis=
 defjvp(gather_transpose_p, lambda t, ans, g, i, axis, shape: bind(
     gather_transpose_p, t, i, axis=axis, shape=shape), None)
 defvjp(gather_transpose_p, lambda c, ans, g, i, axis, shape: bind(gather_p, c, i, axis=axis), None)
+
+
+def _offset_indices(i: Tensor, size: int, n: int) -> Tensor:
+    """Batched indices [B, ...] shifted by b * n, to index a [B * n, ...] flattening."""
+    from .elementwise import add_p
+    offsets = (np.arange(size) * n).astype(i._value.dtype)
+    return bind(add_p, i, Tensor(offsets.reshape((size,) + (1,) * (len(shape_of(i)) - 1))))
+
+
+def _gather_batch(vals: tuple, dims: tuple, axis: int) -> tuple:
+    (p, i), (dp, di) = vals, dims
+    if di is None:
+        return bind(gather_p, move_to_front(p, dp), i, axis=axis + 1), 0
+    if dp is None:  # np.take puts the indices' axes, batch included, at `axis`
+        return bind(gather_p, p, i, axis=axis), axis + di
+    # Both batched: gather from the [B * n, ...] flattening with offset indices.
+    p, i = move_to_front(p, dp), move_to_front(i, di)
+    size, n = shape_of(p)[0], shape_of(p)[axis + 1]
+    rank = len(shape_of(p))
+    lead = (0, axis + 1) + tuple(a for a in range(1, rank) if a != axis + 1)
+    flat = bind(reshape_p, bind(transpose_p, p, perm=lead),
+                shape=(size * n,) + tuple(shape_of(p)[a] for a in lead[2:]))
+    out = bind(gather_p, flat, _offset_indices(i, size, n), axis=0)  # [B, *I, *pre, *post]
+    ni = len(shape_of(i)) - 1
+    perm = (0,) + tuple(range(1 + ni, 1 + ni + axis)) + tuple(range(1, 1 + ni)) + \
+        tuple(range(1 + ni + axis, len(shape_of(out))))
+    return bind(transpose_p, out, perm=perm), 0
+
+
+def _gather_transpose_batch(vals: tuple, dims: tuple, axis: int, shape: tuple) -> tuple:
+    (g, i), (dg, di) = vals, dims
+    size = batch_size(vals, dims)
+    if di is None:
+        return bind(gather_transpose_p, move_to_front(g, dg), i, axis=axis + 1,
+                    shape=(size,) + shape), 0
+    i = move_to_front(i, di)
+    if dg is None:
+        g = bind(broadcast_to_p, bind(reshape_p, g, shape=(1,) + shape_of(g)),
+                 shape=(size,) + shape_of(g))
+    g = move_to_front(g, dg)
+    # g is [B, *pre, *I, *post]; scatter from its [B * |I|, *pre, *post] flattening.
+    ni, n = len(shape_of(i)) - 1, shape[axis]
+    rank = len(shape_of(g))
+    perm = (0,) + tuple(range(1 + axis, 1 + axis + ni)) + tuple(range(1, 1 + axis)) + \
+        tuple(range(1 + axis + ni, rank))
+    gt = bind(transpose_p, g, perm=perm)
+    rest = shape[:axis] + shape[axis + 1:]
+    m = int(np.prod(shape_of(i)[1:], dtype=np.int64))
+    gflat = bind(reshape_p, gt, shape=(size * m,) + rest)
+    idx = bind(reshape_p, _offset_indices(i, size, n), shape=(size * m,))
+    out = bind(gather_transpose_p, gflat, idx, axis=0, shape=(size * n,) + rest)
+    out = bind(reshape_p, out, shape=(size, n) + rest)
+    back = (0,) + tuple(range(2, 2 + axis)) + (1,) + tuple(range(2 + axis, len(rest) + 2))
+    return bind(transpose_p, out, perm=back), 0
+
+
+gather_p.batch = _gather_batch
+gather_transpose_p.batch = _gather_transpose_batch
 
 
 # ================================================================== public ops

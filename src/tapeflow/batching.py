@@ -1,0 +1,253 @@
+"""vmap: run a per-example function on a whole batch, each op once on the batch.
+
+The batching interpreter is a recorder with a side table, like the forward
+accumulator's tangents: for each per-example tensor it knows the batched
+tensor and the axis the batch lives on. When an op touches a batched tensor,
+the batcher *claims* it (`core.bind`): the primitive's batching rule computes
+the op on the batched values, and the per-example result is a view of the
+batched one (index 0 of the batch), so shapes and dtypes are right for the
+Python code inside `f` at no extra arithmetic.
+
+NOTE(batched-reads): the per-example values are stand-ins (example 0). Python
+code that reads one (`float(x)`, `if x > 0`, `x.numpy()`) would silently use
+example 0 for every example, so such reads raise inside `vmap`; use `tf.where`.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from typing import Any, Callable
+
+import numpy as np
+
+from . import nest
+from .core import Primitive, Recorder, pop_recorder, push_recorder, run_below
+from .errors import InvalidArgumentError
+from .tensor import Tensor, _TensorLike
+
+__all__ = ["vmap", "BatchingError"]
+
+
+class BatchingError(NotImplementedError):
+    """An op inside `vmap` has no batching rule, or a batched value was read by Python."""
+
+
+def _example0(value: np.ndarray, axis: int) -> Any:
+    """Index 0 of the batch axis, as a view (zeros if the batch is empty)."""
+    if value.shape[axis] == 0:
+        return np.zeros(value.shape[:axis] + value.shape[axis + 1:], value.dtype)
+    return value[(slice(None),) * axis + (0,)]
+
+
+class Batcher(Recorder):
+    """The batching interpreter of one `vmap` call (NOTE(strict-nesting) in core)."""
+
+    batching = True
+    watches_reads = True
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._table: dict[int, tuple[Tensor, int]] = {}
+        self._refs: dict[int, weakref.ref] = {}
+
+    def add(self, batched: Tensor, axis: int) -> Tensor:
+        """A per-example stand-in for `batched`, whose batch lives on `axis`."""
+        example = Tensor(_example0(batched._value, axis))
+        key = id(example)
+        table, refs = self._table, self._refs
+        table[key] = (batched, axis)
+
+        # Entries die with their per-example tensor: batched intermediates are not kept.
+        def drop(_: Any, key: int = key) -> None:
+            table.pop(key, None)
+            refs.pop(key, None)
+
+        refs[key] = weakref.ref(example, drop)
+        return example
+
+    def lookup(self, x: Any) -> tuple[Tensor, int] | None:
+        return self._table.get(id(x))
+
+    def claims(self, inputs: Any) -> bool:
+        table = self._table
+        return any(id(x) in table for x in inputs)
+
+    def compute(self, prim: Primitive, inputs: Any, params: dict, level: int) -> tuple:
+        if prim.batch is None:
+            raise BatchingError(f"vmap: primitive {prim.name!r} has no batching rule.")
+        vals, dims = [], []
+        for x in inputs:
+            entry = self._table.get(id(x))
+            vals.append(x if entry is None else entry[0])
+            dims.append(None if entry is None else entry[1])
+        with run_below(level):
+            out, out_dims = prim.batch(tuple(vals), tuple(dims), **params)
+        if not prim.multiple_results:
+            out, out_dims = (out,), (out_dims,)
+        return tuple(o if d is None else self.add(o, d) for o, d in zip(out, out_dims, strict=True))
+
+    def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
+                level: int) -> None:
+        pass  # ops with no batched input are per-example constants: nothing to do
+
+    def on_read(self, tensor: Any, how: str) -> None:
+        if id(tensor) in self._table:
+            raise BatchingError(
+                f"vmap: {how} reads the value of a batched tensor; inside vmap each value "
+                "stands for a whole batch, so Python control flow on it cannot be batched "
+                "(NOTE(batched-reads)). Use tf.where, tf.maximum and similar ops instead.")
+
+
+# ---------------------------------------------------------------------------- axis specs
+def _flat_axes(spec: Any, tree: Any, what: str) -> list:
+    """Broadcast a prefix spec (int/None, or a structure matching `tree`) to tree's leaves."""
+    if spec is None or isinstance(spec, (int, np.integer)):
+        return [None if spec is None else int(spec)] * len(nest.flatten(tree))
+    if isinstance(spec, (list, tuple)) and isinstance(tree, (list, tuple)):
+        if len(spec) != len(tree):
+            raise ValueError(f"vmap: `{what}` has {len(spec)} entries but there are {len(tree)} "
+                             f"{'arguments' if what == 'in_axes' else 'outputs'}.")
+        return [a for s, t in zip(spec, tree) for a in _flat_axes(s, t, what)]
+    if isinstance(spec, dict) and isinstance(tree, dict):
+        if set(spec) != set(tree):
+            raise ValueError(f"vmap: `{what}` keys {sorted(spec)} do not match {sorted(tree)}.")
+        return [a for k in sorted(tree) for a in _flat_axes(spec[k], tree[k], what)]
+    raise ValueError(f"vmap: `{what}`={spec!r} does not match the structure of the "
+                     f"{'arguments' if what == 'in_axes' else 'outputs'} ({type(tree).__name__}).")
+
+
+def _as_batched(x: Any, axis: int, i: int) -> Tensor:
+    from .ops._rules import as_tensor
+
+    t = as_tensor(x, "vmap", f"argument leaf {i}")
+    nd = np.ndim(t._value)
+    if not -nd <= axis < nd:
+        raise ValueError(f"vmap: in_axes {axis} is out of range for argument leaf {i} of shape "
+                         f"{tuple(np.shape(t._value))}.")
+    return t
+
+
+def move_axis(x: Tensor, src: int, dst: int) -> Tensor:
+    """Move axis `src` of x to position `dst` (a transpose op, so it is differentiable)."""
+    from .ops.shape import transpose_p
+    from .core import bind
+
+    nd = np.ndim(x._value)
+    src, dst = src % nd, dst % nd
+    if src == dst:
+        return x
+    perm = [i for i in range(nd) if i != src]
+    perm.insert(dst, src)
+    return bind(transpose_p, x, perm=tuple(perm))
+
+
+def _broadcast_out(x: Tensor, size: int, axis: int) -> Tensor:
+    """An unbatched output repeated along a new batch axis."""
+    from .ops import broadcast_to, expand_dims
+
+    x = expand_dims(x, 0)
+    x = broadcast_to(x, (size,) + tuple(np.shape(x._value))[1:])
+    return move_axis(x, 0, axis)
+
+
+def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
+         chunk_size: int | None = None) -> Callable:
+    """Vectorize `f` over a batch axis: ``vmap(f)(xs)[i] == f(xs[i])``, each op run once.
+
+    Args:
+        f: a function of tensors (nested lists/tuples/dicts allowed) written for one example.
+        in_axes: the batch axis of each argument: an int for all, None for unbatched, or a
+            structure matching the arguments (a prefix of it).
+        out_axes: where the batch axis goes in each output (int, or a matching structure).
+        chunk_size: process the batch in chunks of this many examples (each chunk one
+            vectorized pass) to bound peak memory.
+
+    Every primitive has a batching rule; one without is an error naming it, never a
+    silent loop. Python control flow on batched values raises (NOTE(batched-reads)).
+
+    Example:
+        >>> import numpy as np, tapeflow as tf
+        >>> dot = lambda a, b: tf.reduce_sum(a * b)
+        >>> tf.vmap(dot, in_axes=(0, None))(np.ones((3, 2)), np.array([1., 2.])).numpy()
+        array([3., 3., 3.])
+    """
+    if chunk_size is not None and int(chunk_size) <= 0:
+        raise ValueError(f"vmap: chunk_size must be a positive integer; got {chunk_size!r}.")
+
+    @functools.wraps(f)
+    def batched(*args: Any) -> Any:
+        leaves = nest.flatten(list(args))
+        axes = _flat_axes(tuple(in_axes) if isinstance(in_axes, list) else in_axes,
+                          tuple(args), "in_axes")
+        tensors, size = [], None
+        for i, (x, ax) in enumerate(zip(leaves, axes, strict=True)):
+            if ax is None:
+                tensors.append(x)
+                continue
+            t = _as_batched(x, ax, i)
+            ax = ax % np.ndim(t._value)
+            n = np.shape(t._value)[ax]
+            if size is not None and n != size:
+                raise InvalidArgumentError(f"vmap: mismatched batch sizes: argument leaf {i} has "
+                                           f"{n} along axis {ax}, an earlier one has {size}.")
+            size = n
+            tensors.append((t, ax))
+        if size is None:
+            raise ValueError("vmap: no argument is batched (all in_axes are None).")
+        if chunk_size is not None and size > chunk_size:
+            return _chunked(batched, tensors, leaves, args, size, int(chunk_size))
+        return _run(f, args, tensors, size, out_axes)
+
+    def _chunked(batched_fn: Callable, tensors: list, leaves: list, args: tuple, size: int,
+                 chunk: int) -> Any:
+        from .ops import concat, getitem
+
+        pieces = []
+        for start in range(0, size, chunk):
+            part = []
+            for x in tensors:
+                if isinstance(x, tuple):
+                    t, ax = x
+                    part.append((getitem(t, (slice(None),) * ax + (slice(start, start + chunk),)), ax))
+                else:
+                    part.append(x)
+            pieces.append(_run(f, args, part, min(chunk, size - start), out_axes))
+        flat_pieces = [nest.flatten(p) for p in pieces]
+        out_axes_flat = _flat_axes(out_axes, pieces[0], "out_axes")
+        joined = [concat([fp[j] for fp in flat_pieces], axis=ax)
+                  for j, ax in enumerate(out_axes_flat)]
+        return nest.pack_sequence_as(pieces[0], joined)
+
+    return batched
+
+
+def _run(f: Callable, args: tuple, tensors: list, size: int, out_axes: Any) -> Any:
+    batcher = Batcher(size)
+    push_recorder(batcher)
+    try:
+        inner = [batcher.add(*x) if isinstance(x, tuple) else x for x in tensors]
+        out = f(*nest.pack_sequence_as(list(args), inner))
+    finally:
+        pop_recorder(batcher)
+    flat = nest.flatten(out)
+    axes = _flat_axes(out_axes, out, "out_axes")
+    result = []
+    for j, (o, ax) in enumerate(zip(flat, axes, strict=True)):
+        if o is None:  # e.g. an unconnected gradient
+            result.append(None)
+            continue
+        if not isinstance(o, _TensorLike):
+            raise TypeError(f"vmap: output {j} of the function is a {type(o).__name__}; "
+                            "vmap functions must return tensors (or structures of them).")
+        entry = batcher.lookup(o)
+        if ax is None:
+            if entry is not None:
+                raise ValueError(f"vmap: output {j} depends on the batch but out_axes is None.")
+            result.append(o)
+        elif entry is None:
+            result.append(_broadcast_out(o, size, ax))
+        else:
+            b, d = entry
+            result.append(move_axis(b, d, ax))
+    return nest.pack_sequence_as(out, result)
