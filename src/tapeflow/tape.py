@@ -193,17 +193,16 @@ class GradientTape(Recorder):
         for t, ct in zip(targets, cts, strict=True):
             if id(t) in reach:
                 acc[id(t)] = add_any(acc.get(id(t)), ct)
-        with run_below(self._backward_level()):
-            for prim, inputs, outputs, params in reversed(plan):
-                out_cts = [acc.get(id(o)) if id(o) in keep else acc.pop(id(o), None) for o in outputs]
-                if all(c is None for c in out_cts):
-                    continue
-                needs = tuple(id(x) in reach for x in inputs)
-                out_cts = tuple(Zero.like(o) if c is None else c for o, c in zip(outputs, out_cts))
-                in_cts = prim.vjp(out_cts, outputs, inputs, needs, **params)
-                for x, c, need in zip(inputs, in_cts, needs, strict=True):
-                    if need and c is not None:
-                        acc[id(x)] = add_any(acc.get(id(x)), c)
+        for prim, inputs, outputs, params in reversed(plan):
+            out_cts = [acc.get(id(o)) if id(o) in keep else acc.pop(id(o), None) for o in outputs]
+            if all(c is None for c in out_cts):
+                continue
+            needs = tuple(id(x) in reach for x in inputs)
+            out_cts = tuple(Zero.like(o) if c is None else c for o, c in zip(outputs, out_cts))
+            in_cts = prim.vjp(out_cts, outputs, inputs, needs, **params)
+            for x, c, need in zip(inputs, in_cts, needs, strict=True):
+                if need and c is not None:
+                    acc[id(x)] = add_any(acc.get(id(x)), c)
         return [acc.get(id(s)) for s in sources]
 
     def _flat_sources(self, sources: Any) -> list:
@@ -263,7 +262,8 @@ class GradientTape(Recorder):
                                      f"{shape_of(g)} but target[{i}] has shape {shape_of(t)}.")
                 cts.append(g)
         plan, reach = self._plan(flat_s)
-        result = self._backward(plan, reach, flat_t, cts, flat_s)
+        with run_below(self._backward_level()):
+            result = self._backward(plan, reach, flat_t, cts, flat_s)
         self._release()
         result = [_fill_unconnected(r, s, mode) if _differentiable(s) else None
                   for r, s in zip(result, flat_s)]
@@ -276,9 +276,11 @@ class GradientTape(Recorder):
                  experimental_use_pfor: bool = True) -> Any:
         """Jacobian of `target` with respect to each source: shape target.shape + source.shape.
 
-        Computed one backward pass per element of `target` (the vectorized single
-        pass comes with `vmap`). `experimental_use_pfor=False` needs a persistent
-        tape, as TensorFlow.
+        Vectorized: one backward pass over the stack of all one-hot cotangents, each
+        op run once on the whole stack (`vmap` of the backward pass).
+        `parallel_iterations` bounds how many rows one pass handles (peak memory);
+        `experimental_use_pfor=False` runs one backward pass per row instead and
+        needs a persistent tape, as TensorFlow.
 
         Example:
             >>> import tapeflow as tf
@@ -296,23 +298,55 @@ class GradientTape(Recorder):
                                "experimental_use_pfor=False.")
         self._check_usable("jacobian")
         mode = _unconnected(unconnected_gradients)
-        (t,) = self._flat_targets(target) if not nest.is_nested(target) else (None,)
-        if t is None:
+        if nest.is_nested(target):
             raise TypeError("GradientTape.jacobian: `target` must be a single tensor.")
+        (t,) = self._flat_targets(target)
         flat_s = self._flat_sources(sources)
         plan, reach = self._plan(flat_s)
-        rows = [self._backward(plan, reach, [t], [ct], flat_s) for ct in _basis(t)]
+        basis = _basis(np.shape(t._value), t._value.dtype)
+        with run_below(self._backward_level()):
+            if experimental_use_pfor:
+                rows = self._rows_vectorized(plan, reach, [t], basis, flat_s, parallel_iterations)
+            else:
+                rows = self._rows_looped(plan, reach, [t], basis, flat_s)
         self._release()
         out = []
-        for j, s in enumerate(flat_s):
-            col = [r[j] for r in rows]
-            if not _differentiable(s) or (rows and all(c is None for c in col)) or \
-                    (not rows and id(s) not in reach):
-                out.append(_fill_unconnected(None, _jac_like(t, s), mode)
-                           if _differentiable(s) else None)
-                continue
-            out.append(_stack_rows(col, t, s))
+        for s, r in zip(flat_s, rows):
+            if not _differentiable(s):
+                out.append(None)
+            elif r is None:
+                out.append(_fill_unconnected(None, _jac_like(t, s), mode))
+            else:
+                out.append(_reshape(r, shape_of(t) + shape_of(s)))
         return nest.pack_sequence_as(sources, out)
+
+    def _rows_vectorized(self, plan: list, reach: set, targets: list, basis: np.ndarray,
+                         sources: list, chunk: int | None) -> list:
+        """Gradients for a stack of cotangents in one batched backward pass: [n, *source]."""
+        from .batching import vmap
+
+        if basis.shape[0] == 0:
+            return self._rows_looped(plan, reach, targets, basis, sources)
+        rows = vmap(lambda ct: self._backward(plan, reach, targets, [ct], sources),
+                    chunk_size=chunk)(Tensor(basis))
+        return list(rows)
+
+    def _rows_looped(self, plan: list, reach: set, targets: list, basis: np.ndarray,
+                     sources: list) -> list:
+        """The same, one backward pass per cotangent."""
+        from .ops import stack
+
+        per_row = [self._backward(plan, reach, targets, [Tensor(ct)], sources) for ct in basis]
+        out = []
+        for j, s in enumerate(sources):
+            col = [r[j] for r in per_row]
+            if not col or all(c is None for c in col):
+                out.append(None if col or id(s) not in reach else
+                           Tensor(np.zeros((0,) + shape_of(s), s._value.dtype)))
+                continue
+            out.append(stack([Tensor(np.zeros(shape_of(s), s._value.dtype)) if c is None else c
+                              for c in col]))
+        return out
 
     def batch_jacobian(self, target: Any, source: Any,
                        unconnected_gradients: Any = UnconnectedGradients.NONE,
@@ -320,7 +354,8 @@ class GradientTape(Recorder):
                        experimental_use_pfor: bool = True) -> Any:
         """Per-example Jacobians: for target [b, y...] and source [b, x...], the
         [b, y..., x...] tensor of d target[i] / d source[i]. Assumes example i of the
-        target depends only on example i of the source (as TensorFlow).
+        target depends only on example i of the source (as TensorFlow). Vectorized
+        like `jacobian`: one batched backward pass for all y elements.
 
         Example:
             >>> import tapeflow as tf
@@ -344,39 +379,37 @@ class GradientTape(Recorder):
                              "both have rank >= 1 and the same first (batch) dimension.")
         plan, reach = self._plan([s])
         b, inner = ts[0], int(np.prod(ts[1:], dtype=np.int64))
-        rows = []
-        for j in range(inner):
-            ct = np.zeros((b, inner), dtype=t._value.dtype)
-            ct[:, j] = 1
-            rows.append(self._backward(plan, reach, [t], [Tensor(ct.reshape(ts))], [s])[0])
+        # Cotangent j is 1 at element j of every example: [inner, b, *y].
+        eye = _basis((inner,), t._value.dtype)
+        basis = np.ascontiguousarray(np.broadcast_to(eye[:, None, :], (inner, b, inner)))
+        basis = basis.reshape((inner,) + ts)
+        with run_below(self._backward_level()):
+            if experimental_use_pfor:
+                (rows,) = self._rows_vectorized(plan, reach, [t], basis, [s], parallel_iterations)
+            else:
+                (rows,) = self._rows_looped(plan, reach, [t], basis, [s])
         self._release()
         if not _differentiable(s):
             return None
-        if all(r is None for r in rows):
+        if rows is None:
             zero = Tensor(np.zeros(ts + ss[1:], dtype=s._value.dtype))
             return zero if mode is UnconnectedGradients.ZERO else None
-        from .ops import reshape, stack
-        rows = [Tensor(np.zeros(ss, s._value.dtype)) if r is None else r for r in rows]
-        return reshape(stack(rows, axis=1), ts + ss[1:])
+        from .ops import transpose
+        rows = transpose(rows, [1, 0] + list(range(2, len(ss) + 1)))  # [b, inner, *x]
+        return _reshape(rows, ts + ss[1:])
 
 
-def _basis(t: Any) -> Iterator[Tensor]:
-    """One-hot cotangents, one per element of `t`, in row-major order."""
-    size = int(np.size(t._value))
-    for j in range(size):
-        e = np.zeros(size, dtype=t._value.dtype)
-        e[j] = 1
-        yield Tensor(e.reshape(np.shape(t._value)))
+def _basis(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """All one-hot tensors of `shape`, stacked: [size, *shape], row-major order."""
+    size = int(np.prod(shape, dtype=np.int64))
+    return np.eye(size, dtype=dtype).reshape((size,) + tuple(shape))
 
 
 def _jac_like(t: Any, s: Any) -> Tensor:
     return Tensor(np.zeros(shape_of(t) + shape_of(s), dtype=s._value.dtype))
 
 
-def _stack_rows(col: list, t: Any, s: Any) -> Tensor:
-    from .ops import reshape, stack
+def _reshape(x: Tensor, shape: tuple) -> Tensor:
+    from .ops import reshape
 
-    if not col:
-        return _jac_like(t, s)
-    col = [Tensor(np.zeros(shape_of(s), s._value.dtype)) if c is None else c for c in col]
-    return reshape(stack(col, axis=0), shape_of(t) + shape_of(s))
+    return reshape(x, shape)
