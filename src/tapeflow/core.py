@@ -137,7 +137,6 @@ class Recorder:
 class _State(threading.local):
     def __init__(self) -> None:
         self.stack: tuple[Recorder, ...] = ()
-        self.tapes_paused = 0
 
 
 _state = _State()
@@ -186,20 +185,6 @@ class run_below:
 def no_recorders() -> run_below:
     """Run a block that no active recorder sees."""
     return run_below(0)
-
-
-class pause_tapes:
-    """Within the block, tapes record nothing (accumulators still run, as TensorFlow)."""
-
-    def __enter__(self) -> None:
-        _state.tapes_paused += 1
-
-    def __exit__(self, *exc: Any) -> None:
-        _state.tapes_paused -= 1
-
-
-def tapes_paused() -> bool:
-    return _state.tapes_paused > 0
 
 
 def bind(prim: Primitive, *args: Any, **params: Any) -> Any:

@@ -10,6 +10,7 @@ gives forward-over-backward Hessian-vector products.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import warnings
 from typing import Any, Iterator
@@ -17,8 +18,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import nest
-from .core import Primitive, Recorder, Zero, _state, current_stack, pause_tapes, pop_recorder, \
-    push_recorder, run_below
+from .core import Primitive, Recorder, Zero, current_stack, pop_recorder, push_recorder, run_below
 from .ops._rules import add_any, shape_of
 from .tensor import Tensor, Variable, _TensorLike
 
@@ -74,6 +74,7 @@ class GradientTape(Recorder):
         self._watched: dict[int, Any] = {}
         self._variables: dict[int, Variable] = {}
         self._recording = False
+        self._paused = 0
         self._used = False
 
     # ---------------------------------------------------------------- context
@@ -89,8 +90,10 @@ class GradientTape(Recorder):
         pop_recorder(self)
         self._recording = False
 
-    def stop_recording(self) -> pause_tapes:
-        """Context manager in which no tape on this thread records (accumulators still do).
+    @contextlib.contextmanager
+    def stop_recording(self) -> Iterator[None]:
+        """Context manager in which this tape records nothing (other tapes and
+        accumulators go on, as TensorFlow).
 
         Example:
             >>> import tapeflow as tf
@@ -105,7 +108,11 @@ class GradientTape(Recorder):
         if not self._recording:
             raise RuntimeError("GradientTape.stop_recording(): the tape is not recording "
                                "(call it inside the tape's `with` block).")
-        return pause_tapes()
+        self._paused += 1
+        try:
+            yield
+        finally:
+            self._paused -= 1
 
     def reset(self) -> None:
         """Forget everything recorded and watched, as if re-entering with a new tape."""
@@ -140,7 +147,7 @@ class GradientTape(Recorder):
 
     def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
                 level: int) -> None:
-        if _state.tapes_paused or not prim.differentiable:
+        if self._paused or not prim.differentiable:
             return
         watched = self._watched
         hit = False
