@@ -46,10 +46,12 @@ class ForwardAccumulator(Recorder):
         self._tangents: dict[int, Tensor] = {}
         self._refs: dict[int, weakref.ref] = {}
         self._active = False
-        flat_p, flat_t = nest.flatten(primals), nest.flatten(tangents)
-        if len(flat_p) != len(flat_t):
-            raise ValueError(f"ForwardAccumulator: `primals` has {len(flat_p)} tensors but "
-                             f"`tangents` has {len(flat_t)}; give one tangent per primal.")
+        flat_p = nest.flatten(primals)
+        try:
+            flat_t = nest.flatten_up_to(primals, tangents)
+        except ValueError as e:
+            raise ValueError(f"ForwardAccumulator: `tangents` must have the structure of "
+                             f"`primals` (one tangent per primal): {e}") from None
         for i, (p, t) in enumerate(zip(flat_p, flat_t)):
             self._watch(i, p, t)
 

@@ -81,3 +81,24 @@ def map_structure(fn: Callable[..., Any], *structures: Any) -> Any:
     if any(len(f) != len(flats[0]) for f in flats):
         raise ValueError("map_structure: the structures have different numbers of leaves.")
     return pack_sequence_as(structures[0], [fn(*xs) for xs in zip(*flats)])
+
+
+def flatten_up_to(shallow: Any, tree: Any) -> list:
+    """Flatten `tree` only as deep as `shallow` goes: each leaf of `shallow` takes the
+    whole matching subtree of `tree` (so a tensor's tangent may be a Python list).
+
+    Example:
+        >>> from tapeflow import nest
+        >>> nest.flatten_up_to([0, 0], [[1., 2.], 3.])
+        [[1.0, 2.0], 3.0]
+    """
+    if not is_nested(shallow):
+        return [tree]
+    if not is_nested(tree) or len(_children(tree)) != len(_children(shallow)):
+        raise ValueError(f"the structure {tree!r} does not match {shallow!r}.")
+    if isinstance(shallow, dict) and (not isinstance(tree, dict) or set(tree) != set(shallow)):
+        raise ValueError(f"the keys of {tree!r} do not match {shallow!r}.")
+    out: list = []
+    for s, t in zip(_children(shallow), _children(tree)):
+        out.extend(flatten_up_to(s, t))
+    return out
