@@ -28,6 +28,8 @@ from .ops import (abs, add, broadcast_to, cast, concat, cos, divide, equal, exp,
                   reduce_sum, reshape, sigmoid, sign, sin, sqrt, square, squeeze, stack,
                   stop_gradient, subtract, tanh, transpose, truediv, where, zeros, zeros_like)
 from .tape import GradientTape, UnconnectedGradients  # noqa: F401
+from .transforms import (grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp,  # noqa: F401
+                         linearize, value_and_grad, vjp)
 from .tensor import (Tensor, TensorShape, Variable, constant, convert_to_tensor,  # noqa: F401
                      is_tensor, newaxis)
 
@@ -35,7 +37,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "autodiff", "dtypes", "errors", "keras", "linalg", "math", "nest", "nn", "random", "testing",
-    "vmap", "custom_gradient", "recompute_grad", "DType", "as_dtype", "bfloat16", "bool", "complex64",
+    "vmap", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "jvp", "linearize",
+    "value_and_grad", "vjp", "custom_gradient", "recompute_grad", "DType", "as_dtype", "bfloat16", "bool", "complex64",
     "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
     "uint16", "uint32", "uint64", "ForwardAccumulator", "abs", "add", "broadcast_to", "cast",
     "concat", "cos", "divide", "equal", "exp", "expand_dims", "gather", "greater",

@@ -215,7 +215,8 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
             pieces.append(_run(f, args, part, min(chunk, size - start), out_axes))
         flat_pieces = [nest.flatten(p) for p in pieces]
         out_axes_flat = _flat_axes(out_axes, pieces[0], "out_axes")
-        joined = [concat([fp[j] for fp in flat_pieces], axis=ax)
+        joined = [flat_pieces[0][j] if ax is None or flat_pieces[0][j] is None
+                  else concat([fp[j] for fp in flat_pieces], axis=ax)
                   for j, ax in enumerate(out_axes_flat)]
         return nest.pack_sequence_as(pieces[0], joined)
 
