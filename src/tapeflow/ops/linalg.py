@@ -9,7 +9,8 @@ import numpy as np
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor
-from ._rules import align_batched, binary_args, check_dtype, defjvp, defvjp, shape_of
+from ._rules import (align_batched, binary_args, check_dtype, defjvp, defvjp, move_to_front,
+                     shape_of)
 
 
 def matrix_transpose_t(x: Tensor) -> Tensor:
@@ -36,7 +37,30 @@ defvjp(matmul_p, lambda g, ans, a, b: bind(matmul_p, g, _adjoint(b)),     # G B^
 
 
 def _matmul_batch(vals: tuple, dims: tuple) -> tuple:
-    # Batch axis first, padded so it sits left of every (broadcasting) matrix batch dim.
+    from .shape import reshape_p, transpose_p
+
+    (a, b), (da, db) = vals, dims
+    if db is None and len(shape_of(b)) == 2:
+        # Only `a` is batched and `b` is one matrix: fold every batch row into one GEMM
+        # (NumPy would otherwise loop over the batch, e.g. one matvec per example).
+        a = move_to_front(a, da)
+        sa = shape_of(a)
+        flat = bind(reshape_p, a, shape=(int(np.prod(sa[:-1], dtype=np.int64)), sa[-1]))
+        out = bind(matmul_p, flat, b)
+        return bind(reshape_p, out, shape=sa[:-1] + shape_of(b)[-1:]), 0
+    if da is None and len(shape_of(a)) == 2:
+        # Only `b` is batched: move the batch into b's columns, one GEMM, move it back.
+        b = move_to_front(b, db)
+        sb = shape_of(b)
+        rank = len(sb)
+        cols = bind(transpose_p, b, perm=(rank - 2,) + tuple(range(rank - 2)) + (rank - 1,))
+        flat = bind(reshape_p, cols, shape=(sb[-2], int(np.prod(sb, dtype=np.int64)) // sb[-2]))
+        out = bind(matmul_p, a, flat)  # [m, B * ... * n]
+        m = shape_of(a)[0]
+        out = bind(reshape_p, out, shape=(m,) + sb[:-2] + sb[-1:])
+        perm = tuple(range(1, rank - 1)) + (0, rank - 1)
+        return bind(transpose_p, out, perm=perm), 0
+    # General case: batch axis first, padded left of every (broadcasting) matrix batch dim.
     rank = max(len(shape_of(v)) - (d is not None) for v, d in zip(vals, dims))
     return bind(matmul_p, *align_batched(vals, dims, rank)), 0
 

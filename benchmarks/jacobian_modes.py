@@ -1,0 +1,169 @@
+"""Jacobian modes side by side: tapeflow's jacfwd / jacrev / auto / row loop against JAX
+(eager and jitted) and PyTorch (torch.func), in one process.
+
+f: R^n -> R^m, f(x) = tanh(W2 tanh(W1 x)), hidden 256, float32, for
+(n, m) = (8, 4096) (forward mode should win) and (4096, 8) (reverse should win).
+Every result is checked against one reference before it is timed.
+
+Run: python benchmarks/jacobian_modes.py [--quick] [--json PATH]
+Peers are optional: a missing one is reported and skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+import tapeflow as tf
+
+HIDDEN = 256
+
+
+def best_time(fn: Callable[[], Any], repeat: int, budget: float = 2.0) -> float:
+    """Best wall time of `repeat` runs (fewer if one run already exceeds the budget)."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+        if sum(times) > budget * repeat:
+            break
+    return min(times)
+
+
+def weights(n: int, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    w1 = (rng.standard_normal((HIDDEN, n)) / np.sqrt(n)).astype(np.float32)
+    w2 = (rng.standard_normal((m, HIDDEN)) / np.sqrt(HIDDEN)).astype(np.float32)
+    x = rng.standard_normal(n).astype(np.float32)
+    return w1, w2, x
+
+
+def reference(w1: np.ndarray, w2: np.ndarray, x: np.ndarray) -> np.ndarray:
+    h = np.tanh(w1.astype(np.float64) @ x)
+    y = np.tanh(w2.astype(np.float64) @ h)
+    return (1 - y ** 2)[:, None] * (w2 * (1 - h ** 2)[None, :]) @ w1
+
+
+def tapeflow_cases(w1: np.ndarray, w2: np.ndarray, x: np.ndarray) -> dict[str, Callable]:
+    W1, W2 = tf.constant(w1), tf.constant(w2)
+
+    def f(v: Any) -> Any:
+        h = tf.tanh(tf.matmul(W1, tf.reshape(v, [-1, 1])))
+        return tf.reshape(tf.tanh(tf.matmul(W2, h)), [-1])
+
+    def row_loop() -> Any:
+        xt = tf.constant(x)
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(xt)
+            y = f(xt)
+        return tape.jacobian(y, xt, experimental_use_pfor=False)
+
+    def tape_vectorized() -> Any:
+        xt = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(xt)
+            y = f(xt)
+        return tape.jacobian(y, xt)
+
+    return {
+        "tapeflow jacfwd": lambda: tf.jacfwd(f)(x),
+        "tapeflow jacrev": lambda: tf.jacrev(f)(x),
+        "tapeflow jacobian(auto)": lambda: tf.jacobian(f)(x),
+        "tapeflow tape.jacobian": tape_vectorized,
+        "tapeflow row loop": row_loop,
+    }
+
+
+def jax_cases(w1: np.ndarray, w2: np.ndarray, x: np.ndarray) -> dict[str, Callable]:
+    import jax
+    import jax.numpy as jnp
+
+    W1, W2, X = jnp.asarray(w1), jnp.asarray(w2), jnp.asarray(x)
+
+    def f(v: Any) -> Any:
+        return jnp.tanh(W2 @ jnp.tanh(W1 @ v))
+
+    fwd, rev = jax.jacfwd(f), jax.jacrev(f)
+    jfwd, jrev = jax.jit(fwd), jax.jit(rev)
+    jfwd(X).block_until_ready()
+    jrev(X).block_until_ready()
+    return {
+        "jax jacfwd (eager)": lambda: fwd(X).block_until_ready(),
+        "jax jacrev (eager)": lambda: rev(X).block_until_ready(),
+        "jax jacfwd (jit)": lambda: jfwd(X).block_until_ready(),
+        "jax jacrev (jit)": lambda: jrev(X).block_until_ready(),
+    }
+
+
+def torch_cases(w1: np.ndarray, w2: np.ndarray, x: np.ndarray) -> dict[str, Callable]:
+    import torch
+    from torch.func import jacfwd, jacrev
+
+    torch.set_num_threads(2)
+    W1, W2, X = torch.from_numpy(w1), torch.from_numpy(w2), torch.from_numpy(x)
+
+    def f(v: Any) -> Any:
+        return torch.tanh(W2 @ torch.tanh(W1 @ v))
+
+    return {
+        "torch.func jacfwd": lambda: jacfwd(f)(X),
+        "torch.func jacrev": lambda: jacrev(f)(X),
+    }
+
+
+def as_numpy(result: Any) -> np.ndarray:
+    if hasattr(result, "detach"):
+        result = result.detach()
+    return np.asarray(result, dtype=np.float64)
+
+
+def run(n: int, m: int, repeat: int, skip_loop: bool) -> list[dict]:
+    w1, w2, x = weights(n, m)
+    want = reference(w1, w2, x)
+    cases = tapeflow_cases(w1, w2, x)
+    if skip_loop:
+        cases.pop("tapeflow row loop")
+    for name, make in (("jax", jax_cases), ("torch", torch_cases)):
+        try:
+            cases.update(make(w1, w2, x))
+        except ImportError:
+            print(f"  ({name} not installed: skipped)")
+    rows = []
+    for name, fn in cases.items():
+        got = as_numpy(fn())
+        err = float(np.max(np.abs(got - want)) / (np.max(np.abs(want)) + 1e-30))
+        if not err < 1e-4:
+            raise AssertionError(f"{name}: Jacobian differs from the reference (rel err {err:.2e})")
+        rows.append({"case": name, "seconds": best_time(fn, repeat), "rel_err": err})
+    fastest = min(r["seconds"] for r in rows)
+    for r in rows:
+        r["ratio_to_fastest"] = r["seconds"] / fastest
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, no row loop")
+    parser.add_argument("--json", help="write the results to this file")
+    opts = parser.parse_args(argv)
+    repeat = 2 if opts.quick else 5
+    results = {}
+    for n, m in ((8, 4096), (4096, 8)):
+        print(f"\nf: R^{n} -> R^{m} (hidden {HIDDEN}, float32), Jacobian {m}x{n}")
+        rows = run(n, m, repeat, skip_loop=opts.quick)
+        results[f"{n}x{m}"] = rows
+        print(f"  {'case':28s} {'ms':>10s} {'x fastest':>10s}")
+        for r in sorted(rows, key=lambda r: r["seconds"]):
+            print(f"  {r['case']:28s} {r['seconds'] * 1e3:10.2f} {r['ratio_to_fastest']:10.2f}")
+    if opts.json:
+        with open(opts.json, "w") as fh:
+            json.dump(results, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()
