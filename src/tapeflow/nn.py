@@ -1,5 +1,5 @@
 """tf.nn: neural-network ops (re-exports only)."""
 
-from .ops import relu, sigmoid, tanh  # noqa: F401
+from .ops import conv2d, relu, sigmoid, tanh  # noqa: F401
 
-__all__ = ["relu", "sigmoid", "tanh"]
+__all__ = ["conv2d", "relu", "sigmoid", "tanh"]

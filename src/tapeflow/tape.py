@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import nest
-from .core import Primitive, Recorder, Zero, current_stack, pop_recorder, push_recorder, run_below
+from .core import Primitive, Recorder, Zero, pop_recorder, push_recorder
 from .ops._rules import add_any, shape_of
 from .tensor import Tensor, Variable, _TensorLike
 
@@ -178,12 +178,6 @@ class GradientTape(Recorder):
             self._entries = []
             self._watched = {}
 
-    def _backward_level(self) -> int:
-        stack = current_stack()
-        # Called inside its own context, the tape records its own backward pass (as
-        # TensorFlow), so the stack is cut just above it; otherwise all active recorders see it.
-        return stack.index(self) + 1 if self in stack else len(stack)
-
     def _plan(self, sources: list) -> tuple[list, set]:
         """The recorded ops on a path from some source, and the ids they reach."""
         reach = {id(s) for s in sources if id(s) in self._watched}
@@ -269,8 +263,9 @@ class GradientTape(Recorder):
                                      f"{shape_of(g)} but target[{i}] has shape {shape_of(t)}.")
                 cts.append(g)
         plan, reach = self._plan(flat_s)
-        with run_below(self._backward_level()):
-            result = self._backward(plan, reach, flat_t, cts, flat_s)
+        # The backward pass is ordinary ops: every active recorder sees it (as TensorFlow),
+        # this tape included when called inside its own context (higher-order use).
+        result = self._backward(plan, reach, flat_t, cts, flat_s)
         self._release()
         result = [_fill_unconnected(r, s, mode) if _differentiable(s) else None
                   for r, s in zip(result, flat_s)]
@@ -311,11 +306,10 @@ class GradientTape(Recorder):
         flat_s = self._flat_sources(sources)
         plan, reach = self._plan(flat_s)
         basis = _basis(np.shape(t._value), t._value.dtype)
-        with run_below(self._backward_level()):
-            if experimental_use_pfor:
-                rows = self._rows_vectorized(plan, reach, [t], basis, flat_s, parallel_iterations)
-            else:
-                rows = self._rows_looped(plan, reach, [t], basis, flat_s)
+        if experimental_use_pfor:
+            rows = self._rows_vectorized(plan, reach, [t], basis, flat_s, parallel_iterations)
+        else:
+            rows = self._rows_looped(plan, reach, [t], basis, flat_s)
         self._release()
         out = []
         for s, r in zip(flat_s, rows):
@@ -390,11 +384,10 @@ class GradientTape(Recorder):
         eye = _basis((inner,), t._value.dtype)
         basis = np.ascontiguousarray(np.broadcast_to(eye[:, None, :], (inner, b, inner)))
         basis = basis.reshape((inner,) + ts)
-        with run_below(self._backward_level()):
-            if experimental_use_pfor:
-                (rows,) = self._rows_vectorized(plan, reach, [t], basis, [s], parallel_iterations)
-            else:
-                (rows,) = self._rows_looped(plan, reach, [t], basis, [s])
+        if experimental_use_pfor:
+            (rows,) = self._rows_vectorized(plan, reach, [t], basis, [s], parallel_iterations)
+        else:
+            (rows,) = self._rows_looped(plan, reach, [t], basis, [s])
         self._release()
         if not _differentiable(s):
             return None

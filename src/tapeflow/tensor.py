@@ -229,12 +229,16 @@ class _TensorLike:
     def __getitem__(self, key): return _ops.getitem(self, key)
 
     def __eq__(self, other):  # type: ignore[override]
+        if other is None:  # as TensorFlow: comparing with None is a Python bool
+            return False
         try:
             return _ops.equal(self, other)
         except (TypeError, ValueError):
             return False
 
     def __ne__(self, other):  # type: ignore[override]
+        if other is None:
+            return True
         try:
             return _ops.not_equal(self, other)
         except (TypeError, ValueError):
@@ -391,6 +395,10 @@ def _check_integral(value: Any, np_dtype: np.dtype) -> None:
                             "the values are not integral.")
 
 
+def _holds_none(value: Any) -> bool:
+    return any(v is None or isinstance(v, (list, tuple)) and _holds_none(v) for v in value)
+
+
 def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
                       name: str | None = None) -> Tensor:
     """Convert a tensor, variable, array or Python value to a Tensor.
@@ -411,6 +419,8 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
                 f"convert_to_tensor: requested dtype {_dt.as_dtype(dtype).name} for a tensor "
                 f"of dtype {t.dtype.name}; use tf.cast to convert.")
         return t
+    if value is None or isinstance(value, (list, tuple)) and _holds_none(value):
+        raise TypeError(f"Cannot convert {value!r} to a tensor: None is not a value.")
     if dtype is not None:
         np_dtype = _dt.as_dtype(dtype)._np
         _check_integral(value, np_dtype)

@@ -2,6 +2,7 @@
 
 from .elementwise import *  # noqa: F401,F403
 from .elementwise import select  # noqa: F401
+from .conv import conv2d  # noqa: F401
 from .linalg import matmul  # noqa: F401
 from .nn import relu  # noqa: F401
 from .reduce import reduce_max, reduce_mean, reduce_min, reduce_sum  # noqa: F401

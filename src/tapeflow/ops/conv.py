@@ -1,0 +1,243 @@
+"""2-D convolution (NHWC) and its two transposes, vectorized with NumPy.
+
+`conv2d(x, w)` is bilinear, and so are its transposes: `conv2d_input_grad(g, w)`
+(the VJP with respect to x, a transposed convolution) and
+`conv2d_filter_grad(x, g)` (the VJP with respect to w). The three primitives'
+rules are written in terms of each other, so every derivative of any order
+stays inside this family.
+
+Every implementation accepts extra leading dims on both operands (matched or
+broadcast like `matmul`'s batch dims): that is what the batching rules use
+when both the images and the filters are batched.
+
+The implementation is im2col: the sliding windows are a strided view of the
+padded input, reshaped into one matrix and multiplied by the filter matrix in
+one GEMM. The scatter of the input gradient loops over the KH x KW kernel
+offsets (9 for a 3x3 kernel), never over pixels.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core import Primitive, bind
+from ..errors import InvalidArgumentError
+from ..tensor import Tensor
+from ._rules import binary_args, check_dtype, defjvp, defvjp, move_to_front, shape_of
+
+
+def _out_size(n: int, k: int, stride: int, dilation: int, pad: tuple) -> int:
+    span = (k - 1) * dilation + 1
+    return (n + pad[0] + pad[1] - span) // stride + 1
+
+
+def _windows(xp: np.ndarray, kh: int, kw: int, oh: int, ow: int, strides: tuple,
+             dilations: tuple) -> np.ndarray:
+    """[..., N, OH, OW, KH*KW*C]: the sliding windows of the padded input, as one matrix."""
+    *lead, hs, ws, cs = xp.strides
+    shape = xp.shape[:-3] + (oh, ow, kh, kw, xp.shape[-1])
+    view = np.lib.stride_tricks.as_strided(
+        xp, shape, tuple(lead) + (hs * strides[0], ws * strides[1], hs * dilations[0],
+                                  ws * dilations[1], cs), writeable=False)
+    return view.reshape(xp.shape[:-3] + (oh, ow, kh * kw * xp.shape[-1]))
+
+
+def _pad(x: np.ndarray, pads: tuple) -> np.ndarray:
+    if not any(pads[0] + pads[1]):
+        return x
+    width = [(0, 0)] * (x.ndim - 3) + [pads[0], pads[1], (0, 0)]
+    return np.pad(x, width)
+
+
+def _conv_impl(x: np.ndarray, w: np.ndarray, strides: tuple, dilations: tuple,
+               pads: tuple) -> np.ndarray:
+    kh, kw, c, o = w.shape[-4:]
+    oh = _out_size(x.shape[-3], kh, strides[0], dilations[0], pads[0])
+    ow = _out_size(x.shape[-2], kw, strides[1], dilations[1], pads[1])
+    cols = _windows(_pad(x, pads), kh, kw, oh, ow, strides, dilations)   # [..., N, OH, OW, K]
+    lead = cols.shape[:-3]
+    flat = cols.reshape(lead[:-1] + (lead[-1] * oh * ow, kh * kw * c))  # [..., N*OH*OW, K]
+    out = np.matmul(flat, w.reshape(w.shape[:-4] + (kh * kw * c, o)))
+    return out.reshape(out.shape[:-2] + (lead[-1], oh, ow, o))
+
+
+def _filter_grad_impl(x: np.ndarray, g: np.ndarray, strides: tuple, dilations: tuple,
+                      pads: tuple, filter_shape: tuple) -> np.ndarray:
+    kh, kw, c, o = filter_shape
+    oh, ow = g.shape[-3], g.shape[-2]
+    cols = _windows(_pad(x, pads), kh, kw, oh, ow, strides, dilations)
+    n = cols.shape[-4]
+    flat = cols.reshape(cols.shape[:-4] + (n * oh * ow, kh * kw * c))
+    gm = g.reshape(g.shape[:-4] + (n * oh * ow, o))
+    out = np.matmul(np.swapaxes(flat, -1, -2), gm)  # [..., K, O]
+    return out.reshape(out.shape[:-2] + (kh, kw, c, o))
+
+
+def _input_grad_impl(g: np.ndarray, w: np.ndarray, strides: tuple, dilations: tuple,
+                     pads: tuple, input_shape: tuple) -> np.ndarray:
+    kh, kw, c, o = w.shape[-4:]
+    n, oh, ow = g.shape[-4], g.shape[-3], g.shape[-2]
+    cols = np.matmul(g.reshape(g.shape[:-4] + (n * oh * ow, o)),
+                     np.swapaxes(w.reshape(w.shape[:-4] + (kh * kw * c, o)), -1, -2))
+    lead = cols.shape[:-2]
+    cols = cols.reshape(lead + (n, oh, ow, kh, kw, c))
+    h, wd = input_shape[-3], input_shape[-2]
+    hp, wp = h + sum(pads[0]), wd + sum(pads[1])
+    out = np.zeros(lead + (n, hp, wp, c), dtype=np.result_type(g, w))
+    sh, sw = strides
+    for i in range(kh):  # one strided add per kernel offset
+        r0 = i * dilations[0]
+        for j in range(kw):
+            c0 = j * dilations[1]
+            out[..., r0:r0 + sh * (oh - 1) + 1:sh, c0:c0 + sw * (ow - 1) + 1:sw, :] += \
+                cols[..., :, :, :, i, j, :]
+    return out[..., pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd, :]
+
+
+conv2d_p = Primitive("conv2d", _conv_impl)
+conv2d_input_grad_p = Primitive("conv2d_input_grad", _input_grad_impl)
+conv2d_filter_grad_p = Primitive("conv2d_filter_grad", _filter_grad_impl)
+
+
+def _geom(p: dict) -> dict:
+    return {"strides": p["strides"], "dilations": p["dilations"], "pads": p["pads"]}
+
+
+def _conv(x: Tensor, w: Tensor, **p: Any) -> Tensor:
+    return bind(conv2d_p, x, w, **_geom(p))
+
+
+def _input_grad(g: Tensor, w: Tensor, input_shape: tuple, **p: Any) -> Tensor:
+    return bind(conv2d_input_grad_p, g, w, input_shape=input_shape, **_geom(p))
+
+
+def _filter_grad(x: Tensor, g: Tensor, filter_shape: tuple, **p: Any) -> Tensor:
+    return bind(conv2d_filter_grad_p, x, g, filter_shape=filter_shape, **_geom(p))
+
+
+# conv(x, w): d = conv(dx, w) + conv(x, dw); x-bar = input_grad(g, w), w-bar = filter_grad(x, g)
+defjvp(conv2d_p, lambda t, ans, x, w, **p: _conv(t, w, **p),
+       lambda t, ans, x, w, **p: _conv(x, t, **p))
+defvjp(conv2d_p, lambda g, ans, x, w, **p: _input_grad(g, w, shape_of(x)[-4:], **p),
+       lambda g, ans, x, w, **p: _filter_grad(x, g, shape_of(w)[-4:], **p))
+
+# input_grad(g, w) is conv's transpose in x: <conv(x, w), g> = <x, input_grad(g, w)>
+defjvp(conv2d_input_grad_p, lambda t, ans, g, w, input_shape, **p: _input_grad(t, w, input_shape, **p),
+       lambda t, ans, g, w, input_shape, **p: _input_grad(g, t, input_shape, **p))
+defvjp(conv2d_input_grad_p, lambda c, ans, g, w, input_shape, **p: _conv(c, w, **p),
+       lambda c, ans, g, w, input_shape, **p: _filter_grad(c, g, shape_of(w)[-4:], **p))
+
+# filter_grad(x, g) is conv's transpose in w: <conv(x, w), g> = <w, filter_grad(x, g)>
+defjvp(conv2d_filter_grad_p,
+       lambda t, ans, x, g, filter_shape, **p: _filter_grad(t, g, filter_shape, **p),
+       lambda t, ans, x, g, filter_shape, **p: _filter_grad(x, t, filter_shape, **p))
+defvjp(conv2d_filter_grad_p,
+       lambda c, ans, x, g, filter_shape, **p: _input_grad(g, c, shape_of(x)[-4:], **p),
+       lambda c, ans, x, g, filter_shape, **p: _conv(x, c, **p))
+
+
+def _leading_batch(prim: Primitive, image_arg: int, mergeable: bool = True) -> None:
+    """Batching rule: where images are independent, an image-only batch merges into N;
+    otherwise the batch is a leading dim (the implementations broadcast leading dims)."""
+    from .shape import reshape_p
+
+    def rule(vals: tuple, dims: tuple, **params: Any) -> tuple:
+        other = 1 - image_arg
+        if mergeable and dims[other] is None:
+            x = move_to_front(vals[image_arg], dims[image_arg])
+            s = shape_of(x)
+            merged = bind(reshape_p, x, shape=(s[0] * s[1],) + s[2:])
+            args = [None, None]
+            args[image_arg], args[other] = merged, vals[other]
+            if "input_shape" in params:
+                params = dict(params, input_shape=(s[0] * s[1],) + params["input_shape"][1:])
+            out = bind(prim, *args, **params)
+            so = shape_of(out)
+            return bind(reshape_p, out, shape=(s[0], s[1]) + so[1:]), 0
+        moved = [v if d is None else move_to_front(v, d) for v, d in zip(vals, dims)]
+        return bind(prim, *moved, **params), 0
+
+    prim.batch = rule
+
+
+_leading_batch(conv2d_p, 0)               # conv2d(x, w): x carries N
+_leading_batch(conv2d_input_grad_p, 0)    # input_grad(g, w): g carries N
+_leading_batch(conv2d_filter_grad_p, 0, mergeable=False)  # sums over N: never merge a batch in
+
+
+def _pair(value: Any, name: str, op: str) -> tuple[int, int]:
+    """TensorFlow's forms: an int, [h, w], or [1, h, w, 1]."""
+    v = [int(value)] if np.ndim(value) == 0 else [int(a) for a in np.asarray(value).reshape(-1)]
+    if len(v) == 1:
+        v = v * 2
+    elif len(v) == 4:
+        if v[0] != 1 or v[3] != 1:
+            raise InvalidArgumentError(f"{op}: `{name}` over the batch and channel dims must be 1 "
+                                       f"(NHWC); got {value!r}.")
+        v = v[1:3]
+    if len(v) != 2 or min(v) < 1:
+        raise InvalidArgumentError(f"{op}: `{name}` must be a positive int, 2 ints or 4 ints; "
+                                   f"got {value!r}.")
+    return v[0], v[1]
+
+
+def _padding(padding: Any, in_hw: tuple, k_hw: tuple, strides: tuple, dilations: tuple,
+             op: str) -> tuple:
+    """((top, bottom), (left, right)) for "SAME", "VALID" or explicit [[0,0],[t,b],[l,r],[0,0]]."""
+    if isinstance(padding, str):
+        mode = padding.upper()
+        if mode == "VALID":
+            return (0, 0), (0, 0)
+        if mode == "SAME":
+            pads = []
+            for n, k, s, d in zip(in_hw, k_hw, strides, dilations):
+                out = -(-n // s)
+                total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
+                pads.append((total // 2, total - total // 2))
+            return tuple(pads)
+        raise InvalidArgumentError(f"{op}: `padding` must be 'SAME', 'VALID' or explicit "
+                                   f"[[0, 0], [top, bottom], [left, right], [0, 0]]; got {padding!r}.")
+    arr = np.asarray(padding)
+    if arr.shape != (4, 2) or arr[0].any() or arr[3].any() or (arr < 0).any():
+        raise InvalidArgumentError(f"{op}: explicit `padding` must be [[0, 0], [top, bottom], "
+                                   f"[left, right], [0, 0]] with non-negative ints; got {padding!r}.")
+    return (int(arr[1, 0]), int(arr[1, 1])), (int(arr[2, 0]), int(arr[2, 1]))
+
+
+def conv2d(input: Any, filters: Any, strides: Any = 1, padding: Any = "VALID",  # noqa: A002
+           data_format: str = "NHWC", dilations: Any = None, name: str | None = None) -> Tensor:
+    """2-D convolution (cross-correlation, as TensorFlow) of NHWC `input` with
+    [KH, KW, C, O] `filters`; `padding` is "SAME", "VALID" or explicit pairs.
+
+    Gradients flow to both the input and the filters, to any order.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> x, w = tf.ones([1, 5, 5, 2]), tf.ones([3, 3, 2, 4])
+        >>> tf.nn.conv2d(x, w, strides=1, padding="SAME").shape
+        TensorShape([1, 5, 5, 4])
+    """
+    op = "conv2d"
+    if data_format != "NHWC":
+        raise InvalidArgumentError(f"{op}: only data_format='NHWC' is supported; got {data_format!r}.")
+    x, w = binary_args(input, filters, op)
+    check_dtype(x, "fc", op, "input")
+    sx, sw = shape_of(x), shape_of(w)
+    if len(sx) != 4:
+        raise InvalidArgumentError(f"{op}: `input` must have rank 4 (NHWC); got shape {sx}.")
+    if len(sw) != 4:
+        raise InvalidArgumentError(f"{op}: `filters` must have rank 4 [KH, KW, C_in, C_out]; "
+                                   f"got shape {sw}.")
+    if sx[3] != sw[2]:
+        raise InvalidArgumentError(f"{op}: `input` has {sx[3]} channels but `filters` expects "
+                                   f"{sw[2]} (input shape {sx}, filters shape {sw}).")
+    st = _pair(strides, "strides", op)
+    dl = _pair(1 if dilations is None else dilations, "dilations", op)
+    pads = _padding(padding, sx[1:3], sw[:2], st, dl, op)
+    for n, k, s, d, p, axis in zip(sx[1:3], sw[:2], st, dl, pads, ("height", "width")):
+        if _out_size(n, k, s, d, p) < 1:
+            raise InvalidArgumentError(f"{op}: the {axis} {n} (padded {n + sum(p)}) is smaller "
+                                       f"than the dilated kernel {(k - 1) * d + 1}.")
+    return bind(conv2d_p, x, w, strides=st, dilations=dl, pads=pads)
