@@ -16,6 +16,7 @@ example 0 for every example, so such reads raise inside `vmap`; use `tf.where`.
 from __future__ import annotations
 
 import functools
+import threading
 import weakref
 from typing import Any, Callable
 
@@ -46,10 +47,12 @@ class Batcher(Recorder):
     batching = True
     watches_reads = True
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, shares: "Batcher | None" = None) -> None:
         self.size = size
-        self._table: dict[int, tuple[Tensor, int]] = {}
-        self._refs: dict[int, weakref.ref] = {}
+        # A batcher that shares another's table resolves the other's per-example
+        # stand-ins too (functions closed over them, e.g. a custom grad_fn run later).
+        self._table: dict[int, tuple[Tensor, int]] = {} if shares is None else shares._table
+        self._refs: dict[int, weakref.ref] = {} if shares is None else shares._refs
 
     def add(self, batched: Tensor, axis: int) -> Tensor:
         """A per-example stand-in for `batched`, whose batch lives on `axis`."""
@@ -81,8 +84,13 @@ class Batcher(Recorder):
             entry = self._table.get(id(x))
             vals.append(x if entry is None else entry[0])
             dims.append(None if entry is None else entry[1])
-        with run_below(level):
-            out, out_dims = prim.batch(tuple(vals), tuple(dims), **params)
+        saved = _rule_batcher.current
+        _rule_batcher.current = self
+        try:
+            with run_below(level):
+                out, out_dims = prim.batch(tuple(vals), tuple(dims), **params)
+        finally:
+            _rule_batcher.current = saved
         if not prim.multiple_results:
             out, out_dims = (out,), (out_dims,)
         return tuple(o if d is None else self.add(o, d) for o, d in zip(out, out_dims, strict=True))
@@ -97,6 +105,29 @@ class Batcher(Recorder):
                 f"vmap: {how} reads the value of a batched tensor; inside vmap each value "
                 "stands for a whole batch, so Python control flow on it cannot be batched "
                 "(NOTE(batched-reads)). Use tf.where, tf.maximum and similar ops instead.")
+
+
+class _RuleBatcher(threading.local):
+    current: "Batcher | None" = None
+
+
+_rule_batcher = _RuleBatcher()
+
+
+def rule_batcher() -> Batcher:
+    """The batcher whose batching rule is running (for rules that batch a function)."""
+    if _rule_batcher.current is None:
+        raise RuntimeError("rule_batcher() is only valid inside a batching rule.")
+    return _rule_batcher.current
+
+
+def vmap_sharing(origin: Batcher, f: Callable) -> Callable:
+    """vmap over axis 0 of every argument, resolving `origin`'s per-example stand-ins
+    (values `f` closed over inside the vmap that `origin` runs)."""
+    def batched(*args: Any) -> Any:
+        tensors = [(_as_batched(a, 0, i), 0) for i, a in enumerate(args)]
+        return _run(f, args, tensors, origin.size, 0, Batcher(origin.size, shares=origin))
+    return batched
 
 
 # ---------------------------------------------------------------------------- axis specs
@@ -223,8 +254,9 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
     return batched
 
 
-def _run(f: Callable, args: tuple, tensors: list, size: int, out_axes: Any) -> Any:
-    batcher = Batcher(size)
+def _run(f: Callable, args: tuple, tensors: list, size: int, out_axes: Any,
+         batcher: Batcher | None = None) -> Any:
+    batcher = Batcher(size) if batcher is None else batcher
     push_recorder(batcher)
     try:
         inner = [batcher.add(*x) if isinstance(x, tuple) else x for x in tensors]
@@ -247,8 +279,16 @@ def _run(f: Callable, args: tuple, tensors: list, size: int, out_axes: Any) -> A
                 raise ValueError(f"vmap: output {j} depends on the batch but out_axes is None.")
             result.append(o)
         elif entry is None:
+            nd = np.ndim(o._value) + 1
+            if not -nd <= ax < nd:
+                raise ValueError(f"vmap: out_axes {ax} is out of range for output {j}, which has "
+                                 f"rank {nd} with the batch axis.")
             result.append(_broadcast_out(o, size, ax))
         else:
             b, d = entry
+            nd = np.ndim(b._value)
+            if not -nd <= ax < nd:
+                raise ValueError(f"vmap: out_axes {ax} is out of range for output {j}, which has "
+                                 f"rank {nd} with the batch axis.")
             result.append(move_axis(b, d, ax))
     return nest.pack_sequence_as(out, result)

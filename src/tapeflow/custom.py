@@ -88,7 +88,7 @@ def _custom_batch(vals: tuple, dims: tuple, grad_fn: Callable, n_inputs: int,
                   n_vars: int) -> tuple:
     # Batch the forward results and the backward function (vmap of grad_fn); an
     # unbatched input's gradient is summed over the batch, since every example shares it.
-    from .batching import vmap
+    from .batching import rule_batcher, vmap_sharing
     from .ops import reduce_sum
     from .ops._rules import batch_size, move_to_front
     from .ops.shape import broadcast_to_p, reshape_p
@@ -104,9 +104,12 @@ def _custom_batch(vals: tuple, dims: tuple, grad_fn: Callable, n_inputs: int,
     in_dims = dims[:n_in]
     inputs = [move_to_front(v, d) for v, d in zip(vals[:n_in], in_dims)]
 
+    origin = rule_batcher()
+
     def batched_grad_fn(*cts: Any, variables: list | None = None) -> Any:
-        per_example = vmap(lambda *c: _call_grad_fn(grad_fn, list(c), list(variables or []),
-                                                    n_inputs))
+        # grad_fn may close over forward values: run it where origin's stand-ins resolve.
+        per_example = vmap_sharing(origin, lambda *c: _call_grad_fn(
+            grad_fn, list(c), list(variables or []), n_inputs))
         grads = per_example(*cts)
         grads = [g if g is None or d is not None else reduce_sum(g, axis=0)
                  for g, d in zip(grads, in_dims, strict=True)]

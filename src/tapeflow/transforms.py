@@ -202,6 +202,21 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
     return out, jv
 
 
+def _tangent_like(t: Any, primal: Tensor, fname: str, i: int) -> Tensor:
+    """A tangent converted to its primal's dtype, with the primal's shape (or a clear error)."""
+    from .tensor import convert_to_tensor
+
+    t = as_tensor(t, fname, f"tangent {i}") if isinstance(t, _TensorLike) else \
+        convert_to_tensor(t, dtype=primal.dtype)
+    if t._value.dtype != primal._value.dtype:
+        raise TypeError(f"{fname}: tangent {i} has dtype {t.dtype.name}, its primal has dtype "
+                        f"{primal.dtype.name}.")
+    if shape_of(t) != shape_of(primal):
+        raise ValueError(f"{fname}: tangent {i} has shape {shape_of(t)}, its primal has shape "
+                         f"{shape_of(primal)}.")
+    return t
+
+
 def linearize(f: Callable, *primals: Any) -> tuple:
     """``(f(*primals), f_jvp)``: `f_jvp(*tangents)` is the JVP at `primals`, evaluated
     without running `f` again (its tangent rules are replayed on the recorded ops).
@@ -225,7 +240,7 @@ def linearize(f: Callable, *primals: Any) -> tuple:
                              f"{len(tangents)}.")
         tan: dict[int, Any] = {}
         for i, (x, t) in enumerate(zip(leaves, nest.flatten_up_to(list(trees), list(tangents)))):
-            tan[id(x)] = as_tensor(t, "f_jvp", f"tangent {i}")
+            tan[id(x)] = _tangent_like(t, x, "linearize: f_jvp", i)
         for prim, inputs, outputs, params in plan:
             found = [tan.get(id(x)) for x in inputs]
             if all(t is None for t in found):

@@ -141,21 +141,26 @@ defvjp(conv2d_filter_grad_p,
 def _leading_batch(prim: Primitive, image_arg: int, mergeable: bool = True) -> None:
     """Batching rule: where images are independent, an image-only batch merges into N;
     otherwise the batch is a leading dim (the implementations broadcast leading dims)."""
+    from ..batching import move_axis
     from .shape import reshape_p
 
     def rule(vals: tuple, dims: tuple, **params: Any) -> tuple:
         other = 1 - image_arg
         if mergeable and dims[other] is None:
-            x = move_to_front(vals[image_arg], dims[image_arg])
+            # Merge the batch into N (images are independent): move it next to N first,
+            # since the per-example operand may itself carry leading dims.
+            x = vals[image_arg]
+            n_axis = len(shape_of(x)) - 5  # N's place in the batched value, batch just before
+            x = move_axis(x, dims[image_arg], n_axis)
             s = shape_of(x)
-            merged = bind(reshape_p, x, shape=(s[0] * s[1],) + s[2:])
+            merged = bind(reshape_p, x, shape=s[:n_axis] + (s[n_axis] * s[n_axis + 1],) + s[n_axis + 2:])
             args = [None, None]
             args[image_arg], args[other] = merged, vals[other]
             if "input_shape" in params:
-                params = dict(params, input_shape=(s[0] * s[1],) + params["input_shape"][1:])
+                params = dict(params, input_shape=(s[n_axis] * s[n_axis + 1],) + params["input_shape"][1:])
             out = bind(prim, *args, **params)
             so = shape_of(out)
-            return bind(reshape_p, out, shape=(s[0], s[1]) + so[1:]), 0
+            return bind(reshape_p, out, shape=so[:n_axis] + (s[n_axis], s[n_axis + 1]) + so[n_axis + 1:]), n_axis
         moved = [v if d is None else move_to_front(v, d) for v, d in zip(vals, dims)]
         return bind(prim, *moved, **params), 0
 

@@ -1,0 +1,121 @@
+"""The small CNN of the seed question, defined once for every benchmark and framework.
+
+28x28x1 input -> conv 3x3, 8 filters, stride 2, SAME, relu -> conv 3x3, 16 filters,
+stride 2, SAME, relu -> flatten (7*7*16 = 784) -> dense 64, relu -> dense 10.
+Weights are float32 NumPy arrays from a fixed seed; each framework builds the same
+function from them, so every Jacobian can be checked against one reference.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+SHAPES = {"k1": (3, 3, 1, 8), "b1": (8,), "k2": (3, 3, 8, 16), "b2": (16,),
+          "w3": (784, 64), "b3": (64,), "w4": (64, 10), "b4": (10,)}
+
+
+def weights(seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, shape in SHAPES.items():
+        fan_in = int(np.prod(shape[:-1])) if len(shape) > 1 else shape[0]
+        out[name] = (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
+    return out
+
+
+def inputs(n: int = 64, seed: int = 1) -> np.ndarray:
+    """n flattened 28x28 images, [n, 784] float32."""
+    return np.random.default_rng(seed).uniform(0, 1, (n, 784)).astype(np.float32)
+
+
+def tapeflow_model(w: dict[str, np.ndarray]) -> Callable[[Any], Any]:
+    """[batch, 784] -> [batch, 10] with tapeflow ops."""
+    import tapeflow as tf
+
+    p = {k: tf.constant(v) for k, v in w.items()}
+
+    def model(x: Any) -> Any:
+        h = tf.reshape(x, [-1, 28, 28, 1])
+        h = tf.nn.relu(tf.nn.conv2d(h, p["k1"], strides=2, padding="SAME") + p["b1"])
+        h = tf.nn.relu(tf.nn.conv2d(h, p["k2"], strides=2, padding="SAME") + p["b2"])
+        h = tf.reshape(h, [-1, 784])
+        h = tf.nn.relu(tf.matmul(h, p["w3"]) + p["b3"])
+        return tf.matmul(h, p["w4"]) + p["b4"]
+
+    return model
+
+
+def tensorflow_model(w: dict[str, np.ndarray]) -> Callable[[Any], Any]:
+    import tensorflow as tf
+
+    p = {k: tf.constant(v) for k, v in w.items()}
+
+    def model(x: Any) -> Any:
+        h = tf.reshape(x, [-1, 28, 28, 1])
+        h = tf.nn.relu(tf.nn.conv2d(h, p["k1"], strides=2, padding="SAME") + p["b1"])
+        h = tf.nn.relu(tf.nn.conv2d(h, p["k2"], strides=2, padding="SAME") + p["b2"])
+        h = tf.reshape(h, [-1, 784])
+        h = tf.nn.relu(tf.matmul(h, p["w3"]) + p["b3"])
+        return tf.matmul(h, p["w4"]) + p["b4"]
+
+    return model
+
+
+def jax_model(w: dict[str, np.ndarray]) -> Callable[[Any], Any]:
+    import jax
+    import jax.numpy as jnp
+
+    p = {k: jnp.asarray(v) for k, v in w.items()}
+
+    def conv(h: Any, k: Any) -> Any:
+        return jax.lax.conv_general_dilated(h, k, (2, 2), "SAME",
+                                            dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def model(x: Any) -> Any:
+        h = jnp.reshape(x, (-1, 28, 28, 1))
+        h = jax.nn.relu(conv(h, p["k1"]) + p["b1"])
+        h = jax.nn.relu(conv(h, p["k2"]) + p["b2"])
+        h = jnp.reshape(h, (-1, 784))
+        h = jax.nn.relu(h @ p["w3"] + p["b3"])
+        return h @ p["w4"] + p["b4"]
+
+    return model
+
+
+def torch_model(w: dict[str, np.ndarray]) -> Callable[[Any], Any]:
+    import torch
+    import torch.nn.functional as F
+
+    # HWIO -> OIHW; TensorFlow's SAME with stride 2 on 28 (and 14) pads 0 before, 1 after.
+    k1 = torch.from_numpy(np.ascontiguousarray(w["k1"].transpose(3, 2, 0, 1)))
+    k2 = torch.from_numpy(np.ascontiguousarray(w["k2"].transpose(3, 2, 0, 1)))
+    p = {k: torch.from_numpy(v) for k, v in w.items()}
+
+    def model(x: Any) -> Any:
+        h = x.reshape(-1, 28, 28, 1).permute(0, 3, 1, 2)
+        h = F.relu(F.conv2d(F.pad(h, (0, 1, 0, 1)), k1, p["b1"], stride=2))
+        h = F.relu(F.conv2d(F.pad(h, (0, 1, 0, 1)), k2, p["b2"], stride=2))
+        h = h.permute(0, 2, 3, 1).reshape(-1, 784)
+        h = F.relu(h @ p["w3"] + p["b3"])
+        return h @ p["w4"] + p["b4"]
+
+    return model
+
+
+def reference_jacobians(w: dict[str, np.ndarray], xs: np.ndarray) -> np.ndarray:
+    """[n, 10, 784] Jacobians in float64 by tapeflow (the shared reference: the peers,
+    checked against it, would disagree with a wrong one; the rule tests check each op)."""
+    import tapeflow as tf
+
+    w64 = {k: v.astype(np.float64) for k, v in w.items()}
+    model = tapeflow_model(w64)
+    out = []
+    for x in xs.astype(np.float64):
+        with tf.GradientTape() as tape:
+            xt = tf.constant(x[None])
+            tape.watch(xt)
+            y = model(xt)
+        out.append(np.asarray(tape.jacobian(y, xt))[0, :, 0, :])
+    return np.stack(out)
