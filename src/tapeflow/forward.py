@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import nest
-from .core import Primitive, Recorder, Zero, pop_recorder, push_recorder, run_below
+from .core import Primitive, Recorder, Zero, _state, pop_recorder, push_recorder
 from .errors import DTypeMismatchError
 from .tape import UnconnectedGradients, _unconnected
 from .tensor import Tensor, _TensorLike, convert_to_tensor
@@ -106,11 +106,16 @@ class ForwardAccumulator(Recorder):
             return
         tangents = self._tangents
         found = [tangents.get(id(x)) for x in inputs]
-        if all(t is None for t in found):
+        if found.count(None) == len(found):
             return
         tans = tuple(Zero.like(x) if t is None else t for x, t in zip(inputs, found))
-        with run_below(level):
+        state = _state
+        saved = state.stack
+        state.stack = saved[:level]  # NOTE(strict-nesting): the rule is seen only below us
+        try:
             out_tangents = prim.jvp(inputs, tans, outputs, **params)
+        finally:
+            state.stack = saved
         for o, t in zip(outputs, out_tangents, strict=True):
             if type(t) is not Zero and t is not None and o._value.dtype.kind in "fc":
                 self._store(o, t)

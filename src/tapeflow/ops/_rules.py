@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import dtypes as _dt
-from ..core import Primitive, Zero, bind
+from ..core import _REGISTRY, Primitive, Zero, bind
 from ..errors import DTypeMismatchError, InvalidArgumentError
 from ..tensor import Tensor, Variable, _TensorLike, convert_to_tensor
 
@@ -128,12 +128,13 @@ def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor],
     prim = Primitive(name, impl)
 
     def jvp(t: Tensor, ans: Tensor, x: Tensor) -> Tensor:
-        from .elementwise import multiply
-        return multiply(t, deriv(ans, x))
+        return bind(_REGISTRY["multiply"], t, deriv(ans, x))
 
     def vjp(g: Tensor, ans: Tensor, x: Tensor) -> Tensor:
-        from .elementwise import conj_if_complex, multiply
-        return multiply(g, conj_if_complex(deriv(ans, x)))
+        d = deriv(ans, x)
+        if d._value.dtype.kind == "c":
+            d = bind(_REGISTRY["conj"], d)
+        return bind(_REGISTRY["multiply"], g, d)
 
     defjvp(prim, jvp)
     defvjp(prim, vjp)
