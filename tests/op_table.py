@@ -219,3 +219,19 @@ EXEMPT = {
     "read_variable": "takes a Variable, not a tensor: tests/test_tape.py and tests/test_forward.py "
                      "differentiate through variable reads (and the seeds do)",
 }
+
+
+def _group_tables() -> None:
+    """Rows of the op groups live beside this file, one table file per ops module."""
+    import op_table_array
+    import op_table_linalg
+    import op_table_math
+    import op_table_nn
+
+    for table in (op_table_math, op_table_array, op_table_linalg, op_table_nn):
+        ROWS.extend(table.ROWS)
+        NONDIFF_ROWS.extend(table.NONDIFF_ROWS)
+        EXEMPT.update(table.EXEMPT)
+
+
+_group_tables()

@@ -33,6 +33,10 @@ from .transforms import (grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp,  # n
 from .tensor import (Tensor, TensorShape, Variable, constant, convert_to_tensor,  # noqa: F401
                      is_tensor, newaxis)
 
+from .ops import namespace_exports as _namespace_exports  # noqa: E402
+
+globals().update(_namespace_exports("top"))
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -49,4 +53,4 @@ __all__ = [
     "tanh", "transpose", "truediv", "where", "zeros", "zeros_like", "GradientTape",
     "UnconnectedGradients", "Tensor", "TensorShape", "Variable", "constant",
     "convert_to_tensor", "is_tensor", "newaxis", "__version__",
-]
+] + [n for n in _namespace_exports("top")]

@@ -12,3 +12,8 @@ __all__ = ["abs", "add", "conj", "cos", "divide", "equal", "exp", "floordiv", "f
            "negative", "not_equal", "pow", "reduce_max", "reduce_mean", "reduce_min",
            "reduce_sum", "sigmoid", "sign", "sin", "sqrt", "square", "subtract", "tanh",
            "truediv"]
+
+from .ops import namespace_exports as _namespace_exports  # noqa: E402
+
+globals().update(_namespace_exports("math"))
+__all__ = __all__ + [n for n in _namespace_exports("math") if n not in __all__]

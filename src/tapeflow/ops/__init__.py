@@ -10,6 +10,24 @@ from .shape import (broadcast_to, concat, expand_dims, gather, getitem, identity
                     ones, read_variable, reshape, squeeze, stack, stop_gradient, transpose,
                     zeros)
 
+from . import array_ops, linalg_ops, math_ops, nn_ops  # noqa: E402
+
+_GROUPS = (math_ops, array_ops, linalg_ops, nn_ops)
+
+
+def namespace_exports(namespace: str) -> dict:
+    """The ops each group module lists for a namespace ("top", "math", "linalg", "nn")."""
+    out = {}
+    for module in _GROUPS:
+        for name in module.EXPORTS.get(namespace, []):
+            out[name] = getattr(module, name)
+    return out
+
+
+for _name, _fn in {**namespace_exports("top"), **namespace_exports("math"),
+                   **namespace_exports("linalg"), **namespace_exports("nn")}.items():
+    globals().setdefault(_name, _fn)
+
 from .. import tensor as _tensor  # noqa: E402
 
 _tensor._ops = __import__(__name__, fromlist=["*"])
