@@ -21,6 +21,7 @@ from .dtypes import (DType, as_dtype, bfloat16, bool, complex64, complex128,  # 
                      float16, float32, float64, int8, int16, int32, int64, uint8, uint16,
                      uint32, uint64)
 from .forward import ForwardAccumulator  # noqa: F401
+from .graph import TensorSpec, function  # noqa: F401
 from .ops import (abs, add, broadcast_to, cast, concat, cos, divide, equal, exp,  # noqa: F401
                   expand_dims, gather, greater, greater_equal, identity, less, less_equal, log,
                   logical_and, logical_not, logical_or, matmul, maximum, minimum, multiply,
@@ -41,7 +42,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "autodiff", "dtypes", "errors", "keras", "linalg", "math", "nest", "nn", "random", "testing",
-    "vmap", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "jvp", "linearize",
+    "function", "TensorSpec", "vmap", "grad", "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "jvp", "linearize",
     "value_and_grad", "vjp", "custom_gradient", "recompute_grad", "DType", "as_dtype", "bfloat16", "bool", "complex64",
     "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
     "uint16", "uint32", "uint64", "ForwardAccumulator", "abs", "add", "broadcast_to", "cast",

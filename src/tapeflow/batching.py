@@ -46,6 +46,7 @@ class Batcher(Recorder):
 
     batching = True
     watches_reads = True
+    sees_custom_forward = True
 
     def __init__(self, size: int, shares: "Batcher | None" = None) -> None:
         self.size = size

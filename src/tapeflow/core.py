@@ -119,6 +119,9 @@ class Recorder:
 
     batching = False
     watches_reads = False
+    # Sees the forward computation inside a custom_gradient function (vmap and tracing
+    # must; tapes and accumulators must not: the custom rule replaces its derivative).
+    sees_custom_forward = False
 
     def claims(self, inputs: Sequence[Any]) -> bool:
         return False

@@ -162,8 +162,8 @@ def custom_gradient(f: Callable | None = None) -> Callable:
         watcher = _VariableReads()
         saved = _state.stack
         # Hide the forward from tapes and accumulators (the custom rule replaces its
-        # derivative) but not from batchers, which must compute it for the whole batch.
-        _state.stack = tuple(r for r in saved if r.batching) + (watcher,)
+        # derivative) but not from vmap and tracing, which must compute or record it.
+        _state.stack = tuple(r for r in saved if r.sees_custom_forward) + (watcher,)
         try:
             result, grad_fn = f(*args, **kwargs)
         finally:

@@ -352,7 +352,7 @@ class Variable(_TensorLike):
         return self.__repr__()
 
 
-def _convert_for_assign(var: Variable, value: Any, how: str) -> np.ndarray:
+def _convert_for_assign(var: Variable, value: Any, how: str) -> "Tensor":
     t = convert_to_tensor(value, dtype=var.dtype) if not isinstance(value, _TensorLike) \
         else _as_tensor(value)
     if t._value.dtype != var._value.dtype:
@@ -361,15 +361,17 @@ def _convert_for_assign(var: Variable, value: Any, how: str) -> np.ndarray:
     if np.shape(t._value) != np.shape(var._value):
         raise ValueError(f"Variable.{how}: value has shape {tuple(np.shape(t._value))}, "
                          f"variable '{var.name}' has shape {tuple(np.shape(var._value))}.")
-    return t._value
+    return t
 
 
-def _plain_assign(var: Variable, new_value: np.ndarray) -> None:
-    # A new buffer, never an in-place write: tensors read earlier keep their values.
-    var._value = np.array(new_value, copy=True)
+def _plain_assign(var: Variable, new_value: "Tensor") -> None:
+    # A new buffer, never an in-place write: tensors read earlier keep their values, and
+    # a caller's array passed to assign is not aliased.
+    var._value = np.array(new_value._value, copy=True)
 
 
-# Hooks that `tapeflow.function` replaces while tracing (reads of values, variable writes).
+# Hooks: Python reads of values (recorders that care hear of them, see core) and variable
+# writes (tracing records them, see graph/trace.py).
 _value_read_hook: list = [lambda tensor, how: None]
 _assign_hook: list = [_plain_assign]
 

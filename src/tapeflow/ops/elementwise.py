@@ -405,7 +405,7 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
     c = as_tensor(condition, "where", "condition")
     check_dtype(c, "b", "where", "condition")
     if x is None and y is None:
-        return Tensor(np.argwhere(c._value).astype(np.int64))
+        return Tensor(np.argwhere(np.asarray(c)).astype(np.int64))  # a value read (guarded)
     if x is None or y is None:
         raise ValueError("where: give both `x` and `y`, or neither.")
     x, y = binary_args(x, y, "where")

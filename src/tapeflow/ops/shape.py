@@ -445,7 +445,7 @@ def _normalize_key(key: Any) -> tuple:
         elif isinstance(k, slice):
             out.append(slice(*(None if v is None else _index_int(v) for v in (k.start, k.stop, k.step))))
         elif isinstance(k, _TensorLike) and np.ndim(k._value) == 0 and k._value.dtype.kind in "iu":
-            out.append(int(k._value))
+            out.append(int(k))  # a value read: tracing guards it (NOTE(value-reads))
         else:
             raise TypeError(f"getitem: only integers, slices (`:`), ellipsis (`...`), tf.newaxis "
                             f"and scalar integer tensors are valid indices; got {k!r}. Use "
@@ -455,7 +455,7 @@ def _normalize_key(key: Any) -> tuple:
 
 def _index_int(v: Any) -> int:
     if isinstance(v, _TensorLike):
-        v = v._value
+        return int(v)  # a value read: tracing guards it
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) and not (
             isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind in "iu"):
         raise TypeError(f"getitem: slice bounds must be integers; got {v!r}.")

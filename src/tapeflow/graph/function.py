@@ -1,0 +1,311 @@
+"""tapeflow.function: trace a Python function once per signature, replay the graph after.
+
+The first call with a new signature (tensor shapes and dtypes, Python argument
+values, structure) runs the function under a Tracer and keeps the graph;
+later calls replay it without running the Python body. Tapes, accumulators,
+vmap and the transforms used inside are traced too, so a Jacobian computed
+inside is re-evaluated at new inputs by replay alone: the seed question's
+"record once, evaluate many times".
+
+Guards (NOTE(value-reads) in graph/trace.py): a replay whose guard reads a new
+value is abandoned and the function is traced again for that branch; the new
+graph is cached beside the first, so results always equal running the Python
+code eagerly.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import threading
+import warnings
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import dtypes as _dt
+from .. import nest
+from ..core import _state, pop_recorder, push_recorder
+from ..tensor import Tensor, TensorShape, Variable, _TensorLike, convert_to_tensor
+from .ir import Graph, Guard
+from .passes import optimize
+from .replay import GuardFailed, compile_graph, interpret
+from .trace import Tracer, TracingError
+
+__all__ = ["function", "Function", "ConcreteFunction", "TensorSpec", "TracingError"]
+
+MAX_SIGNATURES = 64        # traced signatures kept per function (least recently used dropped)
+MAX_BRANCHES = 16          # guarded graphs kept per signature
+RETRACE_WARN_AFTER = 5     # traces of one function before the retracing warning
+
+
+class TensorSpec:
+    """Shape (None for any size) and dtype of a tensor argument, for `input_signature`.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.TensorSpec([None, 3], tf.float32).is_compatible_with(tf.zeros([2, 3]))
+        True
+    """
+
+    def __init__(self, shape: Any, dtype: Any = _dt.float32, name: str | None = None) -> None:
+        self.shape = TensorShape(shape)
+        self.dtype = _dt.as_dtype(dtype)
+        self.name = name
+
+    def is_compatible_with(self, x: Any) -> bool:
+        value = x._value if isinstance(x, _TensorLike) else np.asarray(x)
+        return self.dtype._np == value.dtype and self.shape.is_compatible_with(np.shape(value))
+
+    def __repr__(self) -> str:
+        return f"TensorSpec(shape={self.shape}, dtype={self.dtype!r}, name={self.name!r})"
+
+
+def _walk(x: Any, leaves: list) -> Any:
+    """A hashable key of an argument structure; tensor leaves are appended to `leaves`."""
+    if type(x) is Tensor:
+        leaves.append(x)
+        return ("T", np.shape(x._value), x._value.dtype.str)
+    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
+        t = Tensor(x)
+        leaves.append(t)
+        return ("T", np.shape(x), x.dtype.str)
+    if isinstance(x, Variable):
+        return ("V", id(x))  # captured by reference: the graph reads it at each replay
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__,) + tuple(_walk(c, leaves) for c in x)
+    if isinstance(x, dict):
+        return ("dict",) + tuple((k, _walk(x[k], leaves)) for k in sorted(x))
+    if isinstance(x, (bool, int, float, complex, str, bytes, type(None))):
+        return ("P", type(x).__name__, x)
+    return ("O", id(x))  # any other object (a layer, `self`) by identity, as TensorFlow
+
+
+def _rebuild(x: Any, leaves: list, pos: list) -> Any:
+    """The argument structure with its tensor leaves replaced, in `_walk` order."""
+    if type(x) is Tensor or isinstance(x, (np.ndarray, np.generic)):
+        pos[0] += 1
+        return leaves[pos[0] - 1]
+    if isinstance(x, (list, tuple)) and not isinstance(x, Variable):
+        items = [_rebuild(c, leaves, pos) for c in x]
+        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
+    if isinstance(x, dict):
+        out = {}
+        for k in sorted(x):
+            out[k] = _rebuild(x[k], leaves, pos)
+        return type(x)((k, out[k]) for k in x)
+    return x
+
+
+class ConcreteFunction:
+    """One traced graph of a function (one signature, one branch of its guards).
+
+    Callable with arguments of that signature; `.graph` prints, inspects
+    (`get_operations()`, `.inputs`, `.outputs`) and draws (`.graph.to_dot()`).
+    """
+
+    def __init__(self, graph: Graph, arg_template: tuple, pass_stats: dict) -> None:
+        self.graph = graph
+        self.pass_stats = pass_stats
+        self._template = arg_template
+        self._compiled = compile_graph(graph)
+
+    @property
+    def inputs(self) -> list[int]:
+        return list(self.graph.inputs)
+
+    @property
+    def outputs(self) -> list:
+        return list(self.graph.outputs)
+
+    def _run(self, tensors: list) -> Any:
+        if _state.stack:
+            outs = interpret(self.graph, tensors)  # recorders are active: let them see every op
+        else:
+            outs = [None if a is None else Tensor(a)
+                    for a in self._compiled(*[t._value for t in tensors])]
+        return nest.pack_sequence_as(self.graph.output_structure, outs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaves: list = []
+        _walk((list(args), kwargs), leaves)
+        if len(leaves) != len(self.graph.inputs):
+            raise TypeError(f"ConcreteFunction {self.graph.name}: expected "
+                            f"{len(self.graph.inputs)} tensor arguments, got {len(leaves)}.")
+        for i, (t, s) in enumerate(zip(leaves, self.graph.inputs)):
+            shape, dtype = self.graph.avals[s]
+            if np.shape(t._value) != shape or t._value.dtype != dtype:
+                raise TypeError(f"ConcreteFunction {self.graph.name}: tensor argument {i} has "
+                                f"shape {np.shape(t._value)} and dtype {t._value.dtype}; this "
+                                f"graph was traced for shape {shape} and dtype {np.dtype(dtype)}.")
+        return self._run(leaves)
+
+
+class Function:
+    """A Python function traced into graphs on demand; see `function`."""
+
+    def __init__(self, fn: Callable, input_signature: Sequence[TensorSpec] | None = None,
+                 reduce_retracing: bool = False, jit_compile: Any = None,
+                 guards: str = "retrace") -> None:
+        if guards not in ("retrace", "error"):
+            raise ValueError(f"function: guards must be 'retrace' or 'error'; got {guards!r}.")
+        self._fn = fn
+        self._input_signature = None if input_signature is None else list(input_signature)
+        self._guards = guards
+        self._cache: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.RLock()
+        self._trace_count = 0
+        self._retrace_reasons: list[str] = []
+        functools.update_wrapper(self, fn)
+
+    # ------------------------------------------------------------------ calling
+    def _key(self, args: tuple, kwargs: dict) -> tuple[Any, list, tuple]:
+        if self._input_signature is not None:
+            args = self._check_signature(args, kwargs)
+        leaves: list = []
+        key = _walk((list(args), kwargs), leaves)
+        return key, leaves, args
+
+    def _check_signature(self, args: tuple, kwargs: dict) -> tuple:
+        specs = self._input_signature
+        if kwargs or len(args) != len(specs):
+            raise TypeError(f"{self.__name__}: called with {len(args)} positional and "
+                            f"{len(kwargs)} keyword arguments; its input_signature has "
+                            f"{len(specs)} TensorSpecs.")
+        out = []
+        for i, (a, spec) in enumerate(zip(args, specs)):
+            t = a.value() if isinstance(a, Variable) else a
+            if not isinstance(t, _TensorLike):
+                t = convert_to_tensor(t, dtype=spec.dtype)
+            if not spec.is_compatible_with(t):
+                raise TypeError(f"{self.__name__}: argument {i} has shape "
+                                f"{tuple(np.shape(t._value))} and dtype {t.dtype.name}, which "
+                                f"does not match input_signature[{i}] = {spec}.")
+            out.append(t)
+        return tuple(out)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        key, leaves, args = self._key(args, kwargs)
+        branches = self._cache.get(key)
+        failed: Guard | None = None
+        if branches:
+            for cf in reversed(branches):
+                try:
+                    return cf._run(leaves)
+                except GuardFailed as e:
+                    failed = e.guard
+        with self._lock:
+            return self._trace(key, leaves, args, kwargs, failed)
+
+    def _trace(self, key: Any, leaves: list, args: tuple, kwargs: dict,
+               failed: Guard | None) -> Any:
+        graph = Graph(name=getattr(self._fn, "__name__", "fn"))
+        tracer = Tracer(graph, leaves, self._guards)
+        pos = [0]
+        call_args, call_kwargs = _rebuild((list(args), kwargs), leaves, pos)
+        push_recorder(tracer)
+        try:
+            result = self._fn(*call_args, **call_kwargs)
+            flat = [_output_leaf(o, i) for i, o in enumerate(nest.flatten(result))]
+        finally:
+            pop_recorder(tracer)
+        graph.outputs = [None if o is None else tracer.slot_of(o) for o in flat]
+        graph.output_structure = result
+        stats = optimize(graph)
+        cf = ConcreteFunction(graph, key, stats)
+        branches = self._cache.setdefault(key, [])
+        branches.append(cf)
+        del branches[:-MAX_BRANCHES]
+        self._cache.move_to_end(key)
+        while len(self._cache) > MAX_SIGNATURES:
+            self._cache.popitem(last=False)
+        self._count_trace(failed, len(branches) > 1)
+        return nest.pack_sequence_as(result, flat)
+
+    def _count_trace(self, failed: Guard | None, new_branch: bool) -> None:
+        self._trace_count += 1
+        if failed is not None:
+            reason = f"the value read at {failed.where} changed (a guard failed)"
+        else:
+            reason = "a new input signature (tensor shapes/dtypes or Python argument values)"
+        self._retrace_reasons.append(reason)
+        if self._trace_count == RETRACE_WARN_AFTER + 1 or (
+                self._trace_count > RETRACE_WARN_AFTER and self._trace_count % 50 == 0):
+            common = collections.Counter(self._retrace_reasons).most_common(1)[0][0]
+            warnings.warn(f"tapeflow.function {self.__name__!r} has been traced "
+                          f"{self._trace_count} times, most often because of {common}. Frequent "
+                          "retracing is slow: pass tensors instead of Python numbers, keep shapes "
+                          "fixed, and replace Python branches on tensor values with tf.where.",
+                          stacklevel=4)
+
+    # ------------------------------------------------------------------ TensorFlow's extras
+    def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
+        """The traced graph for these arguments (tracing them if needed)."""
+        key, leaves, args = self._key(args, kwargs)
+        if key not in self._cache:
+            self(*args, **kwargs)
+        return self._cache[key][-1]
+
+    def experimental_get_tracing_count(self) -> int:
+        return self._trace_count
+
+    @property
+    def python_function(self) -> Callable:
+        return self._fn
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        if instance is None:
+            return self
+        # A method: the instance is the first argument (keyed by identity).
+        bound = functools.partial(self.__call__, instance)
+        bound.get_concrete_function = functools.partial(self.get_concrete_function, instance)
+        return bound
+
+
+def _output_leaf(o: Any, i: int) -> Any:
+    if o is None or type(o) is Tensor:
+        return o
+    if isinstance(o, Variable):
+        return o.value()
+    if isinstance(o, (bool, int, float, complex, np.ndarray, np.generic)):
+        return convert_to_tensor(o)
+    raise TracingError(f"tapeflow.function: output {i} of the traced function is a "
+                       f"{type(o).__name__}; a traced function returns tensors, Python numbers, "
+                       "None, or lists/tuples/dicts of them.")
+
+
+def function(fn: Callable | None = None, *, input_signature: Sequence[TensorSpec] | None = None,
+             reduce_retracing: bool = False, jit_compile: Any = None,
+             guards: str = "retrace") -> Any:
+    """Trace `fn` once per input signature into a graph and replay it on later calls.
+
+    Usable as ``@function`` or ``@function(...)``, on functions and methods.
+    Tensor (and NumPy) arguments are graph inputs; Python values are part of the
+    signature; variables are captured by reference (each call reads their
+    current value; assignments take effect in order). Derivatives computed
+    inside (tapes, accumulators, vmap, the transforms) are part of the graph.
+    A Python read of a tensor value while tracing becomes a guard: a call that
+    takes another branch is traced again (or, with ``guards="error"``, the read
+    raises). Shapes are always concrete: an `input_signature` with None
+    dimensions validates calls, and each concrete shape gets its own trace.
+    `reduce_retracing` and `jit_compile` are accepted for compatibility.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> @tf.function
+        ... def jac(x):
+        ...     with tf.GradientTape() as tape:
+        ...         tape.watch(x)
+        ...         y = x * x
+        ...     return tape.jacobian(y, x)
+        >>> jac(tf.constant([1., 2.])).numpy()
+        array([[2., 0.],
+               [0., 4.]], dtype=float32)
+        >>> jac(tf.constant([3., 4.])).numpy()   # replayed, not traced again
+        array([[6., 0.],
+               [0., 8.]], dtype=float32)
+    """
+    def wrap(f: Callable) -> Function:
+        return Function(f, input_signature, reduce_retracing, jit_compile, guards)
+
+    return wrap if fn is None else wrap(fn)

@@ -1,0 +1,193 @@
+"""The traced graph: a flat list of nodes over numbered value slots, printable and drawable.
+
+A slot holds one value during a replay. Slots are filled by the graph's inputs,
+by captured constants, by captured variables (read at replay time: variables are
+captured by reference) and by node outputs. Besides primitive applications the
+graph has two kinds of effect nodes: guards (a Python read of a value while
+tracing, checked at replay) and variable writes (committed when the replay ends).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..core import Primitive
+
+__all__ = ["Graph", "Node", "Guard", "Assign", "Operation"]
+
+
+@dataclass
+class Node:
+    """One primitive application: `outputs = prim(*inputs, **params)`."""
+
+    prim: Primitive
+    inputs: list[int]
+    params: dict
+    outputs: list[int]
+
+
+@dataclass
+class Guard:
+    """A value Python read while tracing; the replay is valid only if it reads the same."""
+
+    slot: int
+    how: str           # "bool", "float", "int", "index", "complex", "array"
+    expected: Any
+    where: str         # the source line that read it
+
+    def holds(self, value: Any) -> bool:
+        if self.how == "bool":
+            return bool(value) == self.expected
+        if self.how == "array":
+            value = np.asarray(value)
+            return value.shape == self.expected.shape and bool(np.array_equal(value, self.expected))
+        return value == self.expected
+
+
+@dataclass
+class Assign:
+    """`variable.assign(slot)`: the variable's value from here on, committed at the end."""
+
+    var: int           # index into Graph.variables
+    slot: int
+
+
+@dataclass
+class Graph:
+    """A traced function: inputs, captured constants and variables, a node list, outputs."""
+
+    name: str = "fn"
+    inputs: list[int] = field(default_factory=list)
+    outputs: list[int | None] = field(default_factory=list)
+    output_structure: Any = None
+    nodes: list[Any] = field(default_factory=list)       # Node | Guard | Assign, in order
+    constants: dict[int, Any] = field(default_factory=dict)
+    variables: list[Any] = field(default_factory=list)   # captured Variable objects
+    var_slots: dict[int, int] = field(default_factory=dict)  # slot -> variable index
+    avals: dict[int, tuple] = field(default_factory=dict)    # slot -> (shape, dtype)
+    next_slot: int = 0
+
+    def new_slot(self, value: Any) -> int:
+        slot = self.next_slot
+        self.next_slot += 1
+        self.avals[slot] = (tuple(np.shape(value)), np.asarray(value).dtype if not
+                            hasattr(value, "dtype") else value.dtype)
+        return slot
+
+    # ------------------------------------------------------------------ inspection
+    def count(self) -> int:
+        """Number of primitive nodes."""
+        return sum(isinstance(n, Node) for n in self.nodes)
+
+    def get_operations(self) -> list["Operation"]:
+        """The primitive nodes, TensorFlow-style (`.type`, `.inputs`, `.outputs`)."""
+        return [Operation(self, n) for n in self.nodes if isinstance(n, Node)]
+
+    def _label(self, slot: int | None) -> str:
+        if slot is None:
+            return "None"
+        if slot in self.constants:
+            value = self.constants[slot]
+            if np.size(value) <= 4:
+                return f"const({np.asarray(value).tolist()!r})"
+            return f"const#{slot}"
+        if slot in self.var_slots:
+            return f"var:{self.variables[self.var_slots[slot]].name}"
+        return f"%{slot}"
+
+    def _type(self, slot: int) -> str:
+        shape, dtype = self.avals.get(slot, ((), "?"))
+        return f"{np.dtype(dtype).name}{list(shape)}"
+
+    def __str__(self) -> str:
+        head = ", ".join(f"%{s}: {self._type(s)}" for s in self.inputs)
+        lines = [f"graph {self.name}({head}) {{"]
+        for n in self.nodes:
+            if isinstance(n, Node):
+                outs = ", ".join(f"%{o}: {self._type(o)}" for o in n.outputs)
+                args = ", ".join(self._label(i) for i in n.inputs)
+                params = "".join(f", {k}={_short(v)}" for k, v in n.params.items())
+                lines.append(f"  {outs} = {n.prim.name}({args}{params})")
+            elif isinstance(n, Guard):
+                lines.append(f"  guard {n.how}({self._label(n.slot)}) == "
+                             f"{_short(n.expected)}   # {n.where}")
+            else:
+                lines.append(f"  {self.variables[n.var].name} <- {self._label(n.slot)}")
+        lines.append("  return " + ", ".join(self._label(o) for o in self.outputs))
+        lines.append("}")
+        return "\n".join(lines)
+
+    def to_dot(self) -> str:
+        """The graph in graphviz's dot language (render with `dot -Tpng`)."""
+        out = [f'digraph "{self.name}" {{', "  rankdir=TB;", '  node [fontname="Helvetica"];']
+        for s in self.inputs:
+            out.append(f'  s{s} [shape=ellipse, label="input %{s}\\n{self._type(s)}"];')
+        for s, v in self.constants.items():
+            out.append(f'  s{s} [shape=note, label="{self._label(s)}"];')
+        for s, i in self.var_slots.items():
+            out.append(f'  s{s} [shape=cylinder, label="{self.variables[i].name}"];')
+        for k, n in enumerate(self.nodes):
+            if isinstance(n, Node):
+                out.append(f'  n{k} [shape=box, label="{n.prim.name}"];')
+                for i in n.inputs:
+                    out.append(f"  {self._source(i)} -> n{k};")
+                for o in n.outputs:
+                    out.append(f'  s{o} [shape=point, xlabel="%{o}"];')
+                    out.append(f"  n{k} -> s{o};")
+            elif isinstance(n, Guard):
+                out.append(f'  n{k} [shape=diamond, label="guard {n.how}"];')
+                out.append(f"  {self._source(n.slot)} -> n{k};")
+            else:
+                out.append(f'  n{k} [shape=house, label="assign {self.variables[n.var].name}"];')
+                out.append(f"  {self._source(n.slot)} -> n{k};")
+        for j, o in enumerate(self.outputs):
+            if o is not None:
+                out.append(f'  out{j} [shape=doublecircle, label="output {j}"];')
+                out.append(f"  {self._source(o)} -> out{j};")
+        out.append("}")
+        return "\n".join(out)
+
+    def _source(self, slot: int) -> str:
+        return f"s{slot}"
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"array{list(v.shape)}" if v.size > 4 else repr(v.tolist())
+    if callable(v) and not isinstance(v, type):
+        return getattr(v, "__name__", type(v).__name__)
+    if isinstance(v, np.dtype):
+        return v.name
+    return repr(v)
+
+
+class Operation:
+    """A TensorFlow-style view of one node: `.type`, `.name`, `.inputs`, `.outputs`."""
+
+    def __init__(self, graph: Graph, node: Node) -> None:
+        self._graph = graph
+        self._node = node
+
+    @property
+    def type(self) -> str:
+        return self._node.prim.name
+
+    name = type
+
+    @property
+    def inputs(self) -> list[str]:
+        return [self._graph._label(i) for i in self._node.inputs]
+
+    @property
+    def outputs(self) -> list[str]:
+        return [f"%{o}" for o in self._node.outputs]
+
+    @property
+    def params(self) -> dict:
+        return dict(self._node.params)
+
+    def __repr__(self) -> str:
+        return f"<Operation {self.type}: {self.inputs} -> {self.outputs}>"

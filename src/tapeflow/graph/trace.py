@@ -1,0 +1,136 @@
+"""The tracing interpreter: records every op it sees into a Graph, on concrete values.
+
+Tracing runs the function for real, so NumPy computes every shape and dtype;
+the tracer only writes down what happened. It sits on the recorder stack like
+a tape (NOTE(strict-nesting) in core): tapes, accumulators and vmap used inside
+the traced function are entered after it, so their derivative and batched
+computations are ops it records; recorders active around the call are below it
+and keep their own work out of the graph.
+
+NOTE(value-reads): Python code that reads a tensor's value while tracing
+(`if x > 0`, `float(x)`, `x.numpy()`) would freeze one branch into the graph.
+Each such read becomes a Guard node holding the value read; a replay whose
+guard reads something else is abandoned and the function is traced again for
+the new branch. With ``guards="error"`` the read raises instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+from .. import tensor as _tensor_module
+from ..core import Primitive, Recorder, _state
+from ..tensor import Tensor, Variable
+from .ir import Assign, Graph, Guard, Node
+
+__all__ = ["Tracer", "TracingError", "user_line"]
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class TracingError(RuntimeError):
+    """A traced function did something a graph cannot replay faithfully."""
+
+
+def user_line() -> str:
+    """`file:line: source` of the innermost caller outside tapeflow."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return "<unknown>"
+    import linecache
+
+    src = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}: {src}"
+
+
+_READ_KINDS = {"bool()": "bool", "float()": "float", "int()": "int", "__index__": "index",
+               "complex()": "complex", "numpy()": "array", "__array__": "array"}
+
+
+class Tracer(Recorder):
+    """Records ops into `graph`; inputs are the given tensors (by identity)."""
+
+    watches_reads = True
+    sees_custom_forward = True
+
+    def __init__(self, graph: Graph, inputs: list, guards: str = "retrace") -> None:
+        self.graph = graph
+        self.guards = guards
+        self._slots: dict[int, int] = {}
+        self._keep: list = []   # holds every tensor with a slot, so ids stay unique
+        for x in inputs:
+            slot = graph.new_slot(x._value)
+            graph.inputs.append(slot)
+            self._bind_slot(x, slot)
+
+    def _bind_slot(self, x: Any, slot: int) -> None:
+        self._slots[id(x)] = slot
+        self._keep.append(x)
+
+    def slot_of(self, x: Any) -> int:
+        """The slot of a tensor; tensors from outside the trace become constants and
+        variables become captures (read at each replay)."""
+        slot = self._slots.get(id(x))
+        if slot is not None:
+            return slot
+        g = self.graph
+        if isinstance(x, Variable):
+            slot = g.new_slot(x._value)
+            g.var_slots[slot] = len(g.variables)
+            g.variables.append(x)
+        else:
+            slot = g.new_slot(x._value)
+            g.constants[slot] = x._value
+        self._bind_slot(x, slot)
+        return slot
+
+    def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
+                level: int) -> None:
+        ins = [self.slot_of(x) for x in inputs]
+        outs = []
+        for o in outputs:
+            slot = self.graph.new_slot(o._value)
+            self._bind_slot(o, slot)
+            outs.append(slot)
+        self.graph.nodes.append(Node(prim, ins, dict(params), outs))
+
+    def on_read(self, tensor: Any, how: str) -> None:
+        slot = self._slots.get(id(tensor))
+        if slot is None or slot in self.graph.constants:
+            return  # a constant's value is the same at every replay
+        where = user_line()
+        if self.guards == "error":
+            raise TracingError(
+                f"tapeflow.function: {how} reads a tensor's value while tracing, at {where}. "
+                "A graph cannot branch on it (guards='error'); use tf.where / tf.maximum for "
+                "data-dependent choices, or the default guards='retrace'.")
+        kind = _READ_KINDS.get(how, "array")
+        value = tensor._value
+        if kind == "bool":
+            expected: Any = bool(value)
+        elif kind == "array":
+            expected = np.array(value, copy=True)
+        else:
+            expected = value.item() if hasattr(value, "item") else value
+        self.graph.nodes.append(Guard(slot, kind, expected, where))
+
+    def on_assign(self, var: Variable, value: Tensor) -> None:
+        var_slot = self.slot_of(var)
+        self.graph.nodes.append(Assign(self.graph.var_slots[var_slot], self.slot_of(value)))
+
+
+def _tracing_assign(var: Variable, value: Tensor) -> None:
+    """Variable writes: done at once (tracing runs for real) and recorded by active tracers."""
+    for rec in _state.stack:
+        if isinstance(rec, Tracer):
+            rec.on_assign(var, value)
+    _tensor_module._plain_assign(var, value)
+
+
+_tensor_module._assign_hook[0] = _tracing_assign
