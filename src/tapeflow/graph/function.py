@@ -186,16 +186,25 @@ class Function:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         key, leaves, args = self._key(args, kwargs)
-        branches = self._cache.get(key)
-        failed: Guard | None = None
-        if branches:
-            for cf in reversed(branches):
-                try:
-                    return cf._run(leaves)
-                except GuardFailed as e:
-                    failed = e.guard
+        done, result, failed = self._replay(key, leaves)
+        if done:
+            return result
         with self._lock:
-            return self._trace(key, leaves, args, kwargs, failed)
+            # Another thread may have traced this signature (or branch) meanwhile.
+            done, result, again = self._replay(key, leaves)
+            if done:
+                return result
+            return self._trace(key, leaves, args, kwargs, again or failed)
+
+    def _replay(self, key: Any, leaves: list) -> tuple[bool, Any, Guard | None]:
+        """Try the cached graphs of this signature, newest first."""
+        failed = None
+        for cf in reversed(self._cache.get(key, ())):
+            try:
+                return True, cf._run(leaves), None
+            except GuardFailed as e:
+                failed = e.guard
+        return False, None, failed
 
     def _trace(self, key: Any, leaves: list, args: tuple, kwargs: dict,
                failed: Guard | None) -> Any:

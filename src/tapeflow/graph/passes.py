@@ -99,6 +99,8 @@ def _simplified(g: Graph, n: Node) -> int | None:
             return x
         if name == "add" and _all_equal(g, x, 0) and same_as(y):
             return y
+    if name == "pow" and _all_equal(g, n.inputs[1], 1) and same_as(n.inputs[0]):
+        return n.inputs[0]
     if name in ("multiply", "divide"):
         x, y = n.inputs
         if _all_equal(g, y, 1) and same_as(x):
