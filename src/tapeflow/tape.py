@@ -341,9 +341,11 @@ class GradientTape(Recorder):
         out = []
         for j, s in enumerate(sources):
             col = [r[j] for r in per_row]
-            if not col or all(c is None for c in col):
-                out.append(None if col or id(s) not in reach else
-                           Tensor(np.zeros((0,) + shape_of(s), s._value.dtype)))
+            if not col:  # an empty target: an empty Jacobian
+                out.append(Tensor(np.zeros((0,) + shape_of(s), s._value.dtype)))
+                continue
+            if all(c is None for c in col):
+                out.append(None)
                 continue
             out.append(stack([Tensor(np.zeros(shape_of(s), s._value.dtype)) if c is None else c
                               for c in col]))
