@@ -233,7 +233,7 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
 
     def _chunked(batched_fn: Callable, tensors: list, leaves: list, args: tuple, size: int,
                  chunk: int) -> Any:
-        from .ops import concat, getitem
+        from .ops import getitem
 
         pieces = []
         for start in range(0, size, chunk):
@@ -245,14 +245,48 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
                 else:
                     part.append(x)
             pieces.append(_run(f, args, part, min(chunk, size - start), out_axes))
-        flat_pieces = [nest.flatten(p) for p in pieces]
-        out_axes_flat = _flat_axes(out_axes, pieces[0], "out_axes")
-        joined = [flat_pieces[0][j] if ax is None or flat_pieces[0][j] is None
-                  else concat([fp[j] for fp in flat_pieces], axis=ax)
-                  for j, ax in enumerate(out_axes_flat)]
-        return nest.pack_sequence_as(pieces[0], joined)
+        return _join(pieces, out_axes)
 
     return batched
+
+
+def _join(pieces: list, out_axes: Any) -> Any:
+    """The outputs of chunked runs, concatenated along each output's batch axis (outputs
+    with out_axes None, the same in every chunk, are taken from the first)."""
+    from .ops import concat
+
+    if len(pieces) == 1:
+        return pieces[0]
+    flat = [nest.flatten(p) for p in pieces]
+    axes = _flat_axes(out_axes, pieces[0], "out_axes")
+    joined = [flat[0][j] if ax is None or flat[0][j] is None
+              else concat([f[j] for f in flat], axis=ax) for j, ax in enumerate(axes)]
+    return nest.pack_sequence_as(pieces[0], joined)
+
+
+def one_hot_rows(shape: tuple, dtype: Any, start: int, stop: int, repeat: int | None = None) -> np.ndarray:
+    """Rows start..stop of the one-hot basis of `shape`: [stop - start, *shape]; with
+    `repeat`, each row is the one-hot of shape[1:] repeated along shape[0] (the
+    per-example basis of a batch Jacobian)."""
+    inner = shape if repeat is None else shape[1:]
+    size = int(np.prod(inner, dtype=np.int64))
+    rows = np.zeros((stop - start, size), dtype=dtype)
+    rows[np.arange(stop - start), np.arange(start, stop)] = 1
+    rows = rows.reshape((stop - start,) + tuple(inner))
+    if repeat is not None:
+        rows = np.ascontiguousarray(np.broadcast_to(rows[:, None], (stop - start, repeat) + tuple(inner)))
+    return rows
+
+
+def vmap_chunks(fn: Callable, n: int, make_rows: Callable[[int, int], np.ndarray],
+                chunk_size: int | None = None, out_axes: Any = 0) -> Any:
+    """vmap `fn` over n rows made by ``make_rows(start, stop)``, one chunk at a time, so
+    only a chunk of rows (and of every batched intermediate) exists at once. Outputs
+    with out_axes 0 are joined along axis 0; those with None are taken from the first chunk."""
+    chunk = n if chunk_size is None else max(1, int(chunk_size))
+    pieces = [vmap(fn, out_axes=out_axes)(Tensor(make_rows(s, min(s + chunk, n))))
+              for s in range(0, n, chunk)]
+    return _join(pieces, out_axes)
 
 
 def _run(f: Callable, args: tuple, tensors: list, size: int, out_axes: Any,

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import nest
 from .core import Primitive, Recorder, Zero, pop_recorder, push_recorder
+from .batching import one_hot_rows, vmap_chunks
 from .ops._rules import add_any, shape_of
 from .tensor import Tensor, Variable, _TensorLike
 
@@ -305,11 +306,15 @@ class GradientTape(Recorder):
         (t,) = self._flat_targets(target)
         flat_s = self._flat_sources(sources)
         plan, reach = self._plan(flat_s)
-        basis = _basis(np.shape(t._value), t._value.dtype)
+        n = int(np.size(t._value))
+
+        def make(start: int, stop: int) -> np.ndarray:
+            return one_hot_rows(shape_of(t), t._value.dtype, start, stop)
+
         if experimental_use_pfor:
-            rows = self._rows_vectorized(plan, reach, [t], basis, flat_s, parallel_iterations)
+            rows = self._rows_vectorized(plan, reach, [t], n, make, flat_s, parallel_iterations)
         else:
-            rows = self._rows_looped(plan, reach, [t], basis, flat_s)
+            rows = self._rows_looped(plan, reach, [t], n, make, flat_s)
         self._release()
         out = []
         for s, r in zip(flat_s, rows):
@@ -321,23 +326,23 @@ class GradientTape(Recorder):
                 out.append(_reshape(r, shape_of(t) + shape_of(s)))
         return nest.pack_sequence_as(sources, out)
 
-    def _rows_vectorized(self, plan: list, reach: set, targets: list, basis: np.ndarray,
+    def _rows_vectorized(self, plan: list, reach: set, targets: list, n: int, make: Any,
                          sources: list, chunk: int | None) -> list:
-        """Gradients for a stack of cotangents in one batched backward pass: [n, *source]."""
-        from .batching import vmap
-
-        if basis.shape[0] == 0:
-            return self._rows_looped(plan, reach, targets, basis, sources)
-        rows = vmap(lambda ct: self._backward(plan, reach, targets, [ct], sources),
-                    chunk_size=chunk)(Tensor(basis))
+        """Gradients for n cotangents (rows made by `make`) in one batched backward pass
+        (per chunk): [n, *source] per source."""
+        if n == 0:
+            return self._rows_looped(plan, reach, targets, n, make, sources)
+        rows = vmap_chunks(lambda ct: self._backward(plan, reach, targets, [ct], sources),
+                           n, make, chunk)
         return list(rows)
 
-    def _rows_looped(self, plan: list, reach: set, targets: list, basis: np.ndarray,
+    def _rows_looped(self, plan: list, reach: set, targets: list, n: int, make: Any,
                      sources: list) -> list:
         """The same, one backward pass per cotangent."""
         from .ops import stack
 
-        per_row = [self._backward(plan, reach, targets, [Tensor(ct)], sources) for ct in basis]
+        per_row = [self._backward(plan, reach, targets, [Tensor(make(j, j + 1)[0])], sources)
+                   for j in range(n)]
         out = []
         for j, s in enumerate(sources):
             col = [r[j] for r in per_row]
@@ -382,14 +387,14 @@ class GradientTape(Recorder):
                              "both have rank >= 1 and the same first (batch) dimension.")
         plan, reach = self._plan([s])
         b, inner = ts[0], int(np.prod(ts[1:], dtype=np.int64))
-        # Cotangent j is 1 at element j of every example: [inner, b, *y].
-        eye = _basis((inner,), t._value.dtype)
-        basis = np.ascontiguousarray(np.broadcast_to(eye[:, None, :], (inner, b, inner)))
-        basis = basis.reshape((inner,) + ts)
+        # Cotangent j is 1 at element j of every example: rows [inner, b, *y].
+        def make(start: int, stop: int) -> np.ndarray:
+            return one_hot_rows(ts, t._value.dtype, start, stop, repeat=b)
+
         if experimental_use_pfor:
-            (rows,) = self._rows_vectorized(plan, reach, [t], basis, [s], parallel_iterations)
+            (rows,) = self._rows_vectorized(plan, reach, [t], inner, make, [s], parallel_iterations)
         else:
-            (rows,) = self._rows_looped(plan, reach, [t], basis, [s])
+            (rows,) = self._rows_looped(plan, reach, [t], inner, make, [s])
         self._release()
         if not _differentiable(s):
             return None
@@ -399,12 +404,6 @@ class GradientTape(Recorder):
         from .ops import transpose
         rows = transpose(rows, [1, 0] + list(range(2, len(ss) + 1)))  # [b, inner, *x]
         return _reshape(rows, ts + ss[1:])
-
-
-def _basis(shape: tuple, dtype: np.dtype) -> np.ndarray:
-    """All one-hot tensors of `shape`, stacked: [size, *shape], row-major order."""
-    size = int(np.prod(shape, dtype=np.int64))
-    return np.eye(size, dtype=dtype).reshape((size,) + tuple(shape))
 
 
 def _jac_like(t: Any, s: Any) -> Tensor:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import nest
-from .batching import vmap
+from .batching import one_hot_rows, vmap, vmap_chunks
 from .core import Zero
 from .forward import ForwardAccumulator
 from .ops._rules import as_tensor, instantiate, shape_of
@@ -255,9 +255,11 @@ def linearize(f: Callable, *primals: Any) -> tuple:
 
 
 # ---------------------------------------------------------------------------- jacobians
-def _basis(x: Tensor) -> Tensor:
-    size = int(np.size(x._value))
-    return Tensor(np.eye(size, dtype=x._value.dtype).reshape((size,) + shape_of(x)))
+def _over_basis(fn: Callable, x: Tensor, chunk_size: int | None, out_axes: Any = 0) -> Any:
+    """vmap `fn` over the one-hot basis of x, made chunk by chunk (never whole when chunked)."""
+    return vmap_chunks(fn, int(np.size(x._value)),
+                       lambda a, b: one_hot_rows(shape_of(x), x._value.dtype, a, b),
+                       chunk_size, out_axes)
 
 
 def _rows_to_jacobian(rows: Tensor, out_shape: tuple, in_shape: tuple, rows_are_out: bool) -> Tensor:
@@ -322,7 +324,7 @@ def _jacrev_from(out: Any, vjp_fn: Callable, trees: list, argnums: Any,
         def row(ct: Tensor, k: int = k) -> list:
             cts = [ct if j == k else Tensor(np.zeros_like(oj._value)) for j, oj in enumerate(flat_out)]
             return nest.flatten(list(vjp_fn(nest.pack_sequence_as(out, cts))))
-        rows = vmap(row, chunk_size=chunk_size)(_basis(o))
+        rows = _over_basis(row, o, chunk_size)
         jacs = [_rows_to_jacobian(r, shape_of(o), shape_of(x), True) for r, x in zip(rows, in_leaves)]
         per_out.append(_pick(_regroup(jacs, trees), argnums))
     return nest.pack_sequence_as(out, per_out)
@@ -364,7 +366,7 @@ def _jacfwd_at(f: Callable, args: list, nums: tuple, trees: list, argnums: Any,
             y, a = y if has_aux else (y, None)
             # The primal output does not depend on the batched tangent: out_axes None.
             return nest.map_structure(lambda o: _zero_if_none(acc.jvp(o), o), y), y, a
-        cols, out, aux = vmap(column, out_axes=(0, None, None), chunk_size=chunk_size)(_basis(x))
+        cols, out, aux = _over_basis(column, x, chunk_size, out_axes=(0, None, None))
         per_in.append(nest.flatten(cols))
     flat_out = nest.flatten(out)
     per_out = []
