@@ -19,6 +19,7 @@ import collections
 import functools
 import threading
 import warnings
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -78,7 +79,16 @@ def _walk(x: Any, leaves: list) -> Any:
         return ("dict",) + tuple((k, _walk(x[k], leaves)) for k in sorted(x))
     if isinstance(x, (bool, int, float, complex, str, bytes, type(None))):
         return ("P", type(x).__name__, x)
-    return ("O", id(x))  # any other object (a layer, `self`) by identity, as TensorFlow
+    return ("O", _object_key(x))  # any other object (a layer, `self`), as TensorFlow
+
+
+def _object_key(x: Any) -> Any:
+    """An object by identity without keeping it alive (a weak reference hashes as its
+    object), so a new object that reuses a dead one's id never matches its graphs."""
+    try:
+        return weakref.ref(x)
+    except TypeError:
+        return x if getattr(type(x), "__hash__", None) is not None else ("id", id(x))
 
 
 def _rebuild(x: Any, leaves: list, pos: list) -> Any:
@@ -128,7 +138,7 @@ class ConcreteFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves: list = []
-        _walk((list(args), kwargs), leaves)
+        key = _walk((list(args), kwargs), leaves)
         if len(leaves) != len(self.graph.inputs):
             raise TypeError(f"ConcreteFunction {self.graph.name}: expected "
                             f"{len(self.graph.inputs)} tensor arguments, got {len(leaves)}.")
@@ -138,6 +148,10 @@ class ConcreteFunction:
                 raise TypeError(f"ConcreteFunction {self.graph.name}: tensor argument {i} has "
                                 f"shape {np.shape(t._value)} and dtype {t._value.dtype}; this "
                                 f"graph was traced for shape {shape} and dtype {np.dtype(dtype)}.")
+        if key != self._template:
+            raise TypeError(f"ConcreteFunction {self.graph.name}: the non-tensor arguments (Python "
+                            "values, structure, variables) differ from those it was traced with; "
+                            "call the Function itself to trace them.")
         return self._run(leaves)
 
 

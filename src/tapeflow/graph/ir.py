@@ -43,8 +43,9 @@ class Guard:
             return bool(value) == self.expected
         if self.how == "array":
             value = np.asarray(value)
-            return value.shape == self.expected.shape and bool(np.array_equal(value, self.expected))
-        return value == self.expected
+            return value.shape == self.expected.shape and bool(
+                np.array_equal(value, self.expected, equal_nan=value.dtype.kind in "fc"))
+        return value == self.expected or (value != value and self.expected != self.expected)
 
 
 @dataclass

@@ -117,7 +117,8 @@ def _cse(g: Graph) -> None:
     for n in g.nodes:
         if isinstance(n, Node):
             n.inputs = [_rename(i, alias) for i in n.inputs]
-            if not _is_effectful(n):
+            # A variable read is not merged with an earlier one: a write may lie between.
+            if not _is_effectful(n) and n.prim.name != "read_variable":
                 key = (n.prim.name, tuple(n.inputs), _hashable(n.params))
                 prev = seen.get(key)
                 if prev is not None:

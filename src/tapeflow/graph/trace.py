@@ -102,6 +102,8 @@ class Tracer(Recorder):
 
     def on_read(self, tensor: Any, how: str) -> None:
         slot = self._slots.get(id(tensor))
+        if slot is None and isinstance(tensor, Variable):
+            slot = self.slot_of(tensor)  # a captured variable: its value may change
         if slot is None or slot in self.graph.constants:
             return  # a constant's value is the same at every replay
         where = user_line()

@@ -6,7 +6,7 @@ from .conv import conv2d  # noqa: F401
 from .linalg import matmul  # noqa: F401
 from .nn import relu  # noqa: F401
 from .reduce import reduce_max, reduce_mean, reduce_min, reduce_sum  # noqa: F401
-from .shape import (broadcast_to, concat, expand_dims, gather, getitem, identity,  # noqa: F401
+from .shape import (broadcast_to, concat, expand_dims, getitem, identity,  # noqa: F401
                     ones, read_variable, reshape, squeeze, stack, stop_gradient, transpose,
                     zeros)
 

@@ -2,7 +2,7 @@
 
 Derivative conventions: real inputs follow calculus; for complex inputs the
 reverse rule multiplies by the conjugate derivative, TensorFlow's convention
-(the gradient of a real loss L is dL/d(conj z)).
+(the gradient of a real loss L of z = x + iy is dL/dx + i dL/dy = 2 dL/d(conj z)).
 """
 
 from __future__ import annotations
@@ -141,7 +141,16 @@ batch_unary(conj_p)
 
 # ------------------------------------------------------------------ smooth unary ops: f'(x)
 square_p = unary("square", np.square, lambda ans, x: multiply(x, 2))       # 2x
-sqrt_p = unary("sqrt", np.sqrt, lambda ans, x: divide(0.5, ans))           # 1 / (2 sqrt x)
+def _mul_no_nan(a: Tensor, d: Tensor) -> Tensor:
+    """a * d, but 0 where a is 0 even if d is inf (TensorFlow's sqrt gradient kernel)."""
+    return multiply(a, select(equal(a, 0), zeros_like_t(d), d))
+
+
+# sqrt: d sqrt(x) = dx / (2 sqrt x); a zero (co)tangent stays zero at x = 0, as TensorFlow
+sqrt_p = Primitive("sqrt", np.sqrt)
+defjvp(sqrt_p, lambda t, ans, x: _mul_no_nan(t, divide(0.5, ans)))
+defvjp(sqrt_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(divide(0.5, ans))))
+batch_unary(sqrt_p)
 exp_p = unary("exp", np.exp, lambda ans, x: ans)                           # exp x
 log_p = unary("log", np.log, lambda ans, x: divide(1, x))                  # 1 / x
 sin_p = unary("sin", np.sin, lambda ans, x: cos(x))                        # cos x
@@ -366,10 +375,27 @@ sigmoid = _unary(sigmoid_p, FLOAT, "1 / (1 + exp(-x)), computed without overflow
                  "Example:\n    >>> import tapeflow as tf\n"
                  "    >>> tf.sigmoid(tf.constant([0., 1000., -1000.])).numpy()\n"
                  "    array([0.5, 1. , 0. ], dtype=float32)\n")
-abs = _unary(abs_p, NUMERIC, "|x| elementwise; the gradient at 0 is 0 (sign(0)).\n\n"  # noqa: A001
+_abs_real = _unary(abs_p, NUMERIC, "|x| elementwise; the gradient at 0 is 0 (sign(0)).\n\n"
              "Example:\n    >>> import tapeflow as tf\n"
              "    >>> tf.abs(tf.constant([-2., 3.])).numpy()\n"
              "    array([2., 3.], dtype=float32)\n")
+
+
+def abs(x: Any, name: str | None = None) -> Tensor:  # noqa: A001
+    """|x| elementwise (the real magnitude for complex x); the gradient at 0 is 0.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.abs(tf.constant([-2., 3.])).numpy()
+        array([2., 3.], dtype=float32)
+    """
+    x = as_tensor(x, "abs", "x")
+    if x._value.dtype.kind == "c":
+        from ..core import _REGISTRY  # complex_abs is defined with the complex ops (math_ops)
+        return bind(_REGISTRY["complex_abs"], x)
+    return _abs_real(x)
+
+
 sign = _unary(sign_p, NUMERIC, "-1, 0 or 1 by the sign of x; its gradient is zero.\n\n"
               "Example:\n    >>> import tapeflow as tf\n"
               "    >>> tf.sign(tf.constant([-2., 0., 3.])).numpy()\n"

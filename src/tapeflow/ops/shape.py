@@ -372,33 +372,6 @@ def stack(values: Sequence[Any], axis: int = 0, name: str | None = "stack") -> T
     return concat([expand_dims(t, ax) for t in ts], axis=ax)
 
 
-def gather(params: Any, indices: Any, validate_indices: Any = None, axis: Any = None,
-           batch_dims: int = 0, name: str | None = None) -> Tensor:
-    """Take slices of `params` along `axis` at integer `indices`.
-
-    The gradient is dense (TensorFlow returns IndexedSlices), and repeated
-    indices accumulate.
-
-    Example:
-        >>> import tapeflow as tf
-        >>> tf.gather(tf.constant([10., 20., 30.]), [2, 0, 2]).numpy()
-        array([30., 10., 30.], dtype=float32)
-    """
-    p = as_tensor(params, "gather", "params")
-    i = as_tensor(indices, "gather", "indices")
-    if i._value.dtype.kind not in "iu":
-        raise TypeError(f"gather: `indices` must be integers; got dtype {i._value.dtype}.")
-    if batch_dims != 0:
-        raise NotImplementedError("gather: batch_dims != 0 is not supported yet.")
-    (ax,) = normalize_axis(0 if axis is None else axis, np.ndim(p._value), "gather")
-    n = shape_of(p)[ax]
-    if np.size(i._value) and (np.min(i._value) < 0 or np.max(i._value) >= n):
-        raise InvalidArgumentError(f"gather: `indices` must lie in [0, {n}) for axis {ax} of "
-                                   f"params of shape {shape_of(p)}; got min {np.min(i._value)}, "
-                                   f"max {np.max(i._value)}.")
-    return bind(gather_p, p, i, axis=ax)
-
-
 def identity(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
     """A tensor equal to `input` (a distinct tensor that gradients flow through).
 

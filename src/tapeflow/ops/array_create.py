@@ -1,0 +1,223 @@
+"""Shape queries and constant creators of the array group: shape, size, rank, fill,
+eye, range, linspace (re-exported by array_ops, which lists the group's public names).
+
+None needs a primitive: the queries and creators return constants, `fill` is a
+broadcast and `linspace` a few elementwise ops and a concat, so both differentiate
+through the rules of those primitives.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..core import bind
+from ..errors import InvalidArgumentError
+from ..tensor import Tensor, _TensorLike, convert_to_tensor
+from ._rules import as_tensor, binary_args, shape_of
+from .elementwise import add_p, cast_p, divide_p, multiply_p, subtract_p
+from .shape import broadcast_to, concat_p, expand_dims, getitem_p
+
+_brange = builtins.range  # this module defines TensorFlow's `range`
+
+
+# ================================================================== static arguments
+def _ints(value: Any, op: str, arg: str) -> list[int]:
+    """A static list of ints (a tensor argument is read, as TensorFlow needs it to be known)."""
+    arr = np.asarray(value)
+    if arr.size and arr.dtype.kind not in "iu":
+        raise TypeError(f"{op}: `{arg}` must be integers; got {value!r}.")
+    return [int(v) for v in arr.reshape(-1).tolist()]
+
+
+def _int(value: Any, op: str, arg: str) -> int:
+    if np.ndim(value) != 0:
+        raise InvalidArgumentError(f"{op}: `{arg}` must be a scalar integer; got {value!r}.")
+    (v,) = _ints(value, op, arg)
+    return v
+
+
+# ================================================================== shape queries
+def _query_dtype(out_type: Any, op: str) -> np.dtype:
+    dt = _dt.as_dtype(out_type)._np
+    if dt not in (np.dtype(np.int32), np.dtype(np.int64)):
+        raise TypeError(f"{op}: `out_type` must be int32 or int64; got {out_type!r}.")
+    return dt
+
+
+def shape(input: Any, out_type: Any = "int32", name: str | None = None) -> Tensor:  # noqa: A002
+    """The shape of `input` as a 1-D integer tensor (int32 unless `out_type` is int64).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.shape(tf.zeros([2, 3])).numpy()
+        array([2, 3], dtype=int32)
+    """
+    x = as_tensor(input, "shape", "input")
+    return Tensor(np.array(shape_of(x), _query_dtype(out_type, "shape")).reshape(-1))
+
+
+def size(input: Any, out_type: Any = "int32", name: str | None = None) -> Tensor:  # noqa: A002
+    """The number of elements of `input`, a scalar integer tensor (int32 by default).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.size(tf.zeros([2, 3])).numpy()
+        np.int32(6)
+    """
+    x = as_tensor(input, "size", "input")
+    return Tensor(_query_dtype(out_type, "size").type(np.size(x._value)))
+
+
+def rank(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
+    """The number of axes of `input`, a scalar int32 tensor.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.rank(tf.zeros([2, 3])).numpy()
+        np.int32(2)
+    """
+    x = as_tensor(input, "rank", "input")
+    return Tensor(np.int32(np.ndim(x._value)))
+
+
+# ================================================================== creation
+def fill(dims: Any, value: Any, name: str | None = None) -> Tensor:
+    """A tensor of shape `dims` filled with the scalar `value` (its dtype: Python floats
+    give float32, ints int32). The gradient of `value` is the sum of the result's.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.fill([2, 2], 7).numpy()
+        array([[7, 7],
+               [7, 7]], dtype=int32)
+    """
+    target = _ints(dims, "fill", "dims")
+    if any(d < 0 for d in target):
+        raise InvalidArgumentError(f"fill: `dims` must be non-negative; got {target}.")
+    v = as_tensor(value, "fill", "value")
+    if np.ndim(v._value) != 0:
+        raise InvalidArgumentError(f"fill: `value` must be a scalar; got shape {shape_of(v)}.")
+    return broadcast_to(v, target)
+
+
+def eye(num_rows: Any, num_columns: Any = None, batch_shape: Any = None, dtype: Any = "float32",
+        name: str | None = None) -> Tensor:
+    """An identity matrix [num_rows, num_columns] (square by default), repeated over
+    `batch_shape` leading axes; a constant.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.eye(2, 3, dtype=tf.int32).numpy()
+        array([[1, 0, 0],
+               [0, 1, 0]], dtype=int32)
+    """
+    r = _int(num_rows, "eye", "num_rows")
+    c = r if num_columns is None else _int(num_columns, "eye", "num_columns")
+    batch = [] if batch_shape is None else _ints(batch_shape, "eye", "batch_shape")
+    if min([r, c] + batch) < 0:
+        raise InvalidArgumentError(f"eye: sizes must be non-negative; got num_rows={r}, "
+                                   f"num_columns={c}, batch_shape={batch}.")
+    m = np.eye(r, c, dtype=_dt.as_dtype(dtype)._np)
+    return Tensor(np.array(np.broadcast_to(m, tuple(batch) + (r, c))))
+
+
+_RANGE_TYPES = [np.dtype(t) for t in (np.int32, np.int64, np.float16, np.float32, np.float64)]
+
+
+def range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,  # noqa: A001
+          name: str | None = "range") -> Tensor:
+    """The numbers start, start + delta, ... up to but excluding `limit` (with one
+    argument, 0 to `start`); a constant.
+
+    Without `dtype`, the widest of the arguments' dtypes (int32 < int64 < float16 <
+    float32 < float64; Python ints are int32, floats float32). As TensorFlow, `delta`
+    must not be 0 and must point from `start` towards `limit`.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.range(5).numpy(), tf.range(0, 1, 0.25).numpy()
+        (array([0, 1, 2, 3, 4], dtype=int32), array([0.  , 0.25, 0.5 , 0.75], dtype=float32))
+    """
+    if limit is None:
+        start, limit = 0, start
+    want = None if dtype is None else _dt.as_dtype(dtype)._np
+    vals = []
+    for v, arg in ((start, "start"), (limit, "limit"), (delta, "delta")):
+        if isinstance(v, _TensorLike) or want is None:
+            t = as_tensor(v, "range", arg)
+        else:
+            t = convert_to_tensor(v, dtype=want)
+        if np.ndim(t._value) != 0:
+            raise InvalidArgumentError(f"range: `{arg}` must be a scalar; got shape {shape_of(t)}.")
+        if want is None and t._value.dtype not in _RANGE_TYPES:
+            raise TypeError(f"range: `{arg}` has dtype {t.dtype.name}; expected one of "
+                            "int32, int64, float16, float32, float64.")
+        vals.append(np.asarray(t))
+    kind = want if want is not None else max((v.dtype for v in vals), key=_RANGE_TYPES.index)
+    s, lim, d = (np.asarray(v).astype(kind) for v in vals)
+    if d == 0:
+        raise InvalidArgumentError("range: `delta` must not be 0.")
+    if (d > 0 and s > lim) or (d < 0 and s < lim):
+        raise InvalidArgumentError(f"range: `delta`={d} does not step from `start`={s} towards "
+                                   f"`limit`={lim}.")
+    if kind.kind in "iu":
+        n = (abs(int(lim) - int(s)) + abs(int(d)) - 1) // abs(int(d))
+    else:
+        n = int(np.ceil(np.abs((lim - s) / d)))
+    return Tensor((s + np.arange(n).astype(kind) * d).astype(kind))
+
+
+def linspace(start: Any, stop: Any, num: Any, name: str | None = None, axis: int = 0) -> Tensor:
+    """`num` evenly spaced values from `start` to `stop`, both included exactly.
+
+    `start` and `stop` may be tensors (broadcast together); the values then run along
+    a new axis `axis` of the result. Integer inputs give float64 (as TensorFlow's
+    division). Differentiable in `start` and `stop`: a composite of elementwise ops
+    and a concat of the endpoints.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.linspace(0., 1., 5).numpy()
+        array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
+    """
+    a, b = binary_args(start, stop, "linspace")
+    kind = a._value.dtype.kind
+    if kind in "iu":
+        a, b = (bind(cast_p, t, dtype=np.dtype(np.float64)) for t in (a, b))
+    elif kind != "f":
+        raise TypeError(f"linspace: `start` and `stop` must be floating or integer; got dtype "
+                        f"{a.dtype.name}.")
+    n = _int(num, "linspace", "num")
+    if n < 0:
+        raise InvalidArgumentError(f"linspace: `num` must be non-negative; got {n}.")
+    try:
+        common = np.broadcast_shapes(shape_of(a), shape_of(b))
+    except ValueError:
+        raise InvalidArgumentError(f"linspace: shapes of `start` {shape_of(a)} and `stop` "
+                                   f"{shape_of(b)} do not broadcast.") from None
+    rank = len(common)
+    ax = _int(axis, "linspace", "axis")
+    if not -rank - 1 <= ax <= rank:
+        raise InvalidArgumentError(f"linspace: `axis`={axis} is out of range for results of "
+                                   f"rank {rank + 1}.")
+    ax %= rank + 1
+    first = expand_dims(broadcast_to(a, common), ax)
+    if n == 0:
+        return bind(getitem_p, first, key=(slice(None),) * ax + (slice(0, 0),))
+    if n == 1:
+        return first
+    last = expand_dims(broadcast_to(b, common), ax)
+    pieces = [first]
+    if n > 2:
+        dt = a._value.dtype
+        delta = bind(divide_p, bind(subtract_p, last, first), Tensor(np.asarray(n - 1, dt)))
+        steps = np.arange(1, n - 1, dtype=dt).reshape([n - 2 if i == ax else 1
+                                                       for i in _brange(rank + 1)])
+        pieces.append(bind(add_p, first, bind(multiply_p, delta, Tensor(steps))))
+    pieces.append(last)
+    return bind(concat_p, *pieces, axis=ax)
+
