@@ -172,6 +172,7 @@ def _abs_deriv(ans: Tensor, x: Tensor) -> Tensor:
     return sign(x)                                                         # sign x (0 at 0)
 
 
+# abs of real numbers (complex inputs go to complex_abs, whose output is real)
 abs_p = Primitive("abs", np.abs)
 defjvp(abs_p, lambda t, ans, x: multiply(t, _abs_deriv(ans, x)))
 defvjp(abs_p, lambda g, ans, x: multiply(g, _abs_deriv(ans, x)))
@@ -192,7 +193,7 @@ def _select_rule(take_x: bool) -> Callable[..., Tensor]:
     return rule
 
 
-select_p = Primitive("select", np.where)
+select_p = Primitive("select", lambda c, x, y: np.where(c, x, y)[()])  # rank 0 -> scalar
 defjvp(select_p, None, _select_rule(True), _select_rule(False), broadcasting=True)
 defvjp(select_p, None, _select_rule(True), _select_rule(False), broadcasting=True)
 batch_elementwise(select_p)

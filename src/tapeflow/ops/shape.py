@@ -18,7 +18,8 @@ from ._rules import (as_tensor, batch_size, batch_unary, defjvp, defvjp, instant
                      move_to_front, normalize_axis, shape_of)
 
 # ------------------------------------------------------------------ reshape
-reshape_p = Primitive("reshape", lambda x, shape: np.reshape(x, shape))
+# [()] gives rank-0 results as NumPy scalars, like every other op
+reshape_p = Primitive("reshape", lambda x, shape: np.reshape(x, shape)[()])
 linear(reshape_p, lambda g, x, shape: bind(reshape_p, g, shape=shape_of(x)))
 reshape_p.batch = lambda vals, dims, shape: (
     bind(reshape_p, move_to_front(vals[0], dims[0]), shape=(shape_of(vals[0])[dims[0]],) + shape), 0)
