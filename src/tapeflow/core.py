@@ -88,6 +88,10 @@ class Primitive:
     __slots__ = ("name", "impl", "jvp", "vjp", "batch", "multiple_results",
                  "differentiable", "defined_at")
 
+    # Every evaluation matters (random draws): never folded, merged or dropped by graph
+    # passes, and claimed by the innermost vmap even with no batched input.
+    stateful = False
+
     def __init__(self, name: str, impl: Callable[..., Any], *,
                  multiple_results: bool = False, differentiable: bool = True) -> None:
         if name in _REGISTRY:
@@ -215,7 +219,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     start = 0
     for level in range(len(stack) - 1, -1, -1):
         rec = stack[level]
-        if rec.batching and rec.claims(args):
+        if rec.batching and (prim.stateful or rec.claims(args)):
             outs = rec.compute(prim, args, params, level)
             start = level + 1
             break

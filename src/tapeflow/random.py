@@ -1,7 +1,30 @@
-"""tf.random: a global seed and the draws Keras initializers need.
+"""tf.random: seeded draws as primitives, with TensorFlow's two-level seeds.
 
-The draws are plain constants (no derivative flows into them). `set_seed`
-resets the global generator, so a seeded program is reproducible.
+Seeds, as TensorFlow's: the global seed (`set_seed`) and an op's `seed` argument
+together pick a reproducible sequence, and every call draws the next numbers of
+its sequence (two calls never repeat each other). With no op seed, draws come
+from one global sequence; with an op seed, from a sequence of its own for that
+(global seed, op seed) pair. `set_seed` restarts every sequence, in place, so
+graphs traced before it restart too. One difference: with no global seed set,
+tapeflow uses a fixed default rather than a random one, so unseeded programs are
+reproducible too.
+
+NOTE(draws): each draw is a primitive (`random_standard_normal`, `random_uniform`,
+`random_uniform_int`; no derivative) whose params hold the NumPy `Generator` it
+draws from, not the numbers it drew. A tracer records the op like any other, and
+each replay of the graph calls the impl again and draws the next numbers of the
+same sequence, as a random op inside `tf.function` does (a per-call key frozen
+into the params would replay the same numbers forever). Graph passes must never
+merge, fold or drop draws: they are `RandomPrimitive`s (``stateful = True``).
+
+A draw has no tensor inputs, yet inside `vmap` each example must get its own
+numbers (TensorFlow's vectorized loops draw per iteration too): `bind` offers a
+stateful primitive to the innermost active batcher, whose batching rule draws
+the whole batch at once.
+
+`mean`/`stddev` and `minval`/`maxval` are applied with ordinary ops after the
+draw, so gradients flow to them when they are tensors (the reparameterization
+that TensorFlow's ops give).
 """
 
 from __future__ import annotations
@@ -11,16 +34,61 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as _dt
+from .core import Primitive, bind
+from .errors import InvalidArgumentError
 from .tensor import Tensor
 
-__all__ = ["set_seed", "normal", "uniform"]
+__all__ = ["set_seed", "normal", "uniform", "RandomPrimitive"]
 
 _DEFAULT_SEED = 0
-_global = {"seed": None, "rng": np.random.default_rng(_DEFAULT_SEED)}
+
+
+def _seed_entropy(seed: Any) -> int:
+    try:
+        return int(seed) % 2 ** 64  # TensorFlow seeds are any int64; NumPy wants >= 0
+    except (TypeError, ValueError):
+        raise TypeError(f"random: a seed must be an integer; got {seed!r}.") from None
+
+
+def _restart(generator: np.random.Generator, entropy: Any) -> None:
+    # In place: graphs traced earlier hold these very generators (NOTE(draws)), so a
+    # later set_seed restarts their sequences too.
+    generator.bit_generator.state = np.random.PCG64(entropy).state
+
+
+class _Seeds:
+    """The global seed, the global sequence, and one sequence per op seed."""
+
+    def __init__(self) -> None:
+        self.seed: int | None = None
+        self.rng = np.random.default_rng(_DEFAULT_SEED)
+        self.op_rngs: dict[int, np.random.Generator] = {}
+
+    def base(self) -> int:
+        return _seed_entropy(_DEFAULT_SEED if self.seed is None else self.seed)
+
+    def reset(self, seed: int | None) -> None:
+        self.seed = None if seed is None else _seed_entropy(seed)
+        _restart(self.rng, self.base())
+        for key, generator in self.op_rngs.items():
+            _restart(generator, [self.base(), key])
+
+    def generator(self, op_seed: int | None) -> np.random.Generator:
+        """The generator of a call's sequence: the global one, or the op seed's own."""
+        if op_seed is None:
+            return self.rng
+        key = _seed_entropy(op_seed)
+        if key not in self.op_rngs:
+            self.op_rngs[key] = np.random.default_rng([self.base(), key])
+        return self.op_rngs[key]
+
+
+_seeds = _Seeds()
 
 
 def set_seed(seed: int | None) -> None:
-    """Set the global random seed (draws after it repeat from run to run).
+    """Set the global random seed and restart every random sequence (TensorFlow's
+    semantics: after the same `set_seed`, the same calls draw the same numbers).
 
     Example:
         >>> import tapeflow as tf
@@ -29,50 +97,156 @@ def set_seed(seed: int | None) -> None:
         >>> bool((a.numpy() == b.numpy()).all())
         True
     """
-    _global["seed"] = seed
-    _global["rng"] = np.random.default_rng(_DEFAULT_SEED if seed is None else seed)
+    _seeds.reset(seed)
 
 
-def _generator(seed: int | None) -> np.random.Generator:
-    if seed is None:
-        return _global["rng"]
-    # An op seed combines with the global seed, as TensorFlow's two-level seeds.
-    return np.random.default_rng([_DEFAULT_SEED if _global["seed"] is None else _global["seed"], seed])
+# ---------------------------------------------------------------- the draw primitives
+class RandomPrimitive(Primitive):
+    """A primitive whose every evaluation draws new numbers (NOTE(draws))."""
+
+    stateful = True
 
 
-def _shape(shape: Any) -> tuple:
-    return tuple(int(d) for d in np.asarray(shape, dtype=np.int64).reshape(-1))
+def _normal_impl(generator: np.random.Generator, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    native = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    return np.asarray(generator.standard_normal(shape, dtype=native)).astype(dtype, copy=False)
 
 
-def normal(shape: Any, mean: float = 0.0, stddev: float = 1.0, dtype: Any = _dt.float32,
+def _uniform_impl(generator: np.random.Generator, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    native = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    out = np.asarray(generator.random(shape, dtype=native)).astype(dtype, copy=False)
+    if dtype == np.float16:  # rounding to float16 can reach 1.0: keep the range [0, 1)
+        out = np.minimum(out, np.nextafter(np.float16(1), np.float16(0)))
+    return out
+
+
+def _uniform_int_impl(generator: np.random.Generator, shape: tuple, dtype: np.dtype,
+                      minval: int, maxval: int) -> np.ndarray:
+    return np.asarray(generator.integers(minval, maxval, shape, dtype=dtype))
+
+
+standard_normal_p = RandomPrimitive("random_standard_normal", _normal_impl, differentiable=False)
+uniform_p = RandomPrimitive("random_uniform", _uniform_impl, differentiable=False)
+uniform_int_p = RandomPrimitive("random_uniform_int", _uniform_int_impl, differentiable=False)
+
+
+def _batch_draw(prim: Primitive) -> None:
+    """Batching rule: a draw inside vmap draws the whole batch at once, each example its own."""
+    def rule(vals: tuple, dims: tuple, shape: tuple, **params: Any) -> tuple:
+        from .batching import rule_batcher
+        return bind(prim, shape=(rule_batcher().size,) + shape, **params), 0
+    prim.batch = rule
+
+
+for _prim in (standard_normal_p, uniform_p, uniform_int_p):
+    _batch_draw(_prim)
+
+
+# ---------------------------------------------------------------- public ops
+def _shape(shape: Any, op: str) -> tuple:
+    dims = np.asarray(shape).reshape(-1)
+    if dims.size and dims.dtype.kind not in "iu":
+        raise TypeError(f"{op}: `shape` must be integers; got {shape!r}.")
+    if (dims < 0).any():
+        raise InvalidArgumentError(f"{op}: `shape` must be non-negative; got {shape!r}.")
+    return tuple(int(d) for d in dims)
+
+
+def _float_dtype(dtype: Any, op: str) -> np.dtype:
+    dt = _dt.as_dtype(dtype)._np
+    if dt.kind != "f":
+        raise InvalidArgumentError(f"{op}: `dtype` must be a floating dtype; got {dt}.")
+    return dt
+
+
+def _param(value: Any, dt: np.dtype, op: str, arg: str) -> Any:
+    """A Python number stays a number (folded into the op); a tensor must have `dt`."""
+    from .ops._rules import as_tensor
+    from .tensor import _TensorLike
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    if isinstance(value, _TensorLike):
+        t = as_tensor(value, op, arg)
+    else:
+        t = Tensor(np.asarray(value, dt))
+    if t._value.dtype != dt:
+        raise InvalidArgumentError(f"{op}: `{arg}` has dtype {t._value.dtype} but `dtype` is {dt}.")
+    return t
+
+
+def _int_bound(value: Any, op: str, arg: str) -> int:
+    v = np.asarray(value)
+    if v.size != 1 or v.dtype.kind not in "iu":
+        raise InvalidArgumentError(f"{op}: for integer dtypes `{arg}` must be a scalar integer; "
+                                   f"got {value!r}.")
+    return int(v.reshape(()))
+
+
+def normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dt.float32,
            seed: int | None = None, name: str | None = None) -> Tensor:
-    """Samples from a normal distribution.
+    """Samples of N(mean, stddev**2) with the given `shape` (float dtypes only).
+
+    `mean` and `stddev` broadcast with the samples; gradients flow to them when they
+    are tensors (samples = standard normal * stddev + mean, as TensorFlow).
 
     Example:
         >>> import tapeflow as tf
-        >>> tf.random.normal([2, 3]).shape
+        >>> tf.random.normal([2, 3], seed=4).shape
         TensorShape([2, 3])
     """
-    dt = _dt.as_dtype(dtype)._np
-    draw = _generator(seed).standard_normal(_shape(shape)) * stddev + mean
-    return Tensor(np.asarray(draw, dtype=dt))
+    from .ops import add, multiply
+
+    op = "random.normal"
+    dt = _float_dtype(dtype, op)
+    mean, stddev = _param(mean, dt, op, "mean"), _param(stddev, dt, op, "stddev")
+    out = bind(standard_normal_p, generator=_seeds.generator(seed), shape=_shape(shape, op),
+                     dtype=dt)
+    if not (isinstance(stddev, (int, float)) and stddev == 1):
+        out = multiply(out, stddev)
+    if not (isinstance(mean, (int, float)) and mean == 0):
+        out = add(out, mean)
+    return out
 
 
-def uniform(shape: Any, minval: float = 0, maxval: float | None = None, dtype: Any = _dt.float32,
+def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dt.float32,
             seed: int | None = None, name: str | None = None) -> Tensor:
-    """Samples from a uniform distribution on [minval, maxval) (maxval 1 for floats).
+    """Samples from the uniform distribution on [minval, maxval) with the given `shape`.
+
+    Floats: `maxval` defaults to 1, and the samples are u * (maxval - minval) + minval for
+    u uniform on [0, 1), so gradients flow to tensor bounds. Integers: `maxval` is
+    required, the bounds are Python or scalar ints with minval < maxval.
 
     Example:
         >>> import tapeflow as tf
         >>> x = tf.random.uniform([100], -1., 1.)
         >>> bool((x.numpy() >= -1).all() and (x.numpy() < 1).all())
         True
+        >>> tf.random.uniform([3], 0, 10, dtype=tf.int32, seed=7).dtype
+        tf.int32
     """
+    from .ops import add, multiply, subtract
+
+    op = "random.uniform"
     dt = _dt.as_dtype(dtype)._np
-    rng = _generator(seed)
+    dims = _shape(shape, op)
     if dt.kind in "iu":
         if maxval is None:
-            raise ValueError("random.uniform: integer dtypes need `maxval`.")
-        return Tensor(rng.integers(minval, maxval, _shape(shape)).astype(dt))
-    maxval = 1.0 if maxval is None else maxval
-    return Tensor(np.asarray(rng.uniform(minval, maxval, _shape(shape)), dtype=dt))
+            raise InvalidArgumentError(f"{op}: integer dtypes need `maxval`.")
+        lo, hi = _int_bound(minval, op, "minval"), _int_bound(maxval, op, "maxval")
+        if lo >= hi:
+            raise InvalidArgumentError(f"{op}: need minval < maxval; got minval={lo}, "
+                                       f"maxval={hi}.")
+        return bind(uniform_int_p, generator=_seeds.generator(seed), shape=dims, dtype=dt,
+                          minval=lo, maxval=hi)
+    if dt.kind != "f":
+        raise InvalidArgumentError(f"{op}: `dtype` must be floating or integer; got {dt}.")
+    lo = _param(minval, dt, op, "minval")
+    hi = _param(1.0 if maxval is None else maxval, dt, op, "maxval")
+    out = bind(uniform_p, generator=_seeds.generator(seed), shape=dims, dtype=dt)
+    if not isinstance(lo, Tensor) and not isinstance(hi, Tensor) and (lo, hi) == (0, 1):
+        return out
+    # TensorFlow converts both bounds to `dtype` before subtracting: the same rounding here.
+    lo_t = lo if isinstance(lo, Tensor) else Tensor(np.asarray(lo, dt))
+    hi_t = hi if isinstance(hi, Tensor) else Tensor(np.asarray(hi, dt))
+    return add(multiply(out, subtract(hi_t, lo_t)), lo_t)

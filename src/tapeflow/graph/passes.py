@@ -17,15 +17,13 @@ from .ir import Assign, Graph, Guard, Node
 
 __all__ = ["optimize"]
 
-# Primitives whose every call must run (they draw random numbers: skipping or merging
-# two draws would change the sequence).
-_EFFECTFUL = {"random_normal", "random_uniform"}
 # (read_variable is not here: a read must keep the value of its moment, not follow later writes.)
 _ALIAS_IF_SAME_SHAPE = {"reshape", "broadcast_to", "identity"}
 
 
 def _is_effectful(node: Node) -> bool:
-    return node.prim.name in _EFFECTFUL or node.prim.name.startswith("random")
+    """Stateful primitives (random draws): skipping or merging two draws changes the sequence."""
+    return node.prim.stateful
 
 
 def _hashable(v: Any) -> Any:

@@ -39,7 +39,11 @@ class GlorotUniform(Initializer):
         fan_out = shape[-1] if shape else 1
         receptive = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
         limit = np.sqrt(6.0 / max(1, (fan_in + fan_out) * receptive))
-        return _random.uniform(shape, -limit, limit, dtype=dtype or _dt.float32, seed=self.seed)
+        dt = _dt.as_dtype(dtype or _dt.float32)
+        if self.seed is not None:  # Keras: a seeded initializer gives the same values each call
+            rng = np.random.default_rng([self.seed])
+            return Tensor(rng.uniform(-limit, limit, shape).astype(dt._np))
+        return _random.uniform(shape, -limit, limit, dtype=dt)
 
 
 class Zeros(Initializer):
@@ -63,7 +67,11 @@ class RandomNormal(Initializer):
         self.mean, self.stddev, self.seed = mean, stddev, seed
 
     def __call__(self, shape: Any, dtype: Any = None) -> Tensor:
-        return _random.normal(shape, self.mean, self.stddev, dtype or _dt.float32, self.seed)
+        dt = _dt.as_dtype(dtype or _dt.float32)
+        if self.seed is not None:  # Keras: a seeded initializer gives the same values each call
+            rng = np.random.default_rng([self.seed])
+            return Tensor((rng.standard_normal(tuple(shape)) * self.stddev + self.mean).astype(dt._np))
+        return _random.normal(shape, self.mean, self.stddev, dt)
 
 
 _BY_NAME = {"glorot_uniform": GlorotUniform, "zeros": Zeros, "ones": Ones,

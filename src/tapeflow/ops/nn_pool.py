@@ -1,0 +1,289 @@
+"""2-D pooling (NHWC): max_pool2d and its two companions, and avg_pool2d as a composite.
+
+max_pool2d's derivative routes each window's tangent or cotangent through the
+window's argmax, so its family is three primitives whose rules refer to each
+other, as TensorFlow's MaxPool / MaxPoolGrad / MaxPoolGradGrad:
+
+- `max_pool2d(x)`: the maximum of each window;
+- `max_pool2d_grad(x, g)`: g of each window added at the window's argmax in x
+  (the VJP; linear in g, piecewise constant in x);
+- `max_pool2d_grad_grad(x, t)`: t read at each window's argmax in x (the JVP, and
+  the transpose of max_pool2d_grad in g).
+
+Ties: the first maximum of a window in row-major (row, then column) order takes
+the whole derivative, as TensorFlow's CPU kernel does; padding never does.
+
+Every implementation loops over the KH x KW kernel offsets (vectorized over all
+pixels, never a loop over pixels) and accepts extra leading dims on its operands
+(broadcast like matmul's batch dims), which is what the batching rules use.
+avg_pool2d is linear: one convolution of each channel with a window of ones
+(channels moved into the batch), divided by the number of unpadded elements.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core import Primitive, bind
+from ..errors import InvalidArgumentError, UnimplementedError
+from ..tensor import Tensor
+from ._rules import as_tensor, batch_elementwise, check_dtype, defjvp, defvjp, shape_of
+from .conv import _out_size, _pad, _padding, _pair, conv2d_p
+
+
+def _out_hw(x_shape: tuple, ksize: tuple, strides: tuple, pads: tuple) -> tuple[int, int]:
+    return (_out_size(x_shape[-3], ksize[0], strides[0], 1, pads[0]),
+            _out_size(x_shape[-2], ksize[1], strides[1], 1, pads[1]))
+
+
+def _offsets(ksize: tuple) -> list[tuple[int, int]]:
+    """Kernel offsets in row-major order: the order in which ties are broken."""
+    return [(i, j) for i in range(ksize[0]) for j in range(ksize[1])]
+
+
+def _window_slice(i: int, j: int, oh: int, ow: int, strides: tuple) -> tuple:
+    """The index of offset (i, j) of every window in the padded image."""
+    sh, sw = strides
+    return (Ellipsis, slice(i, i + sh * (oh - 1) + 1, sh), slice(j, j + sw * (ow - 1) + 1, sw),
+            slice(None))
+
+
+def _pad_fill(x: np.ndarray, pads: tuple, fill: Any) -> np.ndarray:
+    if not any(pads[0] + pads[1]):
+        return x
+    width = [(0, 0)] * (x.ndim - 3) + [pads[0], pads[1], (0, 0)]
+    return np.pad(x, width, constant_values=fill)
+
+
+def _lowest(dtype: np.dtype) -> Any:
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _max_pool_impl(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
+    xp = _pad_fill(x, pads, _lowest(x.dtype))
+    oh, ow = _out_hw(x.shape, ksize, strides, pads)
+    out = None
+    for i, j in _offsets(ksize):
+        v = xp[_window_slice(i, j, oh, ow, strides)]
+        out = v.copy() if out is None else np.maximum(out, v, out=out)
+    return out
+
+
+def _argmax(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
+    """[..., N, OH, OW, C]: the row-major offset of each window's first maximum."""
+    xp = _pad_fill(x, pads, _lowest(x.dtype))
+    oh, ow = _out_hw(x.shape, ksize, strides, pads)
+    stacked = np.stack([xp[_window_slice(i, j, oh, ow, strides)] for i, j in _offsets(ksize)])
+    arg = np.argmax(stacked, axis=0)
+    if any(pads[0] + pads[1]):
+        # A window whose unpadded values are all the lowest value ties with its padding:
+        # the derivative goes to its first unpadded element, never to the padding.
+        top = np.take_along_axis(stacked, arg[None], axis=0)[0]
+        tied = top == _lowest(x.dtype)
+        if tied.any():
+            arg = np.where(tied, _first_unpadded(x.shape, ksize, strides, pads)[:, :, None], arg)
+    return arg
+
+
+def _first_unpadded(x_shape: tuple, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
+    """[OH, OW]: the first offset of each window that falls inside the image (static)."""
+    oh, ow = _out_hw(x_shape, ksize, strides, pads)
+    rows = np.arange(oh)[None, :] * strides[0] + np.arange(ksize[0])[:, None] - pads[0][0]
+    cols = np.arange(ow)[None, :] * strides[1] + np.arange(ksize[1])[:, None] - pads[1][0]
+    row_in = (rows >= 0) & (rows < x_shape[-3])          # [KH, OH]
+    col_in = (cols >= 0) & (cols < x_shape[-2])          # [KW, OW]
+    valid = row_in[:, None, :, None] & col_in[None, :, None, :]   # [KH, KW, OH, OW]
+    return np.argmax(valid.reshape(ksize[0] * ksize[1], oh, ow), axis=0)
+
+
+def _grad_impl(x: np.ndarray, g: np.ndarray, ksize: tuple, strides: tuple,
+               pads: tuple) -> np.ndarray:
+    arg = _argmax(x, ksize, strides, pads)
+    oh, ow = arg.shape[-3], arg.shape[-2]
+    lead = np.broadcast_shapes(arg.shape[:-4], g.shape[:-4])
+    n, h, w, c = x.shape[-4:]
+    out = np.zeros(lead + (n, h + sum(pads[0]), w + sum(pads[1]), c), dtype=g.dtype)
+    for k, (i, j) in enumerate(_offsets(ksize)):  # one strided add per kernel offset
+        out[_window_slice(i, j, oh, ow, strides)] += np.where(arg == k, g, 0)
+    return out[..., pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + w, :]
+
+
+def _grad_grad_impl(x: np.ndarray, t: np.ndarray, ksize: tuple, strides: tuple,
+                    pads: tuple) -> np.ndarray:
+    arg = _argmax(x, ksize, strides, pads)
+    oh, ow = arg.shape[-3], arg.shape[-2]
+    tp = _pad(t, pads)
+    lead = np.broadcast_shapes(arg.shape[:-4], t.shape[:-4])
+    out = np.zeros(lead + arg.shape[-4:], dtype=t.dtype)
+    for k, (i, j) in enumerate(_offsets(ksize)):
+        np.copyto(out, tp[_window_slice(i, j, oh, ow, strides)], where=arg == k)
+    return out
+
+
+max_pool2d_p = Primitive("max_pool2d", _max_pool_impl)
+max_pool2d_grad_p = Primitive("max_pool2d_grad", _grad_impl)
+max_pool2d_grad_grad_p = Primitive("max_pool2d_grad_grad", _grad_grad_impl)
+
+
+def _route(x: Tensor, g: Tensor, **p: Any) -> Tensor:
+    return bind(max_pool2d_grad_p, x, g, **p)
+
+
+def _pick(x: Tensor, t: Tensor, **p: Any) -> Tensor:
+    return bind(max_pool2d_grad_grad_p, x, t, **p)
+
+
+def _zero_cotangent(c: Tensor, ans: Tensor, x: Tensor, *args: Any, **p: Any) -> Tensor:
+    # The argmax is piecewise constant in x: a zero derivative, dense as TensorFlow's.
+    return Tensor(np.zeros_like(x._value))
+
+
+# max_pool2d(x): d = pick(x, dx); x-bar = route(x, g)
+defjvp(max_pool2d_p, lambda t, ans, x, **p: _pick(x, t, **p))
+defvjp(max_pool2d_p, lambda g, ans, x, **p: _route(x, g, **p))
+
+# route(x, g) is linear in g (x only picks the argmax: no tangent), and its transpose
+# is pick: <route(x, g), c> = <g, pick(x, c)>
+defjvp(max_pool2d_grad_p, None, lambda t, ans, x, g, **p: _route(x, t, **p),
+       broadcasting=True)
+defvjp(max_pool2d_grad_p, _zero_cotangent, lambda c, ans, x, g, **p: _pick(x, c, **p),
+       broadcasting=True)
+
+# pick(x, t) is linear in t (x only picks), and its transpose is route:
+# <pick(x, t), c> = <t, route(x, c)>
+defjvp(max_pool2d_grad_grad_p, None, lambda t_, ans, x, t, **p: _pick(x, t_, **p),
+       broadcasting=True)
+defvjp(max_pool2d_grad_grad_p, _zero_cotangent, lambda c, ans, x, t, **p: _route(x, c, **p),
+       broadcasting=True)
+
+# Leading dims broadcast in every implementation: batch first, ranks aligned.
+for _prim in (max_pool2d_p, max_pool2d_grad_p, max_pool2d_grad_grad_p):
+    batch_elementwise(_prim)
+
+
+# ================================================================== public ops
+def _pool_args(input: Any, ksize: Any, strides: Any, padding: Any, data_format: Any,  # noqa: A002
+               op: str, kinds: str, explicit: bool) -> tuple:
+    if data_format not in (None, "NHWC"):
+        raise InvalidArgumentError(f"{op}: only data_format='NHWC' is supported; "
+                                   f"got {data_format!r}.")
+    x = as_tensor(input, op, "input")
+    check_dtype(x, kinds, op, "input")
+    sx = shape_of(x)
+    if len(sx) != 4:
+        raise InvalidArgumentError(f"{op}: `input` must have rank 4 (NHWC); got shape {sx}.")
+    k = _pair(ksize, "ksize", op)
+    st = _pair(strides, "strides", op)
+    if not isinstance(padding, str) and not explicit:
+        raise InvalidArgumentError(f"{op}: `padding` must be 'SAME' or 'VALID'; got {padding!r}.")
+    pads = _padding(padding, sx[1:3], k, st, (1, 1), op)
+    for n, kk, p, axis in zip(sx[1:3], k, pads, ("height", "width")):
+        if max(p) >= kk:
+            raise InvalidArgumentError(f"{op}: explicit padding {p} on the {axis} must be smaller "
+                                       f"than the window size {kk}.")
+        if n + sum(p) < kk:
+            raise InvalidArgumentError(f"{op}: the {axis} {n} (padded {n + sum(p)}) is smaller "
+                                       f"than the window size {kk}.")
+    return x, k, st, pads
+
+
+def max_pool2d(input: Any, ksize: Any, strides: Any, padding: Any,  # noqa: A002
+               data_format: str = "NHWC", name: str | None = None) -> Tensor:
+    """The maximum of each `ksize` window of the NHWC `input`, windows `strides` apart;
+    `padding` is "SAME", "VALID" or explicit [[0, 0], [top, bottom], [left, right], [0, 0]].
+
+    The gradient goes to each window's maximum; at ties, to the first one in row-major
+    order (as TensorFlow's CPU kernel). Padding never wins a window.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> x = tf.reshape(tf.constant([float(i) for i in range(16)]), [1, 4, 4, 1])
+        >>> tf.nn.max_pool2d(x, ksize=2, strides=2, padding="VALID")[0, :, :, 0].numpy()
+        array([[ 5.,  7.],
+               [13., 15.]], dtype=float32)
+    """
+    x, k, st, pads = _pool_args(input, ksize, strides, padding, data_format, "max_pool2d",
+                                "fiu", explicit=True)
+    return bind(max_pool2d_p, x, ksize=k, strides=st, pads=pads)
+
+
+def _valid_counts(x_shape: tuple, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
+    """[OH, OW]: how many unpadded elements each window holds (static: shapes only)."""
+    oh, ow = _out_hw(x_shape, ksize, strides, pads)
+    rows = np.arange(oh)[:, None] * strides[0] + np.arange(ksize[0])[None, :] - pads[0][0]
+    cols = np.arange(ow)[:, None] * strides[1] + np.arange(ksize[1])[None, :] - pads[1][0]
+    per_row = ((rows >= 0) & (rows < x_shape[-3])).sum(1)
+    per_col = ((cols >= 0) & (cols < x_shape[-2])).sum(1)
+    return per_row[:, None] * per_col[None, :]
+
+
+def avg_pool2d(input: Any, ksize: Any, strides: Any, padding: str,  # noqa: A002
+               data_format: str = "NHWC", name: str | None = None) -> Tensor:
+    """The mean of each `ksize` window of the NHWC `input`, windows `strides` apart;
+    with padding "SAME", each mean is over the window's unpadded elements only (as
+    TensorFlow).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> x = tf.reshape(tf.constant([float(i) for i in range(9)]), [1, 3, 3, 1])
+        >>> tf.nn.avg_pool2d(x, ksize=2, strides=2, padding="SAME")[0, :, :, 0].numpy()
+        array([[2. , 3.5],
+               [6.5, 8. ]], dtype=float32)
+    """
+    from .elementwise import multiply
+    from .shape import reshape_p, transpose_p
+
+    x, k, st, pads = _pool_args(input, ksize, strides, padding, data_format, "avg_pool2d",
+                                "f", explicit=False)
+    n, h, w, c = shape_of(x)
+    oh, ow = _out_hw((n, h, w, c), k, st, pads)
+    dtype = x._value.dtype
+    # Channels into the batch, one window of ones: a per-channel window sum.
+    planes = bind(reshape_p, bind(transpose_p, x, perm=(0, 3, 1, 2)), shape=(n * c, h, w, 1))
+    ones = Tensor(np.ones(k + (1, 1), dtype))
+    sums = bind(conv2d_p, planes, ones, strides=st, dilations=(1, 1), pads=pads)
+    sums = bind(transpose_p, bind(reshape_p, sums, shape=(n, c, oh, ow)), perm=(0, 2, 3, 1))
+    inv = Tensor((1.0 / _valid_counts((n, h, w, c), k, st, pads)).astype(dtype)[:, :, None])
+    return multiply(sums, inv)
+
+
+def _rank4_only(x: Any, op: str) -> None:
+    rank = np.ndim(as_tensor(x, op, "input")._value)
+    if rank != 4:
+        raise UnimplementedError(f"{op}: only 4-D (NHWC) inputs are supported; got rank {rank}. "
+                                 f"Use tf.nn.{op}2d.")
+
+
+def max_pool(input: Any, ksize: Any, strides: Any, padding: Any,  # noqa: A002
+             data_format: str | None = None, name: str | None = None) -> Tensor:
+    """tf.nn.max_pool for 4-D NHWC inputs: the same as `max_pool2d`.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.nn.max_pool(tf.ones([1, 4, 4, 2]), 2, 2, "VALID").shape
+        TensorShape([1, 2, 2, 2])
+    """
+    _rank4_only(input, "max_pool")
+    return max_pool2d(input, ksize, strides, padding, data_format or "NHWC")
+
+
+def avg_pool(input: Any, ksize: Any, strides: Any, padding: str,  # noqa: A002
+             data_format: str | None = None, name: str | None = None) -> Tensor:
+    """tf.nn.avg_pool for 4-D NHWC inputs: the same as `avg_pool2d`.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.nn.avg_pool(tf.ones([1, 4, 4, 2]), 2, 2, "VALID").shape
+        TensorShape([1, 2, 2, 2])
+    """
+    _rank4_only(input, "avg_pool")
+    return avg_pool2d(input, ksize, strides, padding, data_format or "NHWC")
+
+
+__all__ = ["max_pool2d", "avg_pool2d", "max_pool", "avg_pool"]
+
+# Public names by namespace: "top" (tf.X), "math" (tf.math.X), "linalg", "nn".
+EXPORTS: dict[str, list[str]] = {"top": [], "math": [], "linalg": [],
+                                 "nn": ["max_pool2d", "avg_pool2d", "max_pool", "avg_pool"]}
