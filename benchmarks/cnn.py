@@ -30,10 +30,9 @@ def inputs(n: int = 64, seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).uniform(0, 1, (n, 784)).astype(np.float32)
 
 
-def tapeflow_model(w: dict[str, np.ndarray]) -> Callable[[Any], Any]:
-    """[batch, 784] -> [batch, 10] with tapeflow ops."""
-    import tapeflow as tf
-
+def tf_api_model(tf: Any, w: dict[str, np.ndarray]) -> Callable[[Any], Any]:
+    """[batch, 784] -> [batch, 10], written once against TensorFlow's API: `tf` is
+    tapeflow or TensorFlow itself (the contract: the same code runs on both)."""
     p = {k: tf.constant(v) for k, v in w.items()}
 
     def model(x: Any) -> Any:
@@ -45,22 +44,18 @@ def tapeflow_model(w: dict[str, np.ndarray]) -> Callable[[Any], Any]:
         return tf.matmul(h, p["w4"]) + p["b4"]
 
     return model
+
+
+def tapeflow_model(w: dict[str, np.ndarray]) -> Callable[[Any], Any]:
+    import tapeflow
+
+    return tf_api_model(tapeflow, w)
 
 
 def tensorflow_model(w: dict[str, np.ndarray]) -> Callable[[Any], Any]:
-    import tensorflow as tf
+    import tensorflow
 
-    p = {k: tf.constant(v) for k, v in w.items()}
-
-    def model(x: Any) -> Any:
-        h = tf.reshape(x, [-1, 28, 28, 1])
-        h = tf.nn.relu(tf.nn.conv2d(h, p["k1"], strides=2, padding="SAME") + p["b1"])
-        h = tf.nn.relu(tf.nn.conv2d(h, p["k2"], strides=2, padding="SAME") + p["b2"])
-        h = tf.reshape(h, [-1, 784])
-        h = tf.nn.relu(tf.matmul(h, p["w3"]) + p["b3"])
-        return tf.matmul(h, p["w4"]) + p["b4"]
-
-    return model
+    return tf_api_model(tensorflow, w)
 
 
 def jax_model(w: dict[str, np.ndarray]) -> Callable[[Any], Any]:
