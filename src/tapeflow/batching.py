@@ -228,11 +228,10 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
         if size is None:
             raise ValueError("vmap: no argument is batched (all in_axes are None).")
         if chunk_size is not None and size > chunk_size:
-            return _chunked(batched, tensors, leaves, args, size, int(chunk_size))
+            return _chunked(tensors, args, size, int(chunk_size))
         return _run(f, args, tensors, size, out_axes)
 
-    def _chunked(batched_fn: Callable, tensors: list, leaves: list, args: tuple, size: int,
-                 chunk: int) -> Any:
+    def _chunked(tensors: list, args: tuple, size: int, chunk: int) -> Any:
         from .ops import getitem
 
         pieces = []

@@ -242,10 +242,10 @@ class Function:
         self._cache.move_to_end(key)
         while len(self._cache) > MAX_SIGNATURES:
             self._cache.popitem(last=False)
-        self._count_trace(failed, len(branches) > 1)
+        self._count_trace(failed)
         return nest.pack_sequence_as(result, flat)
 
-    def _count_trace(self, failed: Guard | None, new_branch: bool) -> None:
+    def _count_trace(self, failed: Guard | None) -> None:
         self._trace_count += 1
         if failed is not None:
             reason = f"the value read at {failed.where} changed (a guard failed)"

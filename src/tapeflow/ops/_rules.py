@@ -118,8 +118,7 @@ def linear(prim: Primitive, transpose: Rule) -> None:
     defvjp(prim, lambda g, ans, x, *rest, **p: transpose(g, x, *rest, **p))
 
 
-def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor],
-          floating_only: bool = True) -> Primitive:
+def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor]) -> Primitive:
     """An elementwise primitive f with f'(x) = ``deriv(ans, x)``.
 
     Both rules multiply by the derivative: JVP ``t * f'(x)``, VJP ``g * conj(f'(x))``

@@ -18,7 +18,6 @@ from ._rules import (as_tensor, batch_elementwise, batch_unary, binary_args, che
 
 FLOAT = "fc"        # floating or complex
 NUMERIC = "fciu"    # any number
-REAL = "fiu"        # real numbers
 
 
 def conj_if_complex(x: Tensor) -> Tensor:

@@ -30,7 +30,6 @@ import numpy as np
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor
-from . import elementwise as _ew
 from ._rules import (as_tensor, batch_elementwise, batch_unary, binary_args, check_dtype,
                      defjvp, defvjp, linear, shape_of, unary)
 from .elementwise import (FLOAT, _unary, add, conj, divide, equal, exp, greater, maximum, minimum,
