@@ -124,6 +124,7 @@ def test_method_get_concrete_function():
     _close(cf(m, _c(3.0, 4.0)), [3.0, 8.0])
 
 
+@pytest.mark.filterwarnings("ignore:tapeflow.function.*traced")  # each instance traces
 def test_method_new_instance_after_old_one_died_uses_its_own_attributes():
     class Scaler:
         def __init__(self, scale):
