@@ -23,7 +23,7 @@ from .dtypes import (DType, as_dtype, bfloat16, bool, complex64, complex128,  # 
 from .forward import ForwardAccumulator  # noqa: F401
 from .graph import TensorSpec, function  # noqa: F401
 from .ops import (abs, add, broadcast_to, cast, concat, cos, divide, equal, exp,  # noqa: F401
-                  expand_dims, greater, greater_equal, identity, less, less_equal, log,
+                  expand_dims, floordiv, floormod, greater, greater_equal, identity, less, less_equal, log,
                   logical_and, logical_not, logical_or, matmul, maximum, minimum, multiply,
                   negative, not_equal, ones, ones_like, pow, reduce_max, reduce_mean, reduce_min,
                   reduce_sum, reshape, sigmoid, sign, sin, sqrt, square, squeeze, stack,
@@ -46,7 +46,7 @@ __all__ = [
     "value_and_grad", "vjp", "custom_gradient", "recompute_grad", "DType", "as_dtype", "bfloat16", "bool", "complex64",
     "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
     "uint16", "uint32", "uint64", "ForwardAccumulator", "abs", "add", "broadcast_to", "cast",
-    "concat", "cos", "divide", "equal", "exp", "expand_dims", "greater",
+    "concat", "cos", "divide", "equal", "exp", "expand_dims", "floordiv", "floormod", "greater",
     "greater_equal", "identity", "less", "less_equal", "log", "logical_and", "logical_not",
     "logical_or", "matmul", "maximum", "minimum", "multiply", "negative", "not_equal",
     "ones", "ones_like", "pow", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reshape",
