@@ -1558,3 +1558,39 @@ def test_set_seed_restarts_the_draws_of_a_traced_function():
     tf.random.set_seed(5)
     again = [np.asarray(f(x)) for _ in range(3)]
     _close(again, first)
+
+
+def test_custom_gradient_inside_replay_differentiated_from_outside():
+    """A tape or accumulator around a replayed call uses the custom rule at the replay's
+    inputs (the grad_fn is traced too), not at the traced call's."""
+    v = tf.Variable(2.0, dtype=tf.float64)
+
+    @tf.custom_gradient
+    def f(x):
+        def grad(dy, variables=None):
+            return dy * 10.0 * x * v, [tf.reduce_sum(dy * x)]
+        return tf.sin(x) * v, grad
+
+    g = tf.function(lambda x: f(x) * 2.0)
+    g(_c(1.0, 2.0))
+    x = _c(3.0, 4.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(g(x))
+    gx, gv = tape.gradient(y, [x, v])
+    _close(gx, 2 * 10 * np.array([3.0, 4.0]) * 2.0)
+    _close(gv, 2 * (3.0 + 4.0))
+    with tf.autodiff.ForwardAccumulator(x, _c(1.0, 0.0)) as acc:
+        y = g(x)
+    _close(acc.jvp(y), [2 * 10 * 3.0 * 2.0, 0.0])
+    assert g.experimental_get_tracing_count() == 1
+
+
+def test_recompute_grad_inside_replay_differentiated_from_outside():
+    h = tf.function(tf.recompute_grad(lambda a: tf.sin(a) * a))
+    h(_c(0.5))
+    x = _c(1.5)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = h(x)
+    _close(tape.gradient(y, x), [np.cos(1.5) * 1.5 + np.sin(1.5)])

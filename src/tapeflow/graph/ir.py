@@ -16,17 +16,31 @@ import numpy as np
 
 from ..core import Primitive
 
-__all__ = ["Graph", "Node", "Guard", "Assign", "Operation"]
+__all__ = ["Graph", "Node", "CustomBackward", "Guard", "Assign", "Operation"]
 
 
 @dataclass
 class Node:
-    """One primitive application: `outputs = prim(*inputs, **params)`."""
+    """One primitive application: `outputs = prim(*inputs, **params)`.
+
+    A custom_gradient node also carries its traced backward function (`backward`), so a
+    replay can be differentiated from outside with the values of that replay.
+    """
 
     prim: Primitive
     inputs: list[int]
     params: dict
     outputs: list[int]
+    backward: "CustomBackward | None" = None
+
+
+@dataclass
+class CustomBackward:
+    """A custom grad_fn traced into a graph: inputs are the output cotangents, then the
+    values of `refs` (slots of the enclosing graph the grad_fn closed over)."""
+
+    graph: "Graph"
+    refs: list[int]
 
 
 @dataclass

@@ -46,12 +46,18 @@ def _rename(slot: Any, alias: dict[int, int]) -> Any:
     return slot
 
 
+def _rename_node(n: Node, alias: dict[int, int]) -> None:
+    n.inputs = [_rename(i, alias) for i in n.inputs]
+    if n.backward is not None:
+        n.backward.refs = [_rename(r, alias) for r in n.backward.refs]
+
+
 def _fold_and_simplify(g: Graph) -> None:
     alias: dict[int, int] = {}
     kept = []
     for n in g.nodes:
         if isinstance(n, Node):
-            n.inputs = [_rename(i, alias) for i in n.inputs]
+            _rename_node(n, alias)
             if not _is_effectful(n) and n.inputs and all(i in g.constants for i in n.inputs):
                 values = n.prim.impl(*[g.constants[i] for i in n.inputs], **n.params)
                 values = values if n.prim.multiple_results else [values]
@@ -114,7 +120,7 @@ def _cse(g: Graph) -> None:
     kept = []
     for n in g.nodes:
         if isinstance(n, Node):
-            n.inputs = [_rename(i, alias) for i in n.inputs]
+            _rename_node(n, alias)
             # A variable read is not merged with an earlier one: a write may lie between.
             if not _is_effectful(n) and n.prim.name != "read_variable":
                 key = (n.prim.name, tuple(n.inputs), _hashable(n.params))
@@ -140,6 +146,8 @@ def _dce(g: Graph) -> None:
             kept.append(n)
         elif _is_effectful(n) or any(o in live for o in n.outputs):
             live.update(n.inputs)
+            if n.backward is not None:
+                live.update(n.backward.refs)
             kept.append(n)
     g.nodes = kept[::-1]
     used = live | set(g.inputs)

@@ -126,21 +126,17 @@ def _ident(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name) or "fn"
 
 
-def _refuse_outer_derivative(n: Node, inputs: list) -> None:
-    """A custom grad_fn closes over the values of the traced call, not of this one: a tape
-    or accumulator outside the function must not use it (inside the function it is traced)."""
-    from ..core import current_stack
-    from ..forward import ForwardAccumulator
-    from ..tape import GradientTape
+def _replayed_grad_fn(n: Node, env: dict) -> Callable:
+    """The node's custom grad_fn for this replay: its traced backward graph, reading the
+    values of this replay (not those of the traced call)."""
+    refs = [env[r] for r in n.backward.refs]
+    n_inputs = n.params["n_inputs"]
 
-    for rec in current_stack():
-        tracked = rec._watched if isinstance(rec, GradientTape) else \
-            rec._tangents if isinstance(rec, ForwardAccumulator) else None
-        if tracked is not None and any(id(x) in tracked for x in inputs):
-            raise NotImplementedError(
-                "tapeflow.function: differentiating a traced function from outside through a "
-                "custom_gradient inside it is not supported (its grad_fn holds the traced call's "
-                "values); compute the derivative inside the traced function instead.")
+    def grad_fn(*cts: Any, variables: list | None = None) -> Any:
+        grads = interpret(n.backward.graph, list(cts) + refs)
+        return (grads[:n_inputs], grads[n_inputs:]) if variables else grads
+
+    return grad_fn
 
 
 def interpret(g: Graph, inputs: list[Tensor]) -> list:
@@ -156,9 +152,10 @@ def interpret(g: Graph, inputs: list[Tensor]) -> list:
             if n.prim.name == "read_variable" and g.var_slots.get(n.inputs[0]) in pending:
                 env[n.outputs[0]] = pending[g.var_slots[n.inputs[0]]]
                 continue
-            if n.prim.name == "custom_gradient":
-                _refuse_outer_derivative(n, [env[i] for i in n.inputs])
-            out = bind(n.prim, *[env[i] for i in n.inputs], **n.params)
+            params = n.params
+            if n.backward is not None:
+                params = dict(params, grad_fn=_replayed_grad_fn(n, env))
+            out = bind(n.prim, *[env[i] for i in n.inputs], **params)
             for o, t in zip(n.outputs, out if n.prim.multiple_results else [out]):
                 env[o] = t
         elif isinstance(n, Guard):

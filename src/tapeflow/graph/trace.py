@@ -25,7 +25,7 @@ import numpy as np
 from .. import tensor as _tensor_module
 from ..core import Primitive, Recorder, _state
 from ..tensor import Tensor, Variable
-from .ir import Assign, Graph, Guard, Node
+from .ir import Assign, CustomBackward, Graph, Guard, Node
 
 __all__ = ["Tracer", "TracingError", "user_line"]
 
@@ -59,9 +59,12 @@ class Tracer(Recorder):
     watches_reads = True
     sees_custom_forward = True
 
-    def __init__(self, graph: Graph, inputs: list, guards: str = "retrace") -> None:
+    def __init__(self, graph: Graph, inputs: list, guards: str = "retrace",
+                 outer: "Tracer | None" = None) -> None:
         self.graph = graph
         self.guards = guards
+        self.outer = outer       # tracing a custom grad_fn inside another trace
+        self.refs: list[int] = []  # outer slots this graph reads (its trailing inputs)
         self._slots: dict[int, int] = {}
         self._keep: list = []   # holds every tensor with a slot, so ids stay unique
         for x in inputs:
@@ -80,7 +83,12 @@ class Tracer(Recorder):
         if slot is not None:
             return slot
         g = self.graph
-        if isinstance(x, Variable):
+        outer_slot = None if self.outer is None else self.outer._slots.get(id(x))
+        if outer_slot is not None and not isinstance(x, Variable):
+            slot = g.new_slot(x._value)  # a value of the enclosing graph: an extra input
+            g.inputs.append(slot)
+            self.refs.append(outer_slot)
+        elif isinstance(x, Variable):
             slot = g.new_slot(x._value)
             g.var_slots[slot] = len(g.variables)
             g.variables.append(x)
@@ -98,7 +106,29 @@ class Tracer(Recorder):
             slot = self.graph.new_slot(o._value)
             self._bind_slot(o, slot)
             outs.append(slot)
-        self.graph.nodes.append(Node(prim, ins, dict(params), outs))
+        node = Node(prim, ins, dict(params), outs)
+        self.graph.nodes.append(node)
+        if prim.name == "custom_gradient":
+            node.backward = self._trace_backward(inputs, outputs, params)
+
+    def _trace_backward(self, inputs: Any, outputs: tuple, params: dict) -> CustomBackward:
+        """Trace a custom grad_fn on placeholder cotangents, seen by no other recorder."""
+        from ..custom import _call_grad_fn
+        from .passes import optimize
+
+        sub = Graph(name=f"{self.graph.name}_custom_grad")
+        cts = [Tensor(np.zeros_like(o._value)) for o in outputs]
+        tracer = Tracer(sub, cts, self.guards, outer=self)
+        n_in, n_vars = params["n_inputs"], params["n_vars"]
+        saved = _state.stack
+        _state.stack = (tracer,)
+        try:
+            grads = _call_grad_fn(params["grad_fn"], cts, list(inputs[n_in:n_in + n_vars]), n_in)
+        finally:
+            _state.stack = saved
+        sub.outputs = [None if g is None else tracer.slot_of(g) for g in grads]
+        optimize(sub)
+        return CustomBackward(sub, tracer.refs)
 
     def on_read(self, tensor: Any, how: str) -> None:
         slot = self._slots.get(id(tensor))
