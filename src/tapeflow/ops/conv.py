@@ -79,10 +79,25 @@ def _input_grad_impl(g: np.ndarray, w: np.ndarray, strides: tuple, dilations: tu
                      pads: tuple, input_shape: tuple) -> np.ndarray:
     kh, kw, c, o = w.shape[-4:]
     n, oh, ow = g.shape[-4], g.shape[-3], g.shape[-2]
-    cols = np.matmul(g.reshape(g.shape[:-4] + (n * oh * ow, o)),
-                     np.swapaxes(w.reshape(w.shape[:-4] + (kh * kw * c, o)), -1, -2))
-    lead = cols.shape[:-2]
-    cols = cols.reshape(lead + (n, oh, ow, kh, kw, c))
+    gm = g.reshape(g.shape[:-4] + (n * oh * ow, o))
+    if c > 1:
+        # One GEMM straight into kernel-offset-major blocks [..., KH*KW, N*OH*OW, C]: each
+        # offset's contribution is then read contiguously by the adds below (about twice
+        # as fast as strided reads of an im2col layout when C > 1).
+        wt = np.ascontiguousarray(np.swapaxes(w.reshape(w.shape[:-4] + (kh * kw, c, o)), -1, -2))
+        taps = np.matmul(gm[..., None, :, :], wt)
+        lead = taps.shape[:-3]
+        taps = taps.reshape(lead + (kh, kw, n, oh, ow, c))
+
+        def block(i: int, j: int) -> np.ndarray:
+            return taps[..., i, j, :, :, :, :]
+    else:
+        cols = np.matmul(gm, np.swapaxes(w.reshape(w.shape[:-4] + (kh * kw * c, o)), -1, -2))
+        lead = cols.shape[:-2]
+        cols = cols.reshape(lead + (n, oh, ow, kh, kw, c))
+
+        def block(i: int, j: int) -> np.ndarray:
+            return cols[..., :, :, :, i, j, :]
     h, wd = input_shape[-3], input_shape[-2]
     hp, wp = h + sum(pads[0]), wd + sum(pads[1])
     out = np.zeros(lead + (n, hp, wp, c), dtype=np.result_type(g, w))
@@ -91,8 +106,7 @@ def _input_grad_impl(g: np.ndarray, w: np.ndarray, strides: tuple, dilations: tu
         r0 = i * dilations[0]
         for j in range(kw):
             c0 = j * dilations[1]
-            out[..., r0:r0 + sh * (oh - 1) + 1:sh, c0:c0 + sw * (ow - 1) + 1:sw, :] += \
-                cols[..., :, :, :, i, j, :]
+            out[..., r0:r0 + sh * (oh - 1) + 1:sh, c0:c0 + sw * (ow - 1) + 1:sw, :] += block(i, j)
     return out[..., pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd, :]
 
 
