@@ -1,76 +1,525 @@
-"""Keras layers: the Layer base and Dense."""
+"""Keras layers (tf.keras / Keras 2 names, arguments, defaults and behaviour).
+
+`Layer` is the base: a layer creates its weights in `build(input_shape)`, which
+runs once, on the first call, from the input's shape (or when called directly);
+`call(inputs)` computes the output. Floating inputs are cast to the layer's
+dtype (float32 unless ``dtype=`` says otherwise), as Keras does. Weights are
+`tf.Variable`s: `weights`, `trainable_weights` (empty for a layer with
+``trainable=False``), `non_trainable_weights`, and the `*_variables` aliases.
+Layers and variables assigned as attributes of a layer are tracked, so custom
+layers composed of others report all their weights.
+
+Built in: `Dense`, `Conv2D` (NHWC, kernel [kh, kw, in, out]), `MaxPooling2D`,
+`AveragePooling2D`, `Flatten`, `Activation`. Inputs that do not fit a layer fail
+with Keras' message, which names the layer, the shape received and the shape
+expected.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import collections
+import inspect
+import re
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from .. import dtypes as _dt
 from .. import ops
+from ..core import no_recorders
 from ..ops._rules import as_tensor
-from ..tensor import TensorShape, Variable
+from ..tensor import Tensor, TensorShape, Variable, _TensorLike
 from . import activations, initializers
 
-__all__ = ["Layer", "Dense"]
+__all__ = ["InputSpec", "Layer", "Dense", "Conv2D", "Convolution2D", "MaxPooling2D", "MaxPool2D",
+           "AveragePooling2D", "AvgPool2D", "Flatten", "Activation"]
 
 
-class Layer:
-    """Base layer: builds its weights on first call from the input shape.
+# ---------------------------------------------------------------- names
+_NAME_UIDS: collections.Counter = collections.Counter()
 
-    Subclasses implement `build(input_shape)` (calling `add_weight`) and `call(inputs)`.
+
+def _to_snake_case(name: str) -> str:
+    intermediate = re.sub("(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
+    snake = re.sub("([a-z])([A-Z])", r"\1_\2", intermediate).lower()
+    return snake if snake[0] != "_" else "private" + snake
+
+
+def _unique_name(base: str) -> str:
+    """Keras' default layer names: "dense", then "dense_1", "dense_2", ..."""
+    n = _NAME_UIDS[base]
+    _NAME_UIDS[base] += 1
+    return base if n == 0 else f"{base}_{n}"
+
+
+# ---------------------------------------------------------------- input checks
+class InputSpec:
+    """What a layer accepts: `ndim`, `min_ndim`, `max_ndim`, and `axes` ({axis: size}).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.keras.layers.InputSpec(min_ndim=4, axes={-1: 3})
+        InputSpec(min_ndim=4, axes={-1: 3})
     """
 
-    def __init__(self, trainable: bool = True, name: str | None = None, dtype: Any = None,
-                 **kwargs: Any) -> None:
-        self.trainable = trainable
-        self.name = name or type(self).__name__.lower()
-        self.dtype = _dt.as_dtype(dtype or "float32").name
-        self.built = False
-        self._weights: list[Variable] = []
+    def __init__(self, dtype: Any = None, shape: Any = None, ndim: int | None = None,
+                 max_ndim: int | None = None, min_ndim: int | None = None,
+                 axes: dict | None = None, allow_last_axis_squeeze: bool = False,
+                 name: str | None = None) -> None:
+        self.dtype = dtype
+        self.shape = None if shape is None else tuple(shape)
+        self.ndim = len(self.shape) if self.shape is not None else ndim
+        self.max_ndim, self.min_ndim = max_ndim, min_ndim
+        self.axes = {int(k): v for k, v in (axes or {}).items()}
+        self.name = name
 
+    def __repr__(self) -> str:
+        parts = [f"{k}={v!r}" for k, v in (("dtype", self.dtype), ("shape", self.shape),
+                                           ("ndim", self.ndim), ("max_ndim", self.max_ndim),
+                                           ("min_ndim", self.min_ndim)) if v is not None]
+        if self.axes:
+            parts.append(f"axes={self.axes}")
+        return f"InputSpec({', '.join(parts)})"
+
+
+def _check_input(layer: "Layer", spec: InputSpec, shape: tuple) -> None:
+    """Raise Keras' ValueError when `shape` does not fit `spec`."""
+    ndim = len(shape)
+    head = f'Input 0 of layer "{layer.name}" ({type(layer).__name__}) is incompatible with the layer'
+    hint = f" {layer._input_hint}" if layer._input_hint else ""
+    for key, ok in (("ndim", spec.ndim is None or ndim == spec.ndim),
+                    ("min_ndim", spec.min_ndim is None or ndim >= spec.min_ndim),
+                    ("max_ndim", spec.max_ndim is None or ndim <= spec.max_ndim)):
+        if not ok:
+            raise ValueError(f"{head}: expected {key}={getattr(spec, key)}, found ndim={ndim}. "
+                             f"Full shape received: {tuple(shape)}.{hint}")
+    for axis, value in spec.axes.items():
+        if value is not None and -ndim <= axis < ndim and shape[axis] not in (value, None):
+            raise ValueError(f"{head}: expected axis {axis} of input shape to have value {value}, "
+                             f"but received input with shape {tuple(shape)}.")
+    if spec.shape is not None:
+        for want, got in zip(spec.shape, shape):
+            if want is not None and got is not None and want != got:
+                raise ValueError(f"{head}: expected shape={spec.shape}, found shape={tuple(shape)}.")
+
+
+# ---------------------------------------------------------------- helpers
+def _normalize_tuple(value: Any, n: int, name: str, allow_zero: bool = False) -> tuple:
+    """Keras' conv_utils.normalize_tuple: an int or n ints, all positive (or >= 0)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        values = (int(value),) * n
+    else:
+        try:
+            values = tuple(value)
+        except TypeError:
+            raise ValueError(f"The `{name}` argument must be a tuple of {n} integers. "
+                             f"Received: {value!r}") from None
+        if len(values) != n or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                       for v in values):
+            raise ValueError(f"The `{name}` argument must be a tuple of {n} integers. "
+                             f"Received: {value!r}")
+        values = tuple(int(v) for v in values)
+    bad = [v for v in values if (v < 0 if allow_zero else v <= 0)]
+    if bad:
+        req = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"The `{name}` argument must be a tuple of {n} integers. Received "
+                         f"{name}={value!r} including {set(bad)} that does not satisfy the "
+                         f"requirement `{req}`.")
+    return values
+
+
+def _normalize_padding(value: Any) -> str:
+    padding = value.lower() if isinstance(value, str) else value
+    if padding not in ("valid", "same", "causal"):
+        raise ValueError(f'The `padding` argument must be one of "valid", "same" (or "causal", '
+                         f"only for `Conv1D`). Received: {value!r}")
+    return padding
+
+
+def _normalize_data_format(value: Any) -> str:
+    data_format = "channels_last" if value is None else str(value).lower()
+    if data_format not in ("channels_first", "channels_last"):
+        raise ValueError(f'The `data_format` argument must be one of "channels_first", '
+                         f'"channels_last". Received: {value!r}')
+    return data_format
+
+
+def _conv_output_length(n: int | None, k: int, padding: str, stride: int,
+                        dilation: int = 1) -> int | None:
+    if n is None:
+        return None
+    span = (k - 1) * dilation + 1
+    out = n if padding == "same" else n - span + 1
+    return (out + stride - 1) // stride
+
+
+def _shape_of(x: Any) -> Any:
+    if isinstance(x, _TensorLike):
+        return TensorShape(np.shape(x._value))
+    if isinstance(x, (list, tuple)):
+        return type(x)(_shape_of(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _shape_of(v) for k, v in x.items()}
+    return TensorShape(np.shape(x))
+
+
+def _holds_tensor(x: Any) -> bool:
+    if isinstance(x, (_TensorLike, np.ndarray)):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_holds_tensor(v) for v in x)
+    return isinstance(x, dict)
+
+
+def _convert_inputs(x: Any, who: str) -> Any:
+    """A tensor, or (for multi-input layers) a structure of tensors."""
+    if type(x) is Tensor:
+        return x
+    if isinstance(x, (list, tuple)) and _holds_tensor(x) and \
+            not all(isinstance(v, np.ndarray) for v in x):
+        return type(x)(_convert_inputs(v, who) for v in x)
+    if isinstance(x, dict):
+        return {k: _convert_inputs(v, who) for k, v in x.items()}
+    return as_tensor(x, who, "inputs")
+
+
+def _dedup(variables: Iterable[Variable]) -> list[Variable]:
+    seen, out = set(), []
+    for v in variables:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+
+
+_CALL_ARGS: dict[Any, tuple[bool, bool]] = {}
+
+
+def _call_accepts(call: Callable) -> tuple[bool, bool]:
+    """Whether a `call` method takes `training` and `mask` (cached per function)."""
+    key = getattr(call, "__func__", call)
+    got = _CALL_ARGS.get(key)
+    if got is None:
+        try:
+            params = inspect.signature(call).parameters
+        except (TypeError, ValueError):
+            params = {}
+        varkw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        got = _CALL_ARGS[key] = ("training" in params or varkw, "mask" in params or varkw)
+    return got
+
+
+_LAYER_KWARGS = {"input_dim", "input_shape", "batch_input_shape", "batch_size", "weights",
+                 "activity_regularizer", "autocast", "implementation", "dynamic"}
+
+
+# ---------------------------------------------------------------- the base layer
+class Layer:
+    """Base layer: builds its weights on the first call from the input shape.
+
+    Subclasses implement `build(input_shape)` (creating weights with `add_weight`)
+    and `call(inputs)`; `compute_output_shape` is optional. Calling the layer
+    converts the inputs to tensors, checks them against `input_spec`, builds
+    the layer if needed and casts floating inputs to the layer's dtype.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> class Scale(tf.keras.layers.Layer):
+        ...     def build(self, input_shape):
+        ...         self.w = self.add_weight("w", shape=(input_shape[-1],), initializer="ones")
+        ...     def call(self, inputs):
+        ...         return inputs * self.w
+        >>> layer = Scale(name="scale")
+        >>> layer(tf.constant([[1., 2.]])).numpy()
+        array([[1., 2.]], dtype=float32)
+        >>> [v.name for v in layer.trainable_variables]
+        ['scale/w:0']
+    """
+
+    _input_hint = ""
+
+    def __init__(self, trainable: bool = True, name: str | None = None, dtype: Any = None,
+                 dynamic: bool = False, **kwargs: Any) -> None:
+        unknown = set(kwargs) - _LAYER_KWARGS
+        if unknown:
+            raise TypeError(f"Keyword argument not understood: {sorted(unknown)[0]!r} "
+                            f"(layer {type(self).__name__}).")
+        d = self.__dict__
+        d["_trainable"] = bool(trainable)
+        d["_own_weights"] = []
+        d["_sublayers"] = []
+        d["_tracked_variables"] = []
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"A layer's `name` must be a string; got {name!r}.")
+        self.name = name or _unique_name(_to_snake_case(type(self).__name__))
+        self.dtype = _dt.as_dtype(dtype if dtype is not None else "float32").name
+        self.built = False
+        self.input_spec: InputSpec | None = None
+        self._autocast = bool(kwargs.get("autocast", True))
+        self._build_input_shape = None
+        self._initial_weights = kwargs.get("weights")
+        batch_input_shape = kwargs.get("batch_input_shape")
+        if batch_input_shape is None and kwargs.get("input_shape") is not None:
+            batch_input_shape = (kwargs.get("batch_size"),) + tuple(kwargs["input_shape"])
+        self._batch_input_shape = None if batch_input_shape is None else tuple(batch_input_shape)
+
+    # -------------------------------------------------- attribute tracking
+    def __setattr__(self, name: str, value: Any) -> None:
+        d = self.__dict__
+        if "_sublayers" in d and not name.startswith("__"):
+            for v in (value if isinstance(value, (list, tuple)) else (value,)):
+                if isinstance(v, Layer) and v is not self and \
+                        not any(v is s for s in d["_sublayers"]):
+                    d["_sublayers"].append(v)
+                elif isinstance(v, Variable) and \
+                        not any(v is w for w in d["_tracked_variables"] + d["_own_weights"]):
+                    d["_tracked_variables"].append(v)
+        object.__setattr__(self, name, value)
+
+    # -------------------------------------------------- trainable
+    @property
+    def trainable(self) -> bool:
+        """Whether the layer's weights are trainable; setting it sets every sublayer's too."""
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        for layer in self._flatten_layers():
+            layer.__dict__["_trainable"] = bool(value)
+
+    def _flatten_layers(self) -> list["Layer"]:
+        out, stack = [], [self]
+        while stack:
+            layer = stack.pop()
+            if any(layer is o for o in out):
+                continue
+            out.append(layer)
+            stack.extend(reversed(layer._children()))
+        return out
+
+    def _children(self) -> list["Layer"]:
+        return list(self._sublayers)
+
+    # -------------------------------------------------- weights
     def add_weight(self, name: str | None = None, shape: Any = None, dtype: Any = None,
-                   initializer: Any = "zeros", trainable: bool = True, **kwargs: Any) -> Variable:
+                   initializer: Any = None, regularizer: Any = None, trainable: bool | None = None,
+                   constraint: Any = None, **kwargs: Any) -> Variable:
+        """Create a weight variable of the layer (named ``"<layer>/<name>"``).
+
+        The default initializer is ``"glorot_uniform"`` for floating dtypes and
+        ``"zeros"`` otherwise, as Keras; `dtype` defaults to the layer's dtype.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> layer = tf.keras.layers.Layer(name="demo")
+            >>> layer.add_weight("b", shape=(2,), initializer="zeros")
+            <tapeflow.Variable 'demo/b:0' shape=(2,) dtype=float32, numpy=array([0., 0.], dtype=float32)>
+        """
+        if regularizer is not None or constraint is not None:
+            raise NotImplementedError(f"{type(self).__name__}.add_weight: regularizers and "
+                                      f"constraints are not supported by tapeflow's Keras layers.")
+        dt = _dt.as_dtype(dtype if dtype is not None else self.dtype)
+        shape = () if shape is None else tuple(int(d) for d in shape)
+        if initializer is None:
+            initializer = "glorot_uniform" if dt.is_floating else "zeros"
         init = initializers.get(initializer)
-        value = init(tuple(shape), dtype=_dt.as_dtype(dtype or self.dtype))
-        v = Variable(value, trainable=trainable and self.trainable, name=f"{self.name}/{name}")
-        self._weights.append(v)
+        with no_recorders():  # as Keras' init_scope: weight creation is no traced or taped op
+            value = init(shape, dtype=dt)
+            v = Variable(value, trainable=True if trainable is None else bool(trainable),
+                         name=f"{self.name}/{name or 'Variable'}", dtype=dt)
+        self._own_weights.append(v)
         return v
 
-    def build(self, input_shape: Any) -> None:
-        self.built = True
-
-    def call(self, inputs: Any) -> Any:
-        raise NotImplementedError
-
-    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
-        x = as_tensor(inputs, type(self).__name__, "inputs")
-        if not self.built:
-            self.build(TensorShape(np.shape(x._value)))
-            self.built = True
-        if x._value.dtype.kind == "f" and x.dtype != _dt.as_dtype(self.dtype):
-            x = ops.cast(x, self.dtype)  # Keras casts floating inputs to the layer dtype
-        return self.call(x, *args, **kwargs)
-
-    @property
-    def weights(self) -> list[Variable]:
-        return list(self._weights)
-
-    variables = weights
+    def _own_variables(self) -> list[Variable]:
+        return _dedup(self._own_weights + self._tracked_variables)
 
     @property
     def trainable_weights(self) -> list[Variable]:
-        return [w for w in self._weights if w.trainable]
-
-    trainable_variables = trainable_weights
+        """The trainable weights of this layer and its sublayers ([] when not trainable)."""
+        if not self.trainable:
+            return []
+        out = [w for w in self._own_variables() if w.trainable]
+        for child in self._children():
+            out += child.trainable_weights
+        return _dedup(out)
 
     @property
     def non_trainable_weights(self) -> list[Variable]:
-        return [w for w in self._weights if not w.trainable]
+        """The weights not trained: all of them when the layer is not trainable."""
+        own = self._own_variables()
+        if self.trainable:
+            out = [w for w in own if not w.trainable]
+            for child in self._children():
+                out += child.non_trainable_weights
+        else:
+            out = [w for w in own if w.trainable] + [w for w in own if not w.trainable]
+            for child in self._children():
+                out += child.weights
+        return _dedup(out)
+
+    @property
+    def weights(self) -> list[Variable]:
+        """All weights: the trainable ones, then the others."""
+        return _dedup(self.trainable_weights + self.non_trainable_weights)
+
+    @property
+    def variables(self) -> list[Variable]:
+        """The same as `weights`."""
+        return self.weights
+
+    @property
+    def trainable_variables(self) -> list[Variable]:
+        """The same as `trainable_weights`."""
+        return self.trainable_weights
+
+    @property
+    def non_trainable_variables(self) -> list[Variable]:
+        """The same as `non_trainable_weights`."""
+        return self.non_trainable_weights
+
+    def get_weights(self) -> list[np.ndarray]:
+        """The weights' values, as NumPy arrays, in the order of `weights`.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> dense = tf.keras.layers.Dense(2, kernel_initializer="ones")
+            >>> dense.build((None, 1))
+            >>> dense.get_weights()
+            [array([[1., 1.]], dtype=float32), array([0., 0.], dtype=float32)]
+        """
+        return [w.numpy() for w in self.weights]
+
+    def set_weights(self, weights: Iterable[Any]) -> None:
+        """Assign the weights' values from arrays, in the order of `weights`.
+
+        Example:
+            >>> import numpy as np, tapeflow as tf
+            >>> dense = tf.keras.layers.Dense(1)
+            >>> dense.build((None, 2))
+            >>> dense.set_weights([np.array([[1.], [2.]]), np.array([0.5])])
+            >>> dense(tf.constant([[1., 1.]])).numpy()
+            array([[3.5]], dtype=float32)
+        """
+        params, weights = self.weights, list(weights)
+        if len(params) != len(weights):
+            raise ValueError(f'You called `set_weights(weights)` on layer "{self.name}" with a '
+                             f"weight list of length {len(weights)}, but the layer was expecting "
+                             f"{len(params)} weights.")
+        values = []
+        for p, w in zip(params, weights):
+            arr = np.asarray(w.numpy() if hasattr(w, "numpy") else w)
+            if tuple(arr.shape) != tuple(p.shape):
+                raise ValueError(f"Layer {self.name} weight shape {tuple(p.shape)} is not "
+                                 f"compatible with provided weight shape {tuple(arr.shape)}.")
+            values.append(arr.astype(p.dtype.as_numpy_dtype))
+        for p, v in zip(params, values):
+            p.assign(v)
+
+    def count_params(self) -> int:
+        """The number of scalars in the layer's weights (the layer must be built).
+
+        Example:
+            >>> import tapeflow as tf
+            >>> conv = tf.keras.layers.Conv2D(8, 3)
+            >>> conv.build((None, 28, 28, 1))
+            >>> conv.count_params()
+            80
+        """
+        if not self.built:
+            raise ValueError(f"You tried to call `count_params` on layer {self.name}, but the "
+                             f"layer isn't built. You can build it manually via: "
+                             f"`{self.name}.build(batch_input_shape)`.")
+        return int(sum(int(np.prod(w.shape, dtype=np.int64)) for w in self.weights))
+
+    # -------------------------------------------------- build and call
+    def build(self, input_shape: Any) -> None:
+        """Create the weights for inputs of `input_shape` (the base layer has none)."""
+        self._build_input_shape = input_shape
+        self.built = True
+
+    def call(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        """The layer's computation (the base layer returns its inputs)."""
+        return inputs
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        """The output shape for an input shape (None for unknown dims).
+
+        The base implementation runs `call` on zeros (unknown dims taken as 1) with
+        no tape or trace seeing it, and reports the batch dim as given.
+        """
+        shape = TensorShape(input_shape)
+        if not self.built:
+            self._maybe_build(shape)
+        dims = [1 if d is None else d for d in shape]
+        probe = Tensor(np.zeros(dims, _dt.as_dtype(self.dtype)._np))
+        with no_recorders():
+            out = TensorShape(np.shape(self.call(probe)._value))
+        if len(shape) and shape[0] is None and len(out):
+            out = TensorShape((None,) + tuple(out[1:]))
+        return out
+
+    def _maybe_build(self, input_shape: Any) -> None:
+        with no_recorders():
+            self.build(input_shape)
+        self.built = True
+        self._build_input_shape = input_shape
+        if self._initial_weights is not None:
+            initial, self._initial_weights = self._initial_weights, None
+            self.set_weights(initial)
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        x = _convert_inputs(inputs, self.name)
+        if kwargs:
+            takes_training, takes_mask = _call_accepts(self.call)
+            if not takes_training:
+                kwargs.pop("training", None)
+            if not takes_mask:
+                kwargs.pop("mask", None)
+        single = isinstance(x, _TensorLike)
+        if single and self.input_spec is not None:
+            _check_input(self, self.input_spec, np.shape(x._value))
+        if not self.built:
+            self._maybe_build(_shape_of(x))
+            if single and self.input_spec is not None:  # build may have narrowed the spec
+                _check_input(self, self.input_spec, np.shape(x._value))
+        if self._autocast:
+            x = self._cast(x)
+        return self.call(x, *args, **kwargs)
+
+    def _cast(self, x: Any) -> Any:
+        """Keras' autocast: floating inputs take the layer's dtype; others are left alone."""
+        if isinstance(x, _TensorLike):
+            if x._value.dtype.kind == "f" and x._value.dtype != _dt.as_dtype(self.dtype)._np:
+                return ops.cast(x, self.dtype)
+            return x
+        if isinstance(x, (list, tuple)):
+            return type(x)(self._cast(v) for v in x)
+        if isinstance(x, dict):
+            return {k: self._cast(v) for k, v in x.items()}
+        return x
+
+    @property
+    def output_shape(self) -> Any:
+        """The shape of the layer's output in the model that called it (Keras' summary column)."""
+        shape = self.__dict__.get("_output_shape")
+        if shape is None:
+            raise AttributeError(f"The layer {self.name} has never been called and thus has no "
+                                 f"defined output shape.")
+        return shape
+
+    def get_config(self) -> dict:
+        """The layer's constructor arguments (name, trainable, dtype for the base)."""
+        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+
+    def __repr__(self) -> str:
+        cls = type(self)
+        return f"<{cls.__module__}.{cls.__name__} name={self.name!r}, built={self.built}>"
 
 
+# ---------------------------------------------------------------- Dense
 class Dense(Layer):
-    """Densely connected layer: ``activation(inputs @ kernel + bias)``.
+    """Densely connected layer: ``activation(inputs @ kernel + bias)``, kernel
+    [in, units]; inputs of rank > 2 are multiplied along their last axis.
 
     Example:
         >>> import tapeflow as tf
@@ -78,36 +527,58 @@ class Dense(Layer):
         >>> dense.build([None, 2])
         >>> dense.kernel.shape, dense.bias.shape
         (TensorShape([2, 1]), TensorShape([1]))
+        >>> tf.keras.layers.Dense(4)(tf.ones([5, 3, 2])).shape
+        TensorShape([5, 3, 4])
     """
+
+    _input_hint = "Dense expects inputs of shape (batch, ..., features)."
 
     def __init__(self, units: int, activation: Any = None, use_bias: bool = True,
                  kernel_initializer: Any = "glorot_uniform", bias_initializer: Any = "zeros",
-                 **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        if int(units) <= 0:
-            raise ValueError(f"Dense: `units` must be a positive integer; got {units!r}.")
-        self.units = int(units)
+                 kernel_regularizer: Any = None, bias_regularizer: Any = None,
+                 activity_regularizer: Any = None, kernel_constraint: Any = None,
+                 bias_constraint: Any = None, **kwargs: Any) -> None:
+        if "input_shape" not in kwargs and "input_dim" in kwargs:
+            kwargs["input_shape"] = (kwargs.pop("input_dim"),)
+        kwargs.pop("input_dim", None)
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        _no_regularizers(self, kernel_regularizer, bias_regularizer, activity_regularizer,
+                         kernel_constraint, bias_constraint)
+        try:
+            units = int(units) if not isinstance(units, bool) else 0
+        except (TypeError, ValueError):
+            units = 0
+        if units <= 0:
+            raise ValueError(f"Received an invalid value for `units`, expected a positive "
+                             f"integer. Received: units={units!r}")
+        self.units = units
         self.activation = activations.get(activation)
-        self.use_bias = use_bias
-        self.kernel_initializer = kernel_initializer
-        self.bias_initializer = bias_initializer
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel: Variable | None = None
+        self.bias: Variable | None = None
+        self.input_spec = InputSpec(min_ndim=2)
 
     def build(self, input_shape: Any) -> None:
-        input_shape = list(input_shape)
-        if not input_shape or input_shape[-1] is None:
-            raise ValueError(f"Dense.build: the last dimension of the input shape must be known; "
-                             f"got {input_shape}.")
-        self.kernel = self.add_weight("kernel", (int(input_shape[-1]), self.units),
+        """Create `kernel` [last dim of input_shape, units] and `bias` [units]."""
+        input_shape = TensorShape(input_shape)
+        if len(input_shape) < 1 or input_shape[-1] is None:
+            raise ValueError(f"The last dimension of the inputs to a Dense layer should be "
+                             f"defined. Found None. Full input shape received: {input_shape}")
+        last = int(input_shape[-1])
+        self.input_spec = InputSpec(min_ndim=2, axes={-1: last})
+        self.kernel = self.add_weight("kernel", (last, self.units),
                                       initializer=self.kernel_initializer)
         self.bias = self.add_weight("bias", (self.units,), initializer=self.bias_initializer) \
             if self.use_bias else None
         self.built = True
 
     def call(self, inputs: Any) -> Any:
-        shape = inputs.shape
-        if shape[-1] != self.kernel.shape[0]:
-            raise ValueError(f"Dense: input has last dimension {shape[-1]} but the layer was built "
-                             f"for {self.kernel.shape[0]}.")
+        """``activation(inputs @ kernel + bias)``; every input dtype is cast to the layer's."""
+        if inputs._value.dtype != self.kernel._value.dtype:
+            inputs = ops.cast(inputs, self.kernel.dtype)  # Keras' Dense casts any input
+        shape = np.shape(inputs._value)
         if len(shape) == 2:
             y = ops.matmul(inputs, self.kernel)
         else:
@@ -116,3 +587,321 @@ class Dense(Layer):
         if self.bias is not None:
             y = y + self.bias
         return self.activation(y)
+
+    def compute_output_shape(self, input_shape: Any) -> TensorShape:
+        """``input_shape[:-1] + (units,)``."""
+        input_shape = TensorShape(input_shape)
+        if len(input_shape) < 1 or input_shape[-1] is None:
+            raise ValueError(f"The last dimension of the input shape of a Dense layer should be "
+                             f"defined. Found None. Received: input_shape={input_shape}")
+        return TensorShape(tuple(input_shape[:-1]) + (self.units,))
+
+
+def _no_regularizers(layer: Layer, *args: Any) -> None:
+    if any(a is not None for a in args):
+        raise NotImplementedError(f"{type(layer).__name__}: regularizers and constraints are "
+                                  f"not supported by tapeflow's Keras layers; pass None.")
+
+
+# ---------------------------------------------------------------- Conv2D
+class Conv2D(Layer):
+    """2-D convolution: ``activation(conv2d(inputs, kernel) + bias)`` with kernel
+    [kh, kw, in_channels // groups, filters], computed by `tf.nn.conv2d`.
+
+    Inputs are (batch, height, width, channels) ("channels_last", the default) or
+    (batch, channels, height, width) with ``data_format="channels_first"``; extra
+    leading batch dims are allowed. `padding` is "valid" or "same"; `strides`
+    and `dilation_rate` are an int or 2 ints (not both above 1, as Keras).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> conv = tf.keras.layers.Conv2D(8, 3, activation="relu")
+        >>> conv(tf.ones([2, 28, 28, 1])).shape
+        TensorShape([2, 26, 26, 8])
+        >>> conv.kernel.shape, conv.bias.shape
+        (TensorShape([3, 3, 1, 8]), TensorShape([8]))
+        >>> tf.keras.layers.Conv2D(4, (3, 3), strides=2, padding="same")(tf.ones([1, 7, 7, 3])).shape
+        TensorShape([1, 4, 4, 4])
+    """
+
+    _input_hint = ("Conv2D expects inputs of shape (batch, height, width, channels); "
+                   "to convolve a single image, add a batch axis (e.g. tf.expand_dims(x, 0)).")
+
+    def __init__(self, filters: int, kernel_size: Any, strides: Any = (1, 1),
+                 padding: str = "valid", data_format: str | None = None,
+                 dilation_rate: Any = (1, 1), groups: int = 1, activation: Any = None,
+                 use_bias: bool = True, kernel_initializer: Any = "glorot_uniform",
+                 bias_initializer: Any = "zeros", kernel_regularizer: Any = None,
+                 bias_regularizer: Any = None, activity_regularizer: Any = None,
+                 kernel_constraint: Any = None, bias_constraint: Any = None,
+                 **kwargs: Any) -> None:
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        _no_regularizers(self, kernel_regularizer, bias_regularizer, activity_regularizer,
+                         kernel_constraint, bias_constraint)
+        if isinstance(filters, float) and filters.is_integer():
+            filters = int(filters)
+        if not isinstance(filters, (int, np.integer)) or isinstance(filters, bool) or filters <= 0:
+            raise ValueError(f"Invalid value for argument `filters`. Expected a strictly "
+                             f"positive value. Received filters={filters!r}.")
+        self.filters = int(filters)
+        self.groups = int(groups or 1)
+        if self.groups < 1 or self.filters % self.groups != 0:
+            raise ValueError(f"The number of filters must be evenly divisible by the number of "
+                             f"groups. Received: groups={groups}, filters={filters}.")
+        self.kernel_size = _normalize_tuple(kernel_size, 2, "kernel_size")
+        self.strides = _normalize_tuple(strides, 2, "strides")
+        self.padding = _normalize_padding(padding)
+        if self.padding == "causal":
+            raise ValueError("Causal padding is only supported for `Conv1D` and `SeparableConv1D`.")
+        self.data_format = _normalize_data_format(data_format)
+        self.dilation_rate = _normalize_tuple(dilation_rate, 2, "dilation_rate")
+        if max(self.strides) > 1 and max(self.dilation_rate) > 1:
+            raise ValueError(f"`strides > 1` not supported in conjunction with `dilation_rate > 1`."
+                             f" Received: strides={self.strides} and "
+                             f"dilation_rate={self.dilation_rate}")
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel: Variable | None = None
+        self.bias: Variable | None = None
+        self.input_spec = InputSpec(min_ndim=4)
+
+    @property
+    def _channel_axis(self) -> int:
+        return -1 if self.data_format == "channels_last" else -3
+
+    def build(self, input_shape: Any) -> None:
+        """Create `kernel` [kh, kw, in_channels // groups, filters] and `bias` [filters]."""
+        input_shape = TensorShape(input_shape)
+        if len(input_shape) < 4:
+            raise ValueError(f'Layer "{self.name}" (Conv2D) needs an input shape of rank >= 4 '
+                             f"(batch, height, width, channels); got {input_shape}.")
+        channels = input_shape[self._channel_axis]
+        if channels is None:
+            raise ValueError(f"The channel dimension of the inputs should be defined. The "
+                             f"input_shape received is {input_shape}, where axis "
+                             f"{self._channel_axis} (0-based) is the channel dimension, which "
+                             f"found to be `None`.")
+        if channels % self.groups != 0:
+            raise ValueError(f"The number of input channels must be evenly divisible by the "
+                             f"number of groups. Received groups={self.groups}, but the input "
+                             f"has {channels} channels (full input shape is {input_shape}).")
+        self.kernel = self.add_weight(
+            "kernel", self.kernel_size + (channels // self.groups, self.filters),
+            initializer=self.kernel_initializer)
+        self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer) \
+            if self.use_bias else None
+        self.input_spec = InputSpec(min_ndim=4, axes={self._channel_axis: channels})
+        self.built = True
+
+    def compute_output_shape(self, input_shape: Any) -> TensorShape:
+        """The output shape: spatial sizes per padding, strides and dilation; `filters` channels."""
+        shape = TensorShape(input_shape)
+        if len(shape) < 4:
+            raise ValueError(f'Layer "{self.name}" (Conv2D) needs an input shape of rank >= 4; '
+                             f"got {shape}.")
+        hw = (-3, -2) if self.data_format == "channels_last" else (-2, -1)
+        dims = list(shape)
+        for i, ax in enumerate(hw):
+            dims[ax] = _conv_output_length(shape[ax], self.kernel_size[i], self.padding,
+                                           self.strides[i], self.dilation_rate[i])
+        dims[self._channel_axis] = self.filters
+        if any(d is not None and d <= 0 for d in dims[-3:]):
+            raise ValueError(f"One of the dimensions in the output is <= 0 due to downsampling "
+                             f"in {self.name} (Conv2D). Consider increasing the input size. "
+                             f"Received input shape {tuple(shape)} which would produce output "
+                             f"shape with a zero or negative value in a dimension: "
+                             f"{tuple(dims)} (kernel_size={self.kernel_size}, "
+                             f"strides={self.strides}, dilation_rate={self.dilation_rate}, "
+                             f"padding={self.padding!r}).")
+        return TensorShape(dims)
+
+    def call(self, inputs: Any) -> Any:
+        """``activation(tf.nn.conv2d(inputs, kernel) + bias)``."""
+        if inputs._value.dtype.kind not in "f":
+            raise TypeError(f'Layer "{self.name}" (Conv2D) needs floating inputs; got dtype '
+                            f"{inputs.dtype.name}. Cast them first, e.g. tf.cast(x, tf.float32).")
+        shape = np.shape(inputs._value)
+        self.compute_output_shape(shape)  # a clear error where the input is too small
+        x = inputs
+        if len(shape) > 4:
+            x = ops.reshape(x, (-1,) + tuple(shape[-3:]))
+        if self.data_format == "channels_first":
+            x = ops.transpose(x, [0, 2, 3, 1])
+        if self.groups == 1:
+            y = self._conv(x, self.kernel)
+        else:
+            xs = ops.split(x, self.groups, axis=-1)
+            ks = ops.split(self.kernel, self.groups, axis=-1)
+            y = ops.concat([self._conv(a, k) for a, k in zip(xs, ks)], axis=-1)
+        if self.bias is not None:
+            y = ops.nn_ops.bias_add(y, self.bias)
+        if self.data_format == "channels_first":
+            y = ops.transpose(y, [0, 3, 1, 2])
+        if len(shape) > 4:
+            y = ops.reshape(y, tuple(shape[:-3]) + tuple(np.shape(y._value)[1:]))
+        return self.activation(y)
+
+    def _conv(self, x: Any, kernel: Any) -> Any:
+        return ops.conv2d(x, kernel, strides=self.strides, padding=self.padding.upper(),
+                          dilations=self.dilation_rate)
+
+
+Convolution2D = Conv2D
+
+
+# ---------------------------------------------------------------- pooling
+class _Pooling2D(Layer):
+    _op_name = ""
+
+    def __init__(self, pool_size: Any = (2, 2), strides: Any = None, padding: str = "valid",
+                 data_format: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if strides is None:
+            strides = pool_size
+        self.pool_size = _normalize_tuple(pool_size, 2, "pool_size")
+        self.strides = _normalize_tuple(strides, 2, "strides")
+        self.padding = _normalize_padding(padding)
+        if self.padding == "causal":
+            raise ValueError(f"{type(self).__name__}: `padding` must be 'valid' or 'same'; "
+                             f"got {padding!r}.")
+        self.data_format = _normalize_data_format(data_format)
+        self.input_spec = InputSpec(ndim=4)
+        name = type(self).__name__
+        self._input_hint = (f"{name} expects inputs of shape (batch, height, width, channels); "
+                            f"to pool a single image, add a batch axis (e.g. tf.expand_dims(x, 0)).")
+
+    def compute_output_shape(self, input_shape: Any) -> TensorShape:
+        """The output shape: spatial sizes per pool size, strides and padding."""
+        shape = TensorShape(input_shape)
+        if len(shape) != 4:
+            raise ValueError(f'Layer "{self.name}" ({type(self).__name__}) needs an input shape '
+                             f"of rank 4; got {shape}.")
+        hw = (1, 2) if self.data_format == "channels_last" else (2, 3)
+        dims = list(shape)
+        for i, ax in enumerate(hw):
+            dims[ax] = _conv_output_length(shape[ax], self.pool_size[i], self.padding,
+                                           self.strides[i])
+        if any(d is not None and d <= 0 for d in dims):
+            raise ValueError(f"Layer \"{self.name}\" ({type(self).__name__}): the input's "
+                             f"spatial size {tuple(shape[a] for a in hw)} is smaller than the "
+                             f"pool size {self.pool_size} with padding {self.padding!r}; input "
+                             f"shape {tuple(shape)} would give output shape {tuple(dims)}.")
+        return TensorShape(dims)
+
+    def call(self, inputs: Any) -> Any:
+        """Pool each window of `pool_size`, `strides` apart."""
+        self.compute_output_shape(np.shape(inputs._value))
+        x = inputs
+        if self.data_format == "channels_first":
+            x = ops.transpose(x, [0, 2, 3, 1])
+        y = self._pool(x)
+        if self.data_format == "channels_first":
+            y = ops.transpose(y, [0, 3, 1, 2])
+        return y
+
+    def _pool(self, x: Any) -> Any:
+        raise NotImplementedError
+
+
+class MaxPooling2D(_Pooling2D):
+    """Max pooling over 2-D windows (`tf.nn.max_pool2d`); `strides` defaults to
+    `pool_size`, `padding` is "valid" or "same".
+
+    Example:
+        >>> import tapeflow as tf
+        >>> x = tf.reshape(tf.range(16.), [1, 4, 4, 1])
+        >>> tf.keras.layers.MaxPooling2D()(x)[0, :, :, 0].numpy()
+        array([[ 5.,  7.],
+               [13., 15.]], dtype=float32)
+        >>> tf.keras.layers.MaxPooling2D(3, strides=2, padding="same")(tf.ones([2, 7, 7, 3])).shape
+        TensorShape([2, 4, 4, 3])
+    """
+
+    def _pool(self, x: Any) -> Any:
+        return ops.nn_pool.max_pool2d(x, ksize=self.pool_size, strides=self.strides,
+                                      padding=self.padding.upper())
+
+
+class AveragePooling2D(_Pooling2D):
+    """Average pooling over 2-D windows (`tf.nn.avg_pool2d`); with "same" padding,
+    each mean is over the window's unpadded elements.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> x = tf.reshape(tf.range(16.), [1, 4, 4, 1])
+        >>> tf.keras.layers.AveragePooling2D()(x)[0, :, :, 0].numpy()
+        array([[ 2.5,  4.5],
+               [10.5, 12.5]], dtype=float32)
+    """
+
+    def _pool(self, x: Any) -> Any:
+        return ops.nn_pool.avg_pool2d(x, ksize=self.pool_size, strides=self.strides,
+                                      padding=self.padding.upper())
+
+
+MaxPool2D = MaxPooling2D
+AvgPool2D = AveragePooling2D
+
+
+# ---------------------------------------------------------------- Flatten
+class Flatten(Layer):
+    """Flatten each example: (batch, d1, d2, ...) -> (batch, d1 * d2 * ...); a rank-1
+    input (batch,) becomes (batch, 1). With ``data_format="channels_first"`` the
+    channels axis is moved last first, so the order matches channels_last.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.keras.layers.Flatten()(tf.ones([2, 3, 4, 5])).shape
+        TensorShape([2, 60])
+    """
+
+    _input_hint = "Flatten needs a batch axis: inputs of shape (batch, ...)."
+
+    def __init__(self, data_format: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.data_format = _normalize_data_format(data_format)
+        self.input_spec = InputSpec(min_ndim=1)
+
+    def compute_output_shape(self, input_shape: Any) -> TensorShape:
+        """(batch, product of the other dims)."""
+        shape = TensorShape(input_shape)
+        if len(shape) < 1:
+            raise ValueError(f'Layer "{self.name}" (Flatten) needs an input shape of rank >= 1; '
+                             f"got {shape}.")
+        rest = shape[1:]
+        size = 1 if not rest else (None if any(d is None for d in rest)
+                                   else int(np.prod(rest, dtype=np.int64)))
+        return TensorShape((shape[0], size))
+
+    def call(self, inputs: Any) -> Any:
+        """Reshape to (batch, -1)."""
+        shape = np.shape(inputs._value)
+        x = inputs
+        if self.data_format == "channels_first" and len(shape) > 2:
+            x = ops.transpose(x, [0] + list(range(2, len(shape))) + [1])
+        return ops.reshape(x, (shape[0], int(np.prod(shape[1:], dtype=np.int64))))
+
+
+# ---------------------------------------------------------------- Activation
+class Activation(Layer):
+    """Apply an activation function (a name or a callable) to the inputs.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.keras.layers.Activation("relu")(tf.constant([[-1., 2.]])).numpy()
+        array([[0., 2.]], dtype=float32)
+    """
+
+    def __init__(self, activation: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.activation = activations.get(activation)
+
+    def call(self, inputs: Any) -> Any:
+        """``activation(inputs)``."""
+        return self.activation(inputs)
+
+    def compute_output_shape(self, input_shape: Any) -> TensorShape:
+        """The input shape."""
+        return TensorShape(input_shape)

@@ -1,0 +1,368 @@
+"""Keras models: `Sequential`, a linear stack of layers (tf.keras / Keras 2 behaviour)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from ..tensor import TensorShape, Variable, _TensorLike
+from .layers import Layer, _call_accepts, _check_input, _dedup
+
+__all__ = ["Sequential"]
+
+
+def _relax(old: TensorShape | None, new: Any) -> TensorShape:
+    """Dims that differ between two calls' shapes become None (Keras' relaxed shape)."""
+    new = TensorShape(new)
+    if old is None:
+        return new
+    if len(old) != len(new):
+        return new
+    return TensorShape(a if a == b else None for a, b in zip(old, new))
+
+
+def _readable_size(size: float) -> str:
+    for unit in ("Byte", "KB", "MB", "GB", "TB"):
+        if size / 1024 < 1:
+            return f"{size:.2f} {unit}"
+        size /= 1024
+    return f"{size:.2f} PB"
+
+
+class Sequential(Layer):
+    """A linear stack of layers: each layer's output is the next one's input.
+
+    The model is built (its layers' weights created) on the first call, by
+    `build(input_shape)`, or at once when its first layer was given
+    ``input_shape=``. `trainable_variables` lists the layers' trainable
+    weights in layer order, ready for ``tape.gradient``; `weights` lists all of
+    them layer by layer. A layer that takes ``training``/``mask`` gets the
+    model call's.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> model = tf.keras.Sequential([
+        ...     tf.keras.layers.Conv2D(4, 3, activation="relu", name="conv"),
+        ...     tf.keras.layers.MaxPooling2D(name="pool"),
+        ...     tf.keras.layers.Flatten(name="flat"),
+        ...     tf.keras.layers.Dense(10, name="logits"),
+        ... ], name="cnn")
+        >>> model(tf.zeros([2, 10, 10, 1])).shape
+        TensorShape([2, 10])
+        >>> [v.name for v in model.trainable_variables]
+        ['conv/kernel:0', 'conv/bias:0', 'logits/kernel:0', 'logits/bias:0']
+        >>> model.summary()
+        Model: "cnn"
+        _________________________________________________________________
+         Layer (type)                Output Shape              Param #
+        =================================================================
+         conv (Conv2D)               (2, 8, 8, 4)              40
+        <BLANKLINE>
+         pool (MaxPooling2D)         (2, 4, 4, 4)              0
+        <BLANKLINE>
+         flat (Flatten)              (2, 64)                   0
+        <BLANKLINE>
+         logits (Dense)              (2, 10)                   650
+        <BLANKLINE>
+        =================================================================
+        Total params: 690 (2.70 KB)
+        Trainable params: 690 (2.70 KB)
+        Non-trainable params: 0 (0.00 Byte)
+        _________________________________________________________________
+    """
+
+    def __init__(self, layers: Iterable[Layer] | Layer | None = None, name: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(name=name, **kwargs)
+        self._autocast = False  # as Keras' models: each layer casts its own inputs
+        self.__dict__["_layers"] = []
+        self._input_shape: TensorShape | None = None
+        if layers is not None:
+            if isinstance(layers, Layer) or not isinstance(layers, (list, tuple)):
+                layers = [layers]
+            for layer in layers:
+                self.add(layer)
+
+    # -------------------------------------------------- structure
+    @property
+    def layers(self) -> list[Layer]:
+        """The model's layers, in order."""
+        return list(self._layers)
+
+    def _children(self) -> list[Layer]:
+        extra = [s for s in self._sublayers if not any(s is l for l in self._layers)]
+        return list(self._layers) + extra
+
+    def add(self, layer: Layer) -> None:
+        """Append a layer; a built model builds it at once from the previous output shape.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> model = tf.keras.Sequential()
+            >>> model.add(tf.keras.layers.Dense(8, input_shape=(4,)))
+            >>> model.add(tf.keras.layers.Dense(1))
+            >>> [w.shape for w in model.weights]
+            [TensorShape([4, 8]), TensorShape([8]), TensorShape([8, 1]), TensorShape([1])]
+        """
+        if not isinstance(layer, Layer):
+            raise TypeError(f"The added layer must be an instance of class Layer. "
+                            f"Received: layer={layer!r} of type {type(layer)}.")
+        if any(layer.name == l.name for l in self._layers):
+            raise ValueError(f'All layers added to a Sequential model should have unique names. '
+                             f'Name "{layer.name}" is already the name of a layer in this model. '
+                             f"Update the `name` argument to pass a unique name.")
+        self._layers.append(layer)
+        if len(self._layers) == 1 and layer._batch_input_shape is not None:
+            self.build(layer._batch_input_shape)
+        elif self.built and self._input_shape is not None:
+            self.build(self._input_shape)  # the new layer is built from its input shape
+        else:
+            self.built = False
+
+    def pop(self) -> None:
+        """Remove the last layer.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> model = tf.keras.Sequential([tf.keras.layers.Dense(2), tf.keras.layers.Dense(3)])
+            >>> model.pop()
+            >>> len(model.layers)
+            1
+        """
+        if not self._layers:
+            raise TypeError("There are no layers in the model.")
+        self._layers.pop()
+
+    def get_layer(self, name: str | None = None, index: int | None = None) -> Layer:
+        """A layer by name or by index.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> model = tf.keras.Sequential([tf.keras.layers.Dense(2, name="out")])
+            >>> model.get_layer("out") is model.layers[0]
+            True
+        """
+        if index is not None and name is not None:
+            raise ValueError(f"Provide only a layer name or a layer index. Received: "
+                             f"index={index}, name={name}.")
+        if index is not None:
+            if len(self._layers) <= index:
+                raise ValueError(f"Was asked to retrieve layer at index {index} but model only "
+                                 f"has {len(self._layers)} layers.")
+            return self._layers[index]
+        if name is not None:
+            for layer in self._layers:
+                if layer.name == name:
+                    return layer
+            raise ValueError(f"No such layer: {name}. Existing layers are: "
+                             f"{[l.name for l in self._layers]}.")
+        raise ValueError("Provide either a layer name or layer index at `get_layer`.")
+
+    # -------------------------------------------------- build and call
+    def build(self, input_shape: Any = None) -> None:
+        """Build every layer for inputs of `input_shape` (the batch dim may be None).
+
+        Example:
+            >>> import tapeflow as tf
+            >>> model = tf.keras.Sequential([tf.keras.layers.Flatten(), tf.keras.layers.Dense(3)])
+            >>> model.build((None, 2, 2))
+            >>> model.layers[1].kernel.shape
+            TensorShape([4, 3])
+        """
+        if input_shape is None:
+            input_shape = self._input_shape
+        if input_shape is None:
+            raise ValueError("You must provide an `input_shape` argument.")
+        shape = TensorShape(input_shape)
+        for layer in self._layers:
+            if layer.input_spec is not None:
+                _check_input(layer, layer.input_spec, shape)
+            if not layer.built:
+                layer._maybe_build(shape)
+            shape = layer.compute_output_shape(shape)
+            layer.__dict__["_output_shape"] = shape
+        self._input_shape = TensorShape(input_shape)
+        self._build_input_shape = self._input_shape
+        self.built = True
+
+    def __call__(self, inputs: Any, training: Any = None, mask: Any = None,
+                 **kwargs: Any) -> Any:
+        return self.call(inputs, training=training, mask=mask, **kwargs)
+
+    def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
+        """Run the layers in order; each gets `training`/`mask` if its `call` takes them."""
+        x = inputs
+        value = x._value if isinstance(x, _TensorLike) else x if isinstance(x, np.ndarray) else None
+        record = not self.built or (value is not None and self._input_shape is not None
+                                    and not self._input_shape.is_compatible_with(np.shape(value)))
+        for layer in self._layers:
+            kwargs = {}
+            takes_training, takes_mask = _call_accepts(layer.call)
+            if takes_training and training is not None:
+                kwargs["training"] = training
+            if takes_mask and mask is not None:
+                kwargs["mask"] = mask
+            x = layer(x, **kwargs)
+            mask = None
+            if record and isinstance(x, _TensorLike):
+                old = layer.__dict__.get("_output_shape")
+                layer.__dict__["_output_shape"] = _relax(old if self.built else None,
+                                                         np.shape(x._value))
+        if record:
+            if value is not None:
+                self._input_shape = _relax(self._input_shape if self.built else None,
+                                           np.shape(value))
+            self.built = True
+        return x
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        """The shape after every layer."""
+        shape = TensorShape(input_shape)
+        for layer in self._layers:
+            shape = layer.compute_output_shape(shape)
+        return shape
+
+    # -------------------------------------------------- weights
+    def _assert_weights_created(self) -> None:
+        if not self.built:
+            raise ValueError(f"Weights for model '{self.name}' have not yet been created. Weights "
+                             f"are created when the model is first called on inputs or `build()` "
+                             f"is called with an `input_shape`.")
+
+    @property
+    def trainable_weights(self) -> list[Variable]:
+        """The layers' trainable weights, layer by layer ([] when not trainable)."""
+        self._assert_weights_created()
+        return super().trainable_weights
+
+    @property
+    def non_trainable_weights(self) -> list[Variable]:
+        """The layers' other weights (all of them when the model is not trainable)."""
+        self._assert_weights_created()
+        return super().non_trainable_weights
+
+    @property
+    def weights(self) -> list[Variable]:
+        """Every weight, layer by layer (each layer's `weights` in turn)."""
+        self._assert_weights_created()
+        out = []
+        for layer in self._children():
+            out += layer.weights
+        return _dedup(out + self._own_variables())
+
+    def count_params(self) -> int:
+        """The number of scalars in the model's weights (the model must be built)."""
+        if not self.built:
+            raise ValueError(f"You tried to call `count_params` on layer {self.name}, but the "
+                             f"layer isn't built. You can build it manually via: "
+                             f"`{self.name}.build(batch_input_shape)`.")
+        return int(sum(int(np.prod(w.shape, dtype=np.int64)) for w in self.weights))
+
+    # -------------------------------------------------- summary
+    def summary(self, line_length: int | None = None, positions: list | None = None,
+                print_fn: Callable[[str], Any] | None = None, expand_nested: bool = False,
+                show_trainable: bool = False, layer_range: Any = None) -> None:
+        """Print a table of the layers, their output shapes and parameter counts
+        (Keras 2's layout); the model must be built.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> model = tf.keras.Sequential([tf.keras.layers.Dense(3, input_shape=(4,), name="d")],
+            ...                             name="m")
+            >>> model.summary(line_length=50)
+            Model: "m"
+            __________________________________________________
+             Layer (type)          Output Shape        Param #
+            ==================================================
+             d (Dense)             (None, 3)           15
+            <BLANKLINE>
+            ==================================================
+            Total params: 15 (60.00 Byte)
+            Trainable params: 15 (60.00 Byte)
+            Non-trainable params: 0 (0.00 Byte)
+            __________________________________________________
+        """
+        if not self.built:
+            raise ValueError("This model has not yet been built. Build the model first by "
+                             "calling `build()` or by calling the model on a batch of data.")
+        print_fn = print_fn or print
+        line_length = line_length or 65
+        positions = list(positions or [0.45, 0.85, 1.0])
+        if positions[-1] <= 1:
+            positions = [int(line_length * p) for p in positions]
+        header = ["Layer (type)", "Output Shape", "Param #"]
+        if show_trainable:
+            line_length += 11
+            positions.append(line_length)
+            header.append("Trainable")
+
+        def row(fields: list, nested: int = 0) -> None:
+            left = [str(f) for f in fields]
+            while any(left):
+                line = ""
+                for col in range(len(left)):
+                    start = positions[col - 1] if col > 0 else 0
+                    end = positions[col]
+                    space = 2 if col != len(positions) - 1 else 0
+                    cutoff = end - start - space - (1 if col != len(positions) - 1 else 0)
+                    if col == 0:
+                        cutoff -= nested
+                    fit = left[col][:cutoff]
+                    breaks = [fit.find(b) + len(b) for b in ("),", "},", "],", "',")
+                              if fit.find(b) >= 0]
+                    if breaks:
+                        cutoff = min(breaks)
+                        fit = fit[:cutoff]
+                    if col == 0:
+                        line += "|" * nested + " "
+                    line += fit + " " * space
+                    left[col] = left[col][cutoff:]
+                    if nested and col == len(positions) - 1:
+                        line += " " * (positions[col] - len(line) - nested)
+                    else:
+                        line += " " * (positions[col] - len(line))
+                print_fn(line + "|" * nested)
+
+        def show(layer: Layer, nested: int, last: bool) -> None:
+            shape = layer.__dict__.get("_output_shape")
+            shape = "?" if shape is None else (str(tuple(shape)) if isinstance(shape, TensorShape)
+                                               else str(shape))
+            params = layer.count_params() if layer.built else "0 (unused)"
+            fields = [f"{layer.name} ({type(layer).__name__})", shape, params]
+            if show_trainable:
+                fields.append("Y" if layer.trainable else "N")
+            row(fields, nested)
+            if expand_nested and isinstance(layer, Sequential) and layer.layers:
+                bar = "|" * (nested + 1)
+                print_fn(bar + "¯" * (line_length - 2 * nested - 2) + bar)
+                for i, sub in enumerate(layer.layers):
+                    show(sub, nested + 1, i == len(layer.layers) - 1)
+                print_fn("|" * nested + "¯" * (line_length - 2 * nested) + "|" * nested)
+                last = True  # as Keras: no blank line after an expanded block
+            if not last:
+                print_fn("|" * nested + " " * (line_length - 2 * nested) + "|" * nested)
+
+        print_fn(f'Model: "{self.name}"')
+        print_fn("_" * line_length)
+        row(header)
+        print_fn("=" * line_length)
+        layers = self._layers
+        if layer_range is not None:
+            names = [l.name for l in layers]
+            lo, hi = (names.index(n) for n in layer_range)
+            layers = layers[lo:hi + 1]
+        for layer in layers:
+            show(layer, 0, False)
+        print_fn("=" * line_length)
+        trainable, frozen = self.trainable_weights, self.non_trainable_weights
+
+        def size(ws: list) -> tuple[int, int]:
+            counts = [int(np.prod(w.shape, dtype=np.int64)) for w in ws]
+            return sum(counts), sum(c * w.dtype.size for c, w in zip(counts, ws))
+
+        (nt, bt), (nf, bf) = size(trainable), size(frozen)
+        print_fn(f"Total params: {nt + nf} ({_readable_size(bt + bf)})")
+        print_fn(f"Trainable params: {nt} ({_readable_size(bt)})")
+        print_fn(f"Non-trainable params: {nf} ({_readable_size(bf)})")
+        print_fn("_" * line_length)
