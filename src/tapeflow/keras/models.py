@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ..tensor import TensorShape, Variable, _TensorLike
-from .layers import Layer, _call_accepts, _check_input, _dedup
+from .base_layer import Layer, _call_accepts, _check_input, _dedup
 
 __all__ = ["Sequential"]
 

@@ -1,0 +1,503 @@
+"""The Layer base class and the helpers every layer uses (shapes, names, input checks)."""
+
+from __future__ import annotations
+
+import collections
+import inspect
+import re
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from .. import dtypes as _dt
+from .. import ops
+from ..core import no_recorders
+from ..ops._rules import as_tensor
+from ..tensor import Tensor, TensorShape, Variable, _TensorLike
+from . import initializers
+
+__all__ = ["InputSpec", "Layer"]
+
+
+# ---------------------------------------------------------------- names
+_NAME_UIDS: collections.Counter = collections.Counter()
+
+
+def _to_snake_case(name: str) -> str:
+    intermediate = re.sub("(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
+    snake = re.sub("([a-z])([A-Z])", r"\1_\2", intermediate).lower()
+    return snake if snake[0] != "_" else "private" + snake
+
+
+def _unique_name(base: str) -> str:
+    """Keras' default layer names: "dense", then "dense_1", "dense_2", ..."""
+    n = _NAME_UIDS[base]
+    _NAME_UIDS[base] += 1
+    return base if n == 0 else f"{base}_{n}"
+
+
+# ---------------------------------------------------------------- input checks
+class InputSpec:
+    """What a layer accepts: `ndim`, `min_ndim`, `max_ndim`, and `axes` ({axis: size}).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.keras.layers.InputSpec(min_ndim=4, axes={-1: 3})
+        InputSpec(min_ndim=4, axes={-1: 3})
+    """
+
+    def __init__(self, dtype: Any = None, shape: Any = None, ndim: int | None = None,
+                 max_ndim: int | None = None, min_ndim: int | None = None,
+                 axes: dict | None = None, allow_last_axis_squeeze: bool = False,
+                 name: str | None = None) -> None:
+        self.dtype = dtype
+        self.shape = None if shape is None else tuple(shape)
+        self.ndim = len(self.shape) if self.shape is not None else ndim
+        self.max_ndim, self.min_ndim = max_ndim, min_ndim
+        self.axes = {int(k): v for k, v in (axes or {}).items()}
+        self.name = name
+
+    def __repr__(self) -> str:
+        parts = [f"{k}={v!r}" for k, v in (("dtype", self.dtype), ("shape", self.shape),
+                                           ("ndim", self.ndim), ("max_ndim", self.max_ndim),
+                                           ("min_ndim", self.min_ndim)) if v is not None]
+        if self.axes:
+            parts.append(f"axes={self.axes}")
+        return f"InputSpec({', '.join(parts)})"
+
+
+def _check_input(layer: "Layer", spec: InputSpec, shape: tuple) -> None:
+    """Raise Keras' ValueError when `shape` does not fit `spec`."""
+    ndim = len(shape)
+    head = f'Input 0 of layer "{layer.name}" ({type(layer).__name__}) is incompatible with the layer'
+    hint = f" {layer._input_hint}" if layer._input_hint else ""
+    for key, ok in (("ndim", spec.ndim is None or ndim == spec.ndim),
+                    ("min_ndim", spec.min_ndim is None or ndim >= spec.min_ndim),
+                    ("max_ndim", spec.max_ndim is None or ndim <= spec.max_ndim)):
+        if not ok:
+            raise ValueError(f"{head}: expected {key}={getattr(spec, key)}, found ndim={ndim}. "
+                             f"Full shape received: {tuple(shape)}.{hint}")
+    for axis, value in spec.axes.items():
+        if value is not None and -ndim <= axis < ndim and shape[axis] not in (value, None):
+            raise ValueError(f"{head}: expected axis {axis} of input shape to have value {value}, "
+                             f"but received input with shape {tuple(shape)}.")
+    if spec.shape is not None:
+        for want, got in zip(spec.shape, shape):
+            if want is not None and got is not None and want != got:
+                raise ValueError(f"{head}: expected shape={spec.shape}, found shape={tuple(shape)}.")
+
+
+# ---------------------------------------------------------------- helpers
+def _normalize_tuple(value: Any, n: int, name: str, allow_zero: bool = False) -> tuple:
+    """Keras' conv_utils.normalize_tuple: an int or n ints, all positive (or >= 0)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        values = (int(value),) * n
+    else:
+        try:
+            values = tuple(value)
+        except TypeError:
+            raise ValueError(f"The `{name}` argument must be a tuple of {n} integers. "
+                             f"Received: {value!r}") from None
+        if len(values) != n or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                       for v in values):
+            raise ValueError(f"The `{name}` argument must be a tuple of {n} integers. "
+                             f"Received: {value!r}")
+        values = tuple(int(v) for v in values)
+    bad = [v for v in values if (v < 0 if allow_zero else v <= 0)]
+    if bad:
+        req = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"The `{name}` argument must be a tuple of {n} integers. Received "
+                         f"{name}={value!r} including {set(bad)} that does not satisfy the "
+                         f"requirement `{req}`.")
+    return values
+
+
+def _normalize_padding(value: Any) -> str:
+    padding = value.lower() if isinstance(value, str) else value
+    if padding not in ("valid", "same", "causal"):
+        raise ValueError(f'The `padding` argument must be one of "valid", "same" (or "causal", '
+                         f"only for `Conv1D`). Received: {value!r}")
+    return padding
+
+
+def _normalize_data_format(value: Any) -> str:
+    data_format = "channels_last" if value is None else str(value).lower()
+    if data_format not in ("channels_first", "channels_last"):
+        raise ValueError(f'The `data_format` argument must be one of "channels_first", '
+                         f'"channels_last". Received: {value!r}')
+    return data_format
+
+
+def _conv_output_length(n: int | None, k: int, padding: str, stride: int,
+                        dilation: int = 1) -> int | None:
+    if n is None:
+        return None
+    span = (k - 1) * dilation + 1
+    out = n if padding == "same" else n - span + 1
+    return (out + stride - 1) // stride
+
+
+def _shape_of(x: Any) -> Any:
+    if isinstance(x, _TensorLike):
+        return TensorShape(np.shape(x._value))
+    if isinstance(x, (list, tuple)):
+        return type(x)(_shape_of(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _shape_of(v) for k, v in x.items()}
+    return TensorShape(np.shape(x))
+
+
+def _holds_tensor(x: Any) -> bool:
+    if isinstance(x, (_TensorLike, np.ndarray)):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_holds_tensor(v) for v in x)
+    return isinstance(x, dict)
+
+
+def _convert_inputs(x: Any, who: str) -> Any:
+    """A tensor, or (for multi-input layers) a structure of tensors."""
+    if type(x) is Tensor:
+        return x
+    if isinstance(x, (list, tuple)) and _holds_tensor(x) and \
+            not all(isinstance(v, np.ndarray) for v in x):
+        return type(x)(_convert_inputs(v, who) for v in x)
+    if isinstance(x, dict):
+        return {k: _convert_inputs(v, who) for k, v in x.items()}
+    return as_tensor(x, who, "inputs")
+
+
+def _dedup(variables: Iterable[Variable]) -> list[Variable]:
+    seen, out = set(), []
+    for v in variables:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+
+
+_CALL_ARGS: dict[Any, tuple[bool, bool]] = {}
+
+
+def _call_accepts(call: Callable) -> tuple[bool, bool]:
+    """Whether a `call` method takes `training` and `mask` (cached per function)."""
+    key = getattr(call, "__func__", call)
+    got = _CALL_ARGS.get(key)
+    if got is None:
+        try:
+            params = inspect.signature(call).parameters
+        except (TypeError, ValueError):
+            params = {}
+        varkw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        got = _CALL_ARGS[key] = ("training" in params or varkw, "mask" in params or varkw)
+    return got
+
+
+_LAYER_KWARGS = {"input_dim", "input_shape", "batch_input_shape", "batch_size", "weights",
+                 "activity_regularizer", "autocast", "implementation", "dynamic"}
+
+
+# ---------------------------------------------------------------- the base layer
+class Layer:
+    """Base layer: builds its weights on the first call from the input shape.
+
+    Subclasses implement `build(input_shape)` (creating weights with `add_weight`)
+    and `call(inputs)`; `compute_output_shape` is optional. Calling the layer
+    converts the inputs to tensors, checks them against `input_spec`, builds
+    the layer if needed and casts floating inputs to the layer's dtype.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> class Scale(tf.keras.layers.Layer):
+        ...     def build(self, input_shape):
+        ...         self.w = self.add_weight("w", shape=(input_shape[-1],), initializer="ones")
+        ...     def call(self, inputs):
+        ...         return inputs * self.w
+        >>> layer = Scale(name="scale")
+        >>> layer(tf.constant([[1., 2.]])).numpy()
+        array([[1., 2.]], dtype=float32)
+        >>> [v.name for v in layer.trainable_variables]
+        ['scale/w:0']
+    """
+
+    _input_hint = ""
+
+    def __init__(self, trainable: bool = True, name: str | None = None, dtype: Any = None,
+                 dynamic: bool = False, **kwargs: Any) -> None:
+        unknown = set(kwargs) - _LAYER_KWARGS
+        if unknown:
+            raise TypeError(f"Keyword argument not understood: {sorted(unknown)[0]!r} "
+                            f"(layer {type(self).__name__}).")
+        d = self.__dict__
+        d["_trainable"] = bool(trainable)
+        d["_own_weights"] = []
+        d["_sublayers"] = []
+        d["_tracked_variables"] = []
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"A layer's `name` must be a string; got {name!r}.")
+        self.name = name or _unique_name(_to_snake_case(type(self).__name__))
+        self.dtype = _dt.as_dtype(dtype if dtype is not None else "float32").name
+        self.built = False
+        self.input_spec: InputSpec | None = None
+        self._autocast = bool(kwargs.get("autocast", True))
+        self._build_input_shape = None
+        self._initial_weights = kwargs.get("weights")
+        batch_input_shape = kwargs.get("batch_input_shape")
+        if batch_input_shape is None and kwargs.get("input_shape") is not None:
+            batch_input_shape = (kwargs.get("batch_size"),) + tuple(kwargs["input_shape"])
+        self._batch_input_shape = None if batch_input_shape is None else tuple(batch_input_shape)
+
+    # -------------------------------------------------- attribute tracking
+    def __setattr__(self, name: str, value: Any) -> None:
+        d = self.__dict__
+        if "_sublayers" in d and not name.startswith("__"):
+            for v in (value if isinstance(value, (list, tuple)) else (value,)):
+                if isinstance(v, Layer) and v is not self and \
+                        not any(v is s for s in d["_sublayers"]):
+                    d["_sublayers"].append(v)
+                elif isinstance(v, Variable) and \
+                        not any(v is w for w in d["_tracked_variables"] + d["_own_weights"]):
+                    d["_tracked_variables"].append(v)
+        object.__setattr__(self, name, value)
+
+    # -------------------------------------------------- trainable
+    @property
+    def trainable(self) -> bool:
+        """Whether the layer's weights are trainable; setting it sets every sublayer's too."""
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        for layer in self._flatten_layers():
+            layer.__dict__["_trainable"] = bool(value)
+
+    def _flatten_layers(self) -> list["Layer"]:
+        out, stack = [], [self]
+        while stack:
+            layer = stack.pop()
+            if any(layer is o for o in out):
+                continue
+            out.append(layer)
+            stack.extend(reversed(layer._children()))
+        return out
+
+    def _children(self) -> list["Layer"]:
+        return list(self._sublayers)
+
+    # -------------------------------------------------- weights
+    def add_weight(self, name: str | None = None, shape: Any = None, dtype: Any = None,
+                   initializer: Any = None, regularizer: Any = None, trainable: bool | None = None,
+                   constraint: Any = None, **kwargs: Any) -> Variable:
+        """Create a weight variable of the layer (named ``"<layer>/<name>"``).
+
+        The default initializer is ``"glorot_uniform"`` for floating dtypes and
+        ``"zeros"`` otherwise, as Keras; `dtype` defaults to the layer's dtype.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> layer = tf.keras.layers.Layer(name="demo")
+            >>> layer.add_weight("b", shape=(2,), initializer="zeros")
+            <tapeflow.Variable 'demo/b:0' shape=(2,) dtype=float32, numpy=array([0., 0.], dtype=float32)>
+        """
+        if regularizer is not None or constraint is not None:
+            raise NotImplementedError(f"{type(self).__name__}.add_weight: regularizers and "
+                                      f"constraints are not supported by tapeflow's Keras layers.")
+        dt = _dt.as_dtype(dtype if dtype is not None else self.dtype)
+        shape = () if shape is None else tuple(int(d) for d in shape)
+        if initializer is None:
+            initializer = "glorot_uniform" if dt.is_floating else "zeros"
+        init = initializers.get(initializer)
+        with no_recorders():  # as Keras' init_scope: weight creation is no traced or taped op
+            value = init(shape, dtype=dt)
+            v = Variable(value, trainable=True if trainable is None else bool(trainable),
+                         name=f"{self.name}/{name or 'Variable'}", dtype=dt)
+        self._own_weights.append(v)
+        return v
+
+    def _own_variables(self) -> list[Variable]:
+        return _dedup(self._own_weights + self._tracked_variables)
+
+    @property
+    def trainable_weights(self) -> list[Variable]:
+        """The trainable weights of this layer and its sublayers ([] when not trainable)."""
+        if not self.trainable:
+            return []
+        out = [w for w in self._own_variables() if w.trainable]
+        for child in self._children():
+            out += child.trainable_weights
+        return _dedup(out)
+
+    @property
+    def non_trainable_weights(self) -> list[Variable]:
+        """The weights not trained: all of them when the layer is not trainable."""
+        own = self._own_variables()
+        if self.trainable:
+            out = [w for w in own if not w.trainable]
+            for child in self._children():
+                out += child.non_trainable_weights
+        else:
+            out = [w for w in own if w.trainable] + [w for w in own if not w.trainable]
+            for child in self._children():
+                out += child.weights
+        return _dedup(out)
+
+    @property
+    def weights(self) -> list[Variable]:
+        """All weights: the trainable ones, then the others."""
+        return _dedup(self.trainable_weights + self.non_trainable_weights)
+
+    @property
+    def variables(self) -> list[Variable]:
+        """The same as `weights`."""
+        return self.weights
+
+    @property
+    def trainable_variables(self) -> list[Variable]:
+        """The same as `trainable_weights`."""
+        return self.trainable_weights
+
+    @property
+    def non_trainable_variables(self) -> list[Variable]:
+        """The same as `non_trainable_weights`."""
+        return self.non_trainable_weights
+
+    def get_weights(self) -> list[np.ndarray]:
+        """The weights' values, as NumPy arrays, in the order of `weights`.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> dense = tf.keras.layers.Dense(2, kernel_initializer="ones")
+            >>> dense.build((None, 1))
+            >>> dense.get_weights()
+            [array([[1., 1.]], dtype=float32), array([0., 0.], dtype=float32)]
+        """
+        return [w.numpy() for w in self.weights]
+
+    def set_weights(self, weights: Iterable[Any]) -> None:
+        """Assign the weights' values from arrays, in the order of `weights`.
+
+        Example:
+            >>> import numpy as np, tapeflow as tf
+            >>> dense = tf.keras.layers.Dense(1)
+            >>> dense.build((None, 2))
+            >>> dense.set_weights([np.array([[1.], [2.]]), np.array([0.5])])
+            >>> dense(tf.constant([[1., 1.]])).numpy()
+            array([[3.5]], dtype=float32)
+        """
+        params, weights = self.weights, list(weights)
+        if len(params) != len(weights):
+            raise ValueError(f'You called `set_weights(weights)` on layer "{self.name}" with a '
+                             f"weight list of length {len(weights)}, but the layer was expecting "
+                             f"{len(params)} weights.")
+        values = []
+        for p, w in zip(params, weights):
+            arr = np.asarray(w.numpy() if hasattr(w, "numpy") else w)
+            if tuple(arr.shape) != tuple(p.shape):
+                raise ValueError(f"Layer {self.name} weight shape {tuple(p.shape)} is not "
+                                 f"compatible with provided weight shape {tuple(arr.shape)}.")
+            values.append(arr.astype(p.dtype.as_numpy_dtype))
+        for p, v in zip(params, values):
+            p.assign(v)
+
+    def count_params(self) -> int:
+        """The number of scalars in the layer's weights (the layer must be built).
+
+        Example:
+            >>> import tapeflow as tf
+            >>> conv = tf.keras.layers.Conv2D(8, 3)
+            >>> conv.build((None, 28, 28, 1))
+            >>> conv.count_params()
+            80
+        """
+        if not self.built:
+            raise ValueError(f"You tried to call `count_params` on layer {self.name}, but the "
+                             f"layer isn't built. You can build it manually via: "
+                             f"`{self.name}.build(batch_input_shape)`.")
+        return int(sum(int(np.prod(w.shape, dtype=np.int64)) for w in self.weights))
+
+    # -------------------------------------------------- build and call
+    def build(self, input_shape: Any) -> None:
+        """Create the weights for inputs of `input_shape` (the base layer has none)."""
+        self._build_input_shape = input_shape
+        self.built = True
+
+    def call(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        """The layer's computation (the base layer returns its inputs)."""
+        return inputs
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        """The output shape for an input shape (None for unknown dims).
+
+        The base implementation runs `call` on zeros (unknown dims taken as 1) with
+        no tape or trace seeing it, and reports the batch dim as given.
+        """
+        shape = TensorShape(input_shape)
+        if not self.built:
+            self._maybe_build(shape)
+        dims = [1 if d is None else d for d in shape]
+        probe = Tensor(np.zeros(dims, _dt.as_dtype(self.dtype)._np))
+        with no_recorders():
+            out = TensorShape(np.shape(self.call(probe)._value))
+        if len(shape) and shape[0] is None and len(out):
+            out = TensorShape((None,) + tuple(out[1:]))
+        return out
+
+    def _maybe_build(self, input_shape: Any) -> None:
+        with no_recorders():
+            self.build(input_shape)
+        self.built = True
+        self._build_input_shape = input_shape
+        if self._initial_weights is not None:
+            initial, self._initial_weights = self._initial_weights, None
+            self.set_weights(initial)
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        x = _convert_inputs(inputs, self.name)
+        if kwargs:
+            takes_training, takes_mask = _call_accepts(self.call)
+            if not takes_training:
+                kwargs.pop("training", None)
+            if not takes_mask:
+                kwargs.pop("mask", None)
+        single = isinstance(x, _TensorLike)
+        if single and self.input_spec is not None:
+            _check_input(self, self.input_spec, np.shape(x._value))
+        if not self.built:
+            self._maybe_build(_shape_of(x))
+            if single and self.input_spec is not None:  # build may have narrowed the spec
+                _check_input(self, self.input_spec, np.shape(x._value))
+        if self._autocast:
+            x = self._cast(x)
+        return self.call(x, *args, **kwargs)
+
+    def _cast(self, x: Any) -> Any:
+        """Keras' autocast: floating inputs take the layer's dtype; others are left alone."""
+        if isinstance(x, _TensorLike):
+            if x._value.dtype.kind == "f" and x._value.dtype != _dt.as_dtype(self.dtype)._np:
+                return ops.cast(x, self.dtype)
+            return x
+        if isinstance(x, (list, tuple)):
+            return type(x)(self._cast(v) for v in x)
+        if isinstance(x, dict):
+            return {k: self._cast(v) for k, v in x.items()}
+        return x
+
+    @property
+    def output_shape(self) -> Any:
+        """The shape of the layer's output in the model that called it (Keras' summary column)."""
+        shape = self.__dict__.get("_output_shape")
+        if shape is None:
+            raise AttributeError(f"The layer {self.name} has never been called and thus has no "
+                                 f"defined output shape.")
+        return shape
+
+    def get_config(self) -> dict:
+        """The layer's constructor arguments (name, trainable, dtype for the base)."""
+        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+
+    def __repr__(self) -> str:
+        cls = type(self)
+        return f"<{cls.__module__}.{cls.__name__} name={self.name!r}, built={self.built}>"
+
+
+# ---------------------------------------------------------------- Dense
