@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import nest
-from .core import Primitive, Recorder, Zero, _state, bind, run_below
+from .core import Primitive, Recorder, Zero, _state, bind
 from .ops._rules import instantiate
 from .ops.shape import read_variable_p
 from .tensor import Tensor, Variable, _TensorLike

@@ -16,10 +16,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import nest
-from .batching import one_hot_rows, vmap, vmap_chunks
+from .batching import one_hot_rows, vmap_chunks
 from .core import Zero
 from .forward import ForwardAccumulator
-from .ops._rules import as_tensor, instantiate, shape_of
+from .ops._rules import as_tensor, shape_of
 from .tape import GradientTape, UnconnectedGradients
 from .tensor import Tensor, _TensorLike
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core import bind
 from ..tensor import Tensor
-from .ir import Assign, Graph, Guard, Node
+from .ir import Graph, Guard, Node
 
 __all__ = ["GuardFailed", "compile_graph", "interpret"]
 
