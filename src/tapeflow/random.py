@@ -36,6 +36,7 @@ import numpy as np
 from . import dtypes as _dt
 from .core import Primitive, bind
 from .errors import InvalidArgumentError
+from .ops._rules import static_shape
 from .tensor import Tensor
 
 __all__ = ["set_seed", "normal", "uniform", "RandomPrimitive"]
@@ -143,15 +144,6 @@ for _prim in (standard_normal_p, uniform_p, uniform_int_p):
 
 
 # ---------------------------------------------------------------- public ops
-def _shape(shape: Any, op: str) -> tuple:
-    dims = np.asarray(shape).reshape(-1)
-    if dims.size and dims.dtype.kind not in "iu":
-        raise TypeError(f"{op}: `shape` must be integers; got {shape!r}.")
-    if (dims < 0).any():
-        raise InvalidArgumentError(f"{op}: `shape` must be non-negative; got {shape!r}.")
-    return tuple(int(d) for d in dims)
-
-
 def _float_dtype(dtype: Any, op: str) -> np.dtype:
     dt = _dt.as_dtype(dtype)._np
     if dt.kind != "f":
@@ -200,7 +192,7 @@ def normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dt.floa
     op = "random.normal"
     dt = _float_dtype(dtype, op)
     mean, stddev = _param(mean, dt, op, "mean"), _param(stddev, dt, op, "stddev")
-    out = bind(standard_normal_p, generator=_seeds.generator(seed), shape=_shape(shape, op),
+    out = bind(standard_normal_p, generator=_seeds.generator(seed), shape=static_shape(shape, op),
                      dtype=dt)
     if not (isinstance(stddev, (int, float)) and stddev == 1):
         out = multiply(out, stddev)
@@ -229,7 +221,7 @@ def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dt.fl
 
     op = "random.uniform"
     dt = _dt.as_dtype(dtype)._np
-    dims = _shape(shape, op)
+    dims = static_shape(shape, op)
     if dt.kind in "iu":
         if maxval is None:
             raise InvalidArgumentError(f"{op}: integer dtypes need `maxval`.")

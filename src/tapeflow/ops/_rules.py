@@ -202,6 +202,17 @@ def check_dtype(x: Tensor, kinds: str, op: str, arg: str = "x") -> None:
                                    f"{_dt.from_numpy(x._value.dtype).name}; expected {allowed}.")
 
 
+def static_shape(value: Any, op: str, arg: str = "shape") -> tuple[int, ...]:
+    """A shape argument (list, array or tensor, read now: shapes are static) as a tuple of
+    non-negative ints, or a clear error naming the op and argument."""
+    dims = np.asarray(value).reshape(-1)
+    if dims.size and dims.dtype.kind not in "iu":
+        raise TypeError(f"{op}: `{arg}` must be integers; got {value!r}.")
+    if (dims < 0).any():
+        raise InvalidArgumentError(f"{op}: `{arg}` must be non-negative; got {value!r}.")
+    return tuple(int(d) for d in dims)
+
+
 def normalize_axis(axis: Any, ndim: int, op: str, arg: str = "axis") -> tuple[int, ...] | None:
     """Axis argument as a sorted tuple of non-negative ints (None stays None)."""
     if axis is None:

@@ -17,7 +17,7 @@ from .. import dtypes as _dt
 from ..core import bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, _TensorLike, convert_to_tensor
-from ._rules import as_tensor, binary_args, shape_of
+from ._rules import as_tensor, binary_args, shape_of, static_shape
 from .elementwise import add_p, cast_p, divide_p, multiply_p, subtract_p
 from .shape import broadcast_to, concat_p, expand_dims, getitem_p
 
@@ -95,9 +95,7 @@ def fill(dims: Any, value: Any, name: str | None = None) -> Tensor:
         array([[7, 7],
                [7, 7]], dtype=int32)
     """
-    target = _ints(dims, "fill", "dims")
-    if any(d < 0 for d in target):
-        raise InvalidArgumentError(f"fill: `dims` must be non-negative; got {target}.")
+    target = static_shape(dims, "fill", "dims")
     v = as_tensor(value, "fill", "value")
     if np.ndim(v._value) != 0:
         raise InvalidArgumentError(f"fill: `value` must be a scalar; got shape {shape_of(v)}.")

@@ -15,7 +15,7 @@ from ..core import Primitive, Zero, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, _TensorLike
 from ._rules import (as_tensor, batch_size, batch_unary, defjvp, defvjp, instantiate, linear,
-                     move_to_front, normalize_axis, shape_of)
+                     move_to_front, normalize_axis, shape_of, static_shape)
 
 # ------------------------------------------------------------------ reshape
 # [()] gives rank-0 results as NumPy scalars, like every other op
@@ -448,15 +448,6 @@ def getitem(x: Any, key: Any) -> Tensor:
     return bind(getitem_p, x, key=key)
 
 
-def _creation_shape(shape: Any, op: str) -> tuple:
-    dims = np.asarray(shape.numpy() if isinstance(shape, _TensorLike) else shape).reshape(-1)
-    if dims.dtype.kind not in "iu" and dims.size:
-        raise TypeError(f"{op}: `shape` must be integers; got {shape!r}.")
-    if (dims < 0).any():
-        raise InvalidArgumentError(f"{op}: `shape` must be non-negative; got {shape!r}.")
-    return tuple(int(d) for d in dims)
-
-
 def zeros(shape: Any, dtype: Any = "float32", name: str | None = None) -> Tensor:
     """A tensor of zeros (float32 unless `dtype` is given); a constant.
 
@@ -466,7 +457,7 @@ def zeros(shape: Any, dtype: Any = "float32", name: str | None = None) -> Tensor
         array([0., 0.], dtype=float32)
     """
     from .. import dtypes as _dt
-    return Tensor(np.zeros(_creation_shape(shape, "zeros"), _dt.as_dtype(dtype)._np))
+    return Tensor(np.zeros(static_shape(shape, "zeros"), _dt.as_dtype(dtype)._np))
 
 
 def ones(shape: Any, dtype: Any = "float32", name: str | None = None) -> Tensor:
@@ -478,4 +469,4 @@ def ones(shape: Any, dtype: Any = "float32", name: str | None = None) -> Tensor:
         array([1, 1], dtype=int32)
     """
     from .. import dtypes as _dt
-    return Tensor(np.ones(_creation_shape(shape, "ones"), _dt.as_dtype(dtype)._np))
+    return Tensor(np.ones(static_shape(shape, "ones"), _dt.as_dtype(dtype)._np))
