@@ -114,3 +114,26 @@ def reference_jacobians(w: dict[str, np.ndarray], xs: np.ndarray) -> np.ndarray:
             y = model(xt)
         out.append(np.asarray(tape.jacobian(y, xt))[0, :, 0, :])
     return np.stack(out)
+
+
+def jacobians_per_input(tf: Any, model: Callable[[Any], Any], xs: np.ndarray,
+                        use_pfor: bool = True) -> np.ndarray:
+    """The seed asker's code, for tapeflow or TensorFlow (`tf`): record a tape at each
+    input and take its Jacobian. [n, 10, 784]."""
+    out = []
+    for x in xs:
+        xt = tf.constant(x[None])
+        with tf.GradientTape(persistent=not use_pfor) as tape:
+            tape.watch(xt)
+            y = model(xt)
+        out.append(np.asarray(tape.jacobian(y, xt, experimental_use_pfor=use_pfor))[0, :, 0])
+    return np.stack(out)
+
+
+def batch_jacobians(tf: Any, model: Callable[[Any], Any], xs: np.ndarray) -> np.ndarray:
+    """All Jacobians from one tape over the whole batch (`batch_jacobian`). [n, 10, 784]."""
+    xt = tf.constant(xs)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        y = model(xt)
+    return np.asarray(tape.batch_jacobian(y, xt))

@@ -159,43 +159,17 @@ def seed_cnn(n_inputs: int, repeat: int, quick: bool) -> list[dict]:
     want = cnn.reference_jacobians(w, xs)
     model = cnn.tapeflow_model(w)
 
-    def tapeflow_each(use_pfor: bool) -> Callable[[], np.ndarray]:
-        def run() -> np.ndarray:
-            out = []
-            for x in xs:
-                xt = tf.constant(x[None])
-                with tf.GradientTape(persistent=not use_pfor) as tape:
-                    tape.watch(xt)
-                    y = model(xt)
-                out.append(np.asarray(tape.jacobian(y, xt, experimental_use_pfor=use_pfor))[0, :, 0])
-            return np.stack(out)
-        return run
-
-    def tapeflow_batch() -> np.ndarray:
-        xt = tf.constant(xs)
-        with tf.GradientTape() as tape:
-            tape.watch(xt)
-            y = model(xt)
-        return np.asarray(tape.batch_jacobian(y, xt))
-
-    cases = {"tapeflow tape.jacobian per input (vectorized)": tapeflow_each(True),
-             "tapeflow tape.jacobian per input (row loop)": tapeflow_each(False),
-             "tapeflow tape.batch_jacobian, all inputs": tapeflow_batch}
+    cases = {
+        "tapeflow tape.jacobian per input (vectorized)":
+            lambda: cnn.jacobians_per_input(tf, model, xs, use_pfor=True),
+        "tapeflow tape.jacobian per input (row loop)":
+            lambda: cnn.jacobians_per_input(tf, model, xs, use_pfor=False),
+        "tapeflow tape.batch_jacobian, all inputs": lambda: cnn.batch_jacobians(tf, model, xs)}
     try:
         import tensorflow as real_tf
         tf_model = cnn.tensorflow_model(w)
-
-        def tensorflow_each() -> np.ndarray:
-            out = []
-            for x in xs:
-                xt = real_tf.constant(x[None])
-                with real_tf.GradientTape() as tape:
-                    tape.watch(xt)
-                    y = tf_model(xt)
-                out.append(tape.jacobian(y, xt).numpy()[0, :, 0])
-            return np.stack(out)
-
-        cases["TensorFlow eager tape.jacobian per input"] = tensorflow_each
+        cases["TensorFlow eager tape.jacobian per input"] = \
+            lambda: cnn.jacobians_per_input(real_tf, tf_model, xs)
     except ImportError:
         print("  (tensorflow not installed: skipped)")
     rows = []

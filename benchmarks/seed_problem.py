@@ -105,24 +105,10 @@ def tapeflow_cases(w: dict, xs: np.ndarray) -> tuple[list[Case], dict]:
     cases = []
 
     def eager_each(use_pfor: bool) -> Callable[[], np.ndarray]:
-        def run() -> np.ndarray:
-            out = []
-            for x in xs:
-                xt = tf.constant(x[None])
-                with tf.GradientTape(persistent=not use_pfor) as tape:
-                    tape.watch(xt)
-                    y = model(xt)
-                jac = tape.jacobian(y, xt, experimental_use_pfor=use_pfor)
-                out.append(np.asarray(jac)[0, :, 0])
-            return np.stack(out)
-        return run
+        return lambda: cnn.jacobians_per_input(tf, model, xs, use_pfor)
 
     def eager_batch() -> np.ndarray:
-        xt = tf.constant(xs)
-        with tf.GradientTape() as tape:
-            tape.watch(xt)
-            y = model(xt)
-        return np.asarray(tape.batch_jacobian(y, xt))
+        return cnn.batch_jacobians(tf, model, xs)
 
     cases.append(Case("tapeflow eager tape.jacobian per input (vectorized)", "tapeflow",
                       eager_each(True)))
@@ -173,14 +159,7 @@ def tensorflow_cases(w: dict, xs: np.ndarray) -> list[Case]:
     model = cnn.tensorflow_model(w)
 
     def eager_each() -> np.ndarray:
-        out = []
-        for x in xs:
-            xt = real_tf.constant(x[None])
-            with real_tf.GradientTape() as tape:
-                tape.watch(xt)
-                y = model(xt)
-            out.append(tape.jacobian(y, xt).numpy()[0, :, 0])
-        return np.stack(out)
+        return cnn.jacobians_per_input(real_tf, model, xs)
 
     @real_tf.function
     def jac(x: Any) -> Any:
