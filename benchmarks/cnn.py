@@ -137,3 +137,23 @@ def batch_jacobians(tf: Any, model: Callable[[Any], Any], xs: np.ndarray) -> np.
         tape.watch(xt)
         y = model(xt)
     return np.asarray(tape.batch_jacobian(y, xt))
+
+
+def traced_jacobians(tf: Any, model: Callable[[Any], Any]) -> tuple[Any, Any]:
+    """The Jacobian and the batch Jacobian as `tf.function`s, for tapeflow or TensorFlow:
+    traced once, then replayed (tapeflow) or run as a compiled graph (TensorFlow)."""
+    @tf.function
+    def jac(x: Any) -> Any:
+        with tf.GradientTape() as t:
+            t.watch(x)
+            y = model(x)
+        return t.jacobian(y, x)
+
+    @tf.function
+    def batch_jac(x: Any) -> Any:
+        with tf.GradientTape() as t:
+            t.watch(x)
+            y = model(x)
+        return t.batch_jacobian(y, x)
+
+    return jac, batch_jac

@@ -116,19 +116,7 @@ def tapeflow_cases(w: dict, xs: np.ndarray) -> tuple[list[Case], dict]:
                       eager_each(False)))
     cases.append(Case("tapeflow eager tape.batch_jacobian, all inputs", "tapeflow", eager_batch))
 
-    @tf.function
-    def jac(x: Any) -> Any:
-        with tf.GradientTape() as t:
-            t.watch(x)
-            y = model(x)
-        return t.jacobian(y, x)
-
-    @tf.function
-    def batch_jac(x: Any) -> Any:
-        with tf.GradientTape() as t:
-            t.watch(x)
-            y = model(x)
-        return t.batch_jacobian(y, x)
+    jac, batch_jac = cnn.traced_jacobians(tf, model)
 
     concrete_jac, trace_jac = timed(lambda: jac.get_concrete_function(tf.constant(xs[:1])))
     xb = tf.constant(xs)
@@ -161,19 +149,7 @@ def tensorflow_cases(w: dict, xs: np.ndarray) -> list[Case]:
     def eager_each() -> np.ndarray:
         return cnn.jacobians_per_input(real_tf, model, xs)
 
-    @real_tf.function
-    def jac(x: Any) -> Any:
-        with real_tf.GradientTape() as t:
-            t.watch(x)
-            y = model(x)
-        return t.jacobian(y, x)
-
-    @real_tf.function
-    def batch_jac(x: Any) -> Any:
-        with real_tf.GradientTape() as t:
-            t.watch(x)
-            y = model(x)
-        return t.batch_jacobian(y, x)
+    jac, batch_jac = cnn.traced_jacobians(real_tf, model)
 
     _, trace_jac = timed(lambda: jac(real_tf.constant(xs[:1])).numpy())
     xb = real_tf.constant(xs)
