@@ -14,8 +14,8 @@ import numpy as np
 import tapeflow as tf
 from tapeflow.core import bind
 from tapeflow.ops.conv import conv2d_filter_grad_p, conv2d_input_grad_p
-from tapeflow.ops.elementwise import conj_p
-from tapeflow.ops.shape import gather_transpose_p, getitem_transpose_p
+from tapeflow.ops.structural import conj_p
+from tapeflow.ops.indexing import gather_transpose_p, getitem_transpose_p
 
 
 @dataclass

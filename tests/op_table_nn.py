@@ -8,8 +8,8 @@ import numpy as np
 
 import tapeflow as tf
 from tapeflow.core import bind
-from tapeflow.ops.nn_ops import normal_cdf_p, one_hot_labels_p
-from tapeflow.ops.nn_pool import max_pool2d_grad_grad_p, max_pool2d_grad_p
+from tapeflow.ops.nn import normal_cdf_p, one_hot_labels_p
+from tapeflow.ops.pooling import max_pool2d_grad_grad_p, max_pool2d_grad_p
 
 from op_table import NondiffRow, Row, args, away_from_zero, normal, uniform  # noqa: F401
 

@@ -13,7 +13,7 @@ import pytest
 
 import tapeflow as tf
 from tapeflow.errors import InvalidArgumentError, UnimplementedError
-from tapeflow.ops.nn_ops import _erfc
+from tapeflow.ops.nn import _erfc
 
 
 def grad(f, x):

@@ -11,23 +11,34 @@ Python code inside `f` at no extra arithmetic.
 NOTE(batched-reads): the per-example values are stand-ins (example 0). Python
 code that reads one (`float(x)`, `if x > 0`, `x.numpy()`) would silently use
 example 0 for every example, so such reads raise inside `vmap`; use `tf.where`.
+
+A primitive's batching rule, ``rule(vals, dims, **params) -> (out, out_dims)``, gets
+the batched value of each input (the plain per-example value where an input is not
+batched) and `dims`, the batch axis of each input (None where unbatched) as a
+`BatchDims` tuple that also carries the batch size (`dims.size`: a random draw has no
+batched input to read it from) and the batcher (`dims.batcher`: custom_gradient's rule
+batches the user's grad_fn in it). It returns the batched output and its batch axis
+(one per output for multiple results).
 """
 
 from __future__ import annotations
 
 import functools
-import threading
 import weakref
 from typing import Any, Callable
 
 import numpy as np
 
 from . import nest
-from .core import Primitive, Recorder, pop_recorder, push_recorder, run_below
+from .core import Primitive, Recorder, bind, call_below
 from .errors import InvalidArgumentError
-from .tensor import Tensor, _TensorLike
+from .ops.convert import as_tensor
+from .ops.indexing import getitem_p
+from .ops.shape import concat_p
+from .ops.structural import broadcast_to_p, move_axis, reshape_p
+from .tensor import Tensor, TensorBase
 
-__all__ = ["vmap", "BatchingError"]
+__all__ = ["vmap", "BatchingError", "BatchDims", "Batcher"]
 
 
 class BatchingError(NotImplementedError):
@@ -39,6 +50,17 @@ def _example0(value: np.ndarray, axis: int) -> Any:
     if value.shape[axis] == 0:
         return np.zeros(value.shape[:axis] + value.shape[axis + 1:], value.dtype)
     return value[(slice(None),) * axis + (0,)]
+
+
+class BatchDims(tuple):
+    """The batch axis of each input of a batched op (None where unbatched), with the batch
+    `size` and the `batcher` that runs the rule."""
+
+    def __new__(cls, dims: Any, size: int, batcher: "Batcher") -> "BatchDims":
+        self = super().__new__(cls, dims)
+        self.size = size
+        self.batcher = batcher
+        return self
 
 
 class Batcher(Recorder):
@@ -85,13 +107,8 @@ class Batcher(Recorder):
             entry = self._table.get(id(x))
             vals.append(x if entry is None else entry[0])
             dims.append(None if entry is None else entry[1])
-        saved = _rule_batcher.current
-        _rule_batcher.current = self
-        try:
-            with run_below(level):
-                out, out_dims = prim.batch(tuple(vals), tuple(dims), **params)
-        finally:
-            _rule_batcher.current = saved
+        out, out_dims = call_below(level, prim.batch, tuple(vals),
+                                   BatchDims(dims, self.size, self), **params)
         if not prim.multiple_results:
             out, out_dims = (out,), (out_dims,)
         return tuple(o if d is None else self.add(o, d) for o, d in zip(out, out_dims, strict=True))
@@ -106,20 +123,6 @@ class Batcher(Recorder):
                 f"vmap: {how} reads the value of a batched tensor; inside vmap each value "
                 "stands for a whole batch, so Python control flow on it cannot be batched "
                 "(NOTE(batched-reads)). Use tf.where, tf.maximum and similar ops instead.")
-
-
-class _RuleBatcher(threading.local):
-    current: "Batcher | None" = None
-
-
-_rule_batcher = _RuleBatcher()
-
-
-def rule_batcher() -> Batcher:
-    """The batcher whose batching rule is running (for rules that batch a function)."""
-    if _rule_batcher.current is None:
-        raise RuntimeError("rule_batcher() is only valid inside a batching rule.")
-    return _rule_batcher.current
 
 
 def vmap_sharing(origin: Batcher, f: Callable) -> Callable:
@@ -150,8 +153,6 @@ def _flat_axes(spec: Any, tree: Any, what: str) -> list:
 
 
 def _as_batched(x: Any, axis: int, i: int) -> Tensor:
-    from .ops._rules import as_tensor
-
     t = as_tensor(x, "vmap", f"argument leaf {i}")
     nd = np.ndim(t._value)
     if not -nd <= axis < nd:
@@ -160,26 +161,10 @@ def _as_batched(x: Any, axis: int, i: int) -> Tensor:
     return t
 
 
-def move_axis(x: Tensor, src: int, dst: int) -> Tensor:
-    """Move axis `src` of x to position `dst` (a transpose op, so it is differentiable)."""
-    from .ops.shape import transpose_p
-    from .core import bind
-
-    nd = np.ndim(x._value)
-    src, dst = src % nd, dst % nd
-    if src == dst:
-        return x
-    perm = [i for i in range(nd) if i != src]
-    perm.insert(dst, src)
-    return bind(transpose_p, x, perm=tuple(perm))
-
-
 def _broadcast_out(x: Tensor, size: int, axis: int) -> Tensor:
     """An unbatched output repeated along a new batch axis."""
-    from .ops import broadcast_to, expand_dims
-
-    x = expand_dims(x, 0)
-    x = broadcast_to(x, (size,) + tuple(np.shape(x._value))[1:])
+    shape = tuple(np.shape(x._value))
+    x = bind(broadcast_to_p, bind(reshape_p, x, shape=(1,) + shape), shape=(size,) + shape)
     return move_axis(x, 0, axis)
 
 
@@ -232,15 +217,14 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
         return _run(f, args, tensors, size, out_axes)
 
     def _chunked(tensors: list, args: tuple, size: int, chunk: int) -> Any:
-        from .ops import getitem
-
         pieces = []
         for start in range(0, size, chunk):
             part = []
             for x in tensors:
                 if isinstance(x, tuple):
                     t, ax = x
-                    part.append((getitem(t, (slice(None),) * ax + (slice(start, start + chunk),)), ax))
+                    key = (slice(None),) * ax + (slice(start, start + chunk),)
+                    part.append((bind(getitem_p, t, key=key), ax))
                 else:
                     part.append(x)
             pieces.append(_run(f, args, part, min(chunk, size - start), out_axes))
@@ -252,14 +236,13 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
 def _join(pieces: list, out_axes: Any) -> Any:
     """The outputs of chunked runs, concatenated along each output's batch axis (outputs
     with out_axes None, the same in every chunk, are taken from the first)."""
-    from .ops import concat
-
     if len(pieces) == 1:
         return pieces[0]
     flat = [nest.flatten(p) for p in pieces]
     axes = _flat_axes(out_axes, pieces[0], "out_axes")
     joined = [flat[0][j] if ax is None or flat[0][j] is None
-              else concat([f[j] for f in flat], axis=ax) for j, ax in enumerate(axes)]
+              else bind(concat_p, *[f[j] for f in flat], axis=ax % np.ndim(flat[0][j]._value))
+              for j, ax in enumerate(axes)]
     return nest.pack_sequence_as(pieces[0], joined)
 
 
@@ -291,12 +274,9 @@ def vmap_chunks(fn: Callable, n: int, make_rows: Callable[[int, int], np.ndarray
 def _run(f: Callable, args: tuple, tensors: list, size: int, out_axes: Any,
          batcher: Batcher | None = None) -> Any:
     batcher = Batcher(size) if batcher is None else batcher
-    push_recorder(batcher)
-    try:
+    with batcher:
         inner = [batcher.add(*x) if isinstance(x, tuple) else x for x in tensors]
         out = f(*nest.pack_sequence_as(list(args), inner))
-    finally:
-        pop_recorder(batcher)
     flat = nest.flatten(out)
     axes = _flat_axes(out_axes, out, "out_axes")
     result = []
@@ -304,7 +284,7 @@ def _run(f: Callable, args: tuple, tensors: list, size: int, out_axes: Any,
         if o is None:  # e.g. an unconnected gradient
             result.append(None)
             continue
-        if not isinstance(o, _TensorLike):
+        if not isinstance(o, TensorBase):
             raise TypeError(f"vmap: output {j} of the function is a {type(o).__name__}; "
                             "vmap functions must return tensors (or structures of them).")
         entry = batcher.lookup(o)

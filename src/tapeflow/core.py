@@ -1,9 +1,9 @@
-"""Primitives, their registry, the per-thread recorder stack, and `bind`.
+"""Primitives, the per-thread recorder stack, and `bind`: what every interpreter shares.
 
 Every tapeflow computation is a sequence of *primitive* applications. A
 `Primitive` holds, in one place, its NumPy implementation and the rules every
 interpreter needs (reverse, forward, batching). `bind` runs the implementation
-and then lets each active recorder (tape, accumulator, tracer) see the op.
+and then lets each active recorder (tape, accumulator, batcher, tracer) see the op.
 
 NOTE(strict-nesting): recorders sit on one per-thread stack in the order they
 were entered. `bind` offers each op to the recorders bottom-up; a recorder at
@@ -18,6 +18,12 @@ forward-over-backward Hessian-vector products work.
 NOTE(zero): a missing tangent or cotangent is the symbolic `Zero`, which
 carries shape and dtype but no data; rules skip it instead of multiplying by
 zeros.
+
+The stack belongs to this module alone. Other modules enter recorders with
+``with recorder:``, cut the stack for rules (`run_below`, `call_below`),
+narrow it (`substack`), and report what recorders must hear of besides ops:
+Python reads of tensor values (`value_read`) and variable writes
+(`variable_written`).
 """
 
 from __future__ import annotations
@@ -28,11 +34,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import tensor as _tensor_module
 from .tensor import Tensor
 
-__all__ = ["Primitive", "Zero", "bind", "registry", "Recorder", "current_stack",
-           "push_recorder", "pop_recorder", "run_below", "no_recorders"]
+__all__ = ["Primitive", "Zero", "bind", "registry", "Recorder", "current_stack", "recording",
+           "run_below", "call_below", "substack", "no_recorders", "value_read",
+           "variable_written", "read_variable_p"]
 
 
 class Zero:
@@ -64,36 +70,59 @@ def registry() -> dict[str, "Primitive"]:
     return dict(_REGISTRY)
 
 
+def _definition_site() -> str:
+    """`file:line` of the code that defined a primitive, skipping the functions of this
+    module and of the rule toolkit (a family such as `unary` makes primitives on behalf
+    of its caller)."""
+    frame = sys._getframe(2)
+    while (frame.f_back is not None and frame.f_code.co_name != "<module>"
+           and frame.f_code.co_filename.endswith(("core.py", "structural.py"))):
+        frame = frame.f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
 class Primitive:
     """One primitive operation: its NumPy `impl` and its rules, defined once.
 
-    Rules (all written with tapeflow ops, NOTE(strict-nesting)):
+    Rules (all written with tapeflow ops, NOTE(strict-nesting)); both derivative
+    rules take the incoming (co)tangents, then the outputs, then the inputs:
 
-    - ``jvp(primals, tangents, outs, **params) -> tuple of output tangents``;
+    - ``jvp(tangents, outs, primals, **params) -> tuple of output tangents``;
       tangents may be `Zero`, and so may the results.
     - ``vjp(cotangents, outs, primals, needs, **params) -> tuple``: one
       cotangent (or None) per primal, computed only where ``needs[i]``.
-    - ``batch``: the batching rule, used by `vmap`.
+    - ``batch(vals, dims, **params) -> (out, out_dims)``: the batching rule of `vmap`.
+    - ``simplify(consts, same, **params) -> int | None``: for the graph passes, an
+      input the output always equals exactly (``consts[i]`` is input i's value when
+      it is a constant, else None; ``same(i)`` says whether input i has the output's
+      shape and dtype).
 
-    ``differentiable=False`` marks ops whose outputs carry no derivative
-    (comparisons, argmax, stop_gradient): recorders ignore them.
+    Properties interpreters act on (keyword arguments):
+
+    - ``differentiable=False``: the outputs carry no derivative (comparisons,
+      argmax, stop_gradient); tapes and accumulators ignore the op.
+    - ``stateful``: every evaluation matters (random draws): graph passes never fold,
+      merge or drop it, and the innermost vmap claims it even with no batched input.
+    - ``is_identity``: the impl returns its one input array itself; a replay passes it on.
+    - ``reads_variable``: the one input is a Variable, read at this moment; a traced
+      graph reads it at each replay and never merges two reads.
+    - ``user_gradient``: the ``grad_fn`` param is the user's code (custom_gradient);
+      a tracer traces it too, so a replay can be differentiated from outside.
 
     Example:
         >>> import numpy as np
-        >>> from tapeflow.core import Primitive, registry
+        >>> from tapeflow.core import registry
         >>> registry()["sin"].impl(np.array(0.0))
         np.float64(0.0)
     """
 
-    __slots__ = ("name", "impl", "jvp", "vjp", "batch", "multiple_results",
-                 "differentiable", "defined_at")
+    __slots__ = ("name", "impl", "jvp", "vjp", "batch", "simplify", "multiple_results",
+                 "differentiable", "stateful", "is_identity", "reads_variable",
+                 "user_gradient", "defined_at")
 
-    # Every evaluation matters (random draws): never folded, merged or dropped by graph
-    # passes, and claimed by the innermost vmap even with no batched input.
-    stateful = False
-
-    def __init__(self, name: str, impl: Callable[..., Any], *,
-                 multiple_results: bool = False, differentiable: bool = True) -> None:
+    def __init__(self, name: str, impl: Callable[..., Any], *, multiple_results: bool = False,
+                 differentiable: bool = True, stateful: bool = False, is_identity: bool = False,
+                 reads_variable: bool = False, user_gradient: bool = False) -> None:
         if name in _REGISTRY:
             raise ValueError(f"primitive {name!r} is already defined at "
                              f"{_REGISTRY[name].defined_at}")
@@ -102,45 +131,21 @@ class Primitive:
         self.jvp: Callable[..., Any] | None = None
         self.vjp: Callable[..., Any] | None = None
         self.batch: Callable[..., Any] | None = None
+        self.simplify: Callable[..., Any] | None = None
         self.multiple_results = multiple_results
         self.differentiable = differentiable
-        frame = sys._getframe(1)
-        while frame.f_back is not None and frame.f_code.co_filename.endswith(("_rules.py", "core.py")):
-            frame = frame.f_back
-        self.defined_at = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        self.stateful = stateful
+        self.is_identity = is_identity
+        self.reads_variable = reads_variable
+        self.user_gradient = user_gradient
+        self.defined_at = _definition_site()
         _REGISTRY[name] = self
 
     def __repr__(self) -> str:
         return f"<Primitive {self.name}>"
 
 
-class Recorder:
-    """Base of the interpreters that watch ops as they run (tapes, accumulators, tracers).
-
-    `batching` recorders may claim ops (see `bind`); `watches_reads` recorders are
-    told when Python reads a tensor's value.
-    """
-
-    batching = False
-    watches_reads = False
-    # Sees the forward computation inside a custom_gradient function (vmap and tracing
-    # must; tapes and accumulators must not: the custom rule replaces its derivative).
-    sees_custom_forward = False
-
-    def claims(self, inputs: Sequence[Any]) -> bool:
-        return False
-
-    def compute(self, prim: "Primitive", inputs: Sequence[Any], params: dict, level: int) -> tuple:
-        raise NotImplementedError
-
-    def on_read(self, tensor: Any, how: str) -> None:
-        pass
-
-    def process(self, prim: Primitive, inputs: Sequence[Any], outputs: tuple,
-                params: dict, level: int) -> None:
-        raise NotImplementedError
-
-
+# ---------------------------------------------------------------------------- the stack
 class _State(threading.local):
     def __init__(self) -> None:
         self.stack: tuple[Recorder, ...] = ()
@@ -149,28 +154,70 @@ class _State(threading.local):
 _state = _State()
 
 
+class Recorder:
+    """Base of the interpreters that watch ops as they run (tapes, accumulators, batchers,
+    tracers). ``with recorder:`` enters it on this thread's stack and leaves it on exit;
+    recorders must exit in the reverse order they entered, and one cannot be entered twice
+    at once.
+
+    Subclasses set what they take part in: `batching` recorders may claim ops (see `bind`);
+    `watches_reads` ones hear of Python reads of tensor values (`on_read`),
+    `watches_writes` ones of variable writes (`on_write`); `sees_custom_forward` ones see
+    the forward computation inside a custom_gradient function (vmap and tracing must;
+    tapes and accumulators must not: the custom rule replaces its derivative).
+    """
+
+    batching = False
+    watches_reads = False
+    watches_writes = False
+    sees_custom_forward = False
+    active = False
+
+    def claims(self, inputs: Sequence[Any]) -> bool:
+        return False
+
+    def compute(self, prim: Primitive, inputs: Sequence[Any], params: dict, level: int) -> tuple:
+        raise NotImplementedError
+
+    def process(self, prim: Primitive, inputs: Sequence[Any], outputs: tuple,
+                params: dict, level: int) -> None:
+        raise NotImplementedError
+
+    def on_read(self, tensor: Any, how: str) -> None:
+        pass
+
+    def on_write(self, var: Any, value: Tensor) -> None:
+        pass
+
+    def __enter__(self) -> Any:
+        if self.active:
+            raise ValueError(f"{type(self).__name__} is already active on this thread; it "
+                             "cannot be re-entered until it exits.")
+        _state.stack = _state.stack + (self,)
+        self.active = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        stack = _state.stack
+        if not stack or stack[-1] is not self:
+            if self in stack:
+                inner = stack[stack.index(self) + 1:]
+                raise RuntimeError(f"{type(self).__name__} exited while inner recorders are "
+                                   f"still active ({', '.join(type(r).__name__ for r in inner)}): "
+                                   "recorders must nest strictly.")
+            raise RuntimeError(f"{type(self).__name__} is not active on this thread.")
+        _state.stack = stack[:-1]
+        self.active = False
+
+
 def current_stack() -> tuple[Recorder, ...]:
+    """The recorders active on this thread, oldest first (a snapshot)."""
     return _state.stack
 
 
-def push_recorder(rec: Recorder) -> int:
-    """Enter `rec` on this thread's stack; returns its level."""
-    stack = _state.stack
-    _state.stack = stack + (rec,)
-    return len(stack)
-
-
-def pop_recorder(rec: Recorder) -> None:
-    """Leave `rec`; recorders must exit in the reverse order they entered."""
-    stack = _state.stack
-    if not stack or stack[-1] is not rec:
-        if rec in stack:
-            inner = stack[stack.index(rec) + 1:]
-            raise RuntimeError(f"{type(rec).__name__} exited while inner recorders are still "
-                               f"active ({', '.join(type(r).__name__ for r in inner)}): "
-                               "recorders must nest strictly.")
-        raise RuntimeError(f"{type(rec).__name__} is not active on this thread.")
-    _state.stack = stack[:-1]
+def recording() -> bool:
+    """Whether any recorder is active on this thread (ops must then go through `bind`)."""
+    return bool(_state.stack)
 
 
 class run_below:
@@ -189,11 +236,59 @@ class run_below:
         _state.stack = self.saved
 
 
+def call_below(level: int, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` with the stack cut below `level`: `run_below` for one call,
+    without a context manager's cost (accumulators call it for every JVP)."""
+    state = _state
+    saved = state.stack
+    state.stack = saved[:level]
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        state.stack = saved
+
+
+class substack:
+    """Run a block seen only by the active recorders that `keep` accepts, then by
+    `extra` (recorders that watch the block without being entered: a custom_gradient
+    function is hidden from tapes and accumulators, a grad_fn traced on its own is seen
+    by its tracer alone)."""
+
+    __slots__ = ("keep", "extra", "saved")
+
+    def __init__(self, keep: Callable[[Recorder], bool], extra: tuple = ()) -> None:
+        self.keep = keep
+        self.extra = tuple(extra)
+
+    def __enter__(self) -> None:
+        self.saved = _state.stack
+        _state.stack = tuple(r for r in self.saved if self.keep(r)) + self.extra
+
+    def __exit__(self, *exc: Any) -> None:
+        _state.stack = self.saved
+
+
 def no_recorders() -> run_below:
     """Run a block that no active recorder sees."""
     return run_below(0)
 
 
+def value_read(tensor: Any, how: str) -> None:
+    """Python read a tensor's value (float(x), x.numpy(), `if x`): tell the recorders that
+    watch reads (vmap refuses it, tracing guards it)."""
+    for rec in _state.stack:
+        if rec.watches_reads:
+            rec.on_read(tensor, how)
+
+
+def variable_written(var: Any, value: Tensor) -> None:
+    """`var` is about to take `value`: tell the recorders that watch writes (tracing)."""
+    for rec in _state.stack:
+        if rec.watches_writes:
+            rec.on_write(var, value)
+
+
+# ---------------------------------------------------------------------------- bind
 def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     """Apply `prim` to tensors `args`: run its impl, then show it to active recorders.
 
@@ -231,11 +326,13 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     return list(outs) if prim.multiple_results else outs[0]
 
 
-def _on_value_read(tensor: Any, how: str) -> None:
-    """Python read a tensor's value (float(x), x.numpy(), `if x`): ask the active recorders."""
-    for rec in _state.stack:
-        if rec.watches_reads:
-            rec.on_read(tensor, how)
-
-
-_tensor_module._value_read_hook[0] = _on_value_read
+# ---------------------------------------------------------------------------- variable reads
+# Reading a variable is a primitive of its own, so tapes can watch the variable and keep
+# the value read at that moment (a later assign does not change recorded values).
+# Its rules are the identity's: the tangent or cotangent passes through unchanged.
+read_variable_p = Primitive("read_variable", lambda v: v, is_identity=True, reads_variable=True)
+read_variable_p.jvp = lambda tangents, outs, primals: tangents
+read_variable_p.vjp = lambda cts, outs, primals, needs: (
+    (cts[0].instantiate() if type(cts[0]) is Zero else cts[0]) if needs[0] else None,)
+# A variable is never batched (its reads are per-example constants); kept for completeness.
+read_variable_p.batch = lambda vals, dims: (bind(read_variable_p, vals[0]), dims[0])

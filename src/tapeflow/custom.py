@@ -17,10 +17,13 @@ from typing import Any, Callable
 import numpy as np
 
 from . import nest
-from .core import Primitive, Recorder, Zero, _state, bind
-from .ops._rules import instantiate
-from .ops.shape import read_variable_p
-from .tensor import Tensor, Variable, _TensorLike
+from .batching import vmap_sharing
+from .core import Primitive, Recorder, Zero, bind, substack
+from .ops.convert import as_tensor
+from .ops.structural import (add_any, broadcast_to_p, instantiate, move_to_front, multiply_p,
+                             reduce_sum_p, reshape_p)
+from .tape import GradientTape
+from .tensor import Tensor, TensorBase, Variable
 
 __all__ = ["custom_gradient", "recompute_grad"]
 
@@ -33,11 +36,11 @@ class _VariableReads(Recorder):
 
     def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
                 level: int) -> None:
-        if prim is read_variable_p and inputs[0]._trainable:
+        if prim.reads_variable and inputs[0]._trainable:
             self.variables.setdefault(id(inputs[0]), inputs[0])
 
 
-def _call_grad_fn(grad_fn: Callable, cts: list, variables: list, n_inputs: int) -> list:
+def call_grad_fn(grad_fn: Callable, cts: list, variables: list, n_inputs: int) -> list:
     """grad_fn's results as one cotangent (or None) per input, then per variable."""
     if variables:
         input_grads, var_grads = grad_fn(*cts, variables=variables)
@@ -51,7 +54,6 @@ def _call_grad_fn(grad_fn: Callable, cts: list, variables: list, n_inputs: int) 
     if len(input_grads) != n_inputs:
         raise ValueError(f"custom_gradient: grad_fn returned {len(input_grads)} gradients for "
                          f"{n_inputs} tensor inputs; return one per input (None for none).")
-    from .ops._rules import as_tensor
     return [None if g is None else as_tensor(g, "custom_gradient", "grad_fn result")
             for g in input_grads + var_grads]
 
@@ -59,25 +61,22 @@ def _call_grad_fn(grad_fn: Callable, cts: list, variables: list, n_inputs: int) 
 def _custom_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, grad_fn: Callable,
                 n_inputs: int, n_vars: int) -> tuple:
     variables = list(primals[n_inputs:n_inputs + n_vars])
-    grads = _call_grad_fn(grad_fn, [instantiate(c) for c in cts], variables, n_inputs)
+    grads = call_grad_fn(grad_fn, [instantiate(c) for c in cts], variables, n_inputs)
     return tuple(grads) + (None,) * len(outs)  # the trailing result inputs get nothing
 
 
-def _custom_jvp(primals: tuple, tangents: tuple, outs: tuple, grad_fn: Callable, n_inputs: int,
+def _custom_jvp(tangents: tuple, outs: tuple, primals: tuple, grad_fn: Callable, n_inputs: int,
                 n_vars: int) -> tuple:
     # The JVP is the transpose of the (linear) custom VJP: d/du <grad_fn(u), t>.
-    from .ops import multiply, reduce_sum
-    from .ops._rules import add_any
-    from .tape import GradientTape
-
     us = [Tensor(np.zeros_like(o._value)) for o in outs]
     with GradientTape() as tape:
         tape.watch(us)
-        grads = _call_grad_fn(grad_fn, us, list(primals[n_inputs:n_inputs + n_vars]), n_inputs)
+        grads = call_grad_fn(grad_fn, us, list(primals[n_inputs:n_inputs + n_vars]), n_inputs)
         total = None
         for g, t in zip(grads, tangents[:n_inputs + n_vars], strict=True):
             if g is not None and type(t) is not Zero:
-                total = add_any(total, reduce_sum(multiply(g, t)))
+                total = add_any(total, bind(reduce_sum_p, bind(multiply_p, g, t), axis=None,
+                                            keepdims=False))
     if total is None:
         return tuple(Zero.like(o) for o in outs)
     out = tape.gradient(total, us)
@@ -88,12 +87,7 @@ def _custom_batch(vals: tuple, dims: tuple, grad_fn: Callable, n_inputs: int,
                   n_vars: int) -> tuple:
     # Batch the forward results and the backward function (vmap of grad_fn); an
     # unbatched input's gradient is summed over the batch, since every example shares it.
-    from .batching import rule_batcher, vmap_sharing
-    from .ops import reduce_sum
-    from .ops._rules import batch_size, move_to_front
-    from .ops.shape import broadcast_to_p, reshape_p
-
-    size = batch_size(vals, dims)
+    size = dims.size
     n_in = n_inputs + n_vars
     results = []
     for r, d in zip(vals[n_in:], dims[n_in:]):
@@ -104,14 +98,14 @@ def _custom_batch(vals: tuple, dims: tuple, grad_fn: Callable, n_inputs: int,
     in_dims = dims[:n_in]
     inputs = [move_to_front(v, d) for v, d in zip(vals[:n_in], in_dims)]
 
-    origin = rule_batcher()
+    origin = dims.batcher
 
     def batched_grad_fn(*cts: Any, variables: list | None = None) -> Any:
         # grad_fn may close over forward values: run it where origin's stand-ins resolve.
-        per_example = vmap_sharing(origin, lambda *c: _call_grad_fn(
+        per_example = vmap_sharing(origin, lambda *c: call_grad_fn(
             grad_fn, list(c), list(variables or []), n_inputs))
         grads = per_example(*cts)
-        grads = [g if g is None or d is not None else reduce_sum(g, axis=0)
+        grads = [g if g is None or d is not None else bind(reduce_sum_p, g, axis=(0,), keepdims=False)
                  for g, d in zip(grads, in_dims, strict=True)]
         return (grads[:n_inputs], grads[n_inputs:]) if variables else grads
 
@@ -126,7 +120,8 @@ def _results_of(*xs: Any, grad_fn: Any, n_inputs: int, n_vars: int) -> list:
 
 # Inputs: the tensor arguments, the variables read, then the forward results (so
 # interpreters that batch or trace see them); outputs: the results.
-custom_gradient_p = Primitive("custom_gradient", _results_of, multiple_results=True)
+custom_gradient_p = Primitive("custom_gradient", _results_of, multiple_results=True,
+                              user_gradient=True)
 custom_gradient_p.vjp = _custom_vjp
 custom_gradient_p.jvp = _custom_jvp
 custom_gradient_p.batch = _custom_batch
@@ -160,21 +155,17 @@ def custom_gradient(f: Callable | None = None) -> Callable:
     @functools.wraps(f)
     def decorated(*args: Any, **kwargs: Any) -> Any:
         watcher = _VariableReads()
-        saved = _state.stack
         # Hide the forward from tapes and accumulators (the custom rule replaces its
         # derivative) but not from vmap and tracing, which must compute or record it.
-        _state.stack = tuple(r for r in saved if r.sees_custom_forward) + (watcher,)
-        try:
+        with substack(lambda r: r.sees_custom_forward, extra=(watcher,)):
             result, grad_fn = f(*args, **kwargs)
-        finally:
-            _state.stack = saved
         flat_out = nest.flatten(result)
         for i, o in enumerate(flat_out):
-            if not isinstance(o, _TensorLike):
+            if not isinstance(o, TensorBase):
                 raise TypeError(f"custom_gradient: {f.__name__} must return (tensors, grad_fn); "
                                 f"output {i} is a {type(o).__name__}.")
         inputs = [a if type(a) is Tensor else a.value() if isinstance(a, Variable) else a
-                  for a in nest.flatten(list(args)) if isinstance(a, _TensorLike)]
+                  for a in nest.flatten(list(args)) if isinstance(a, TensorBase)]
         arg_ids = {id(a) for a in nest.flatten(list(args))}
         variables = [v for k, v in watcher.variables.items() if k not in arg_ids]
         if variables and "variables" not in inspect.signature(grad_fn).parameters and not any(
@@ -205,15 +196,13 @@ def recompute_grad(f: Callable) -> Callable:
         >>> round(float(t.gradient(y, x)), 5)  # cos(1) + sin(1)
         1.38177
     """
-    from .tape import GradientTape
-
     @custom_gradient
     @functools.wraps(f)
     def inner(*args: Any) -> Any:
         result = f(*args)
 
         def grad_fn(*dys: Any, variables: list | None = None) -> Any:
-            sources = [a for a in args if isinstance(a, _TensorLike)]
+            sources = [a for a in args if isinstance(a, TensorBase)]
             with GradientTape() as tape:
                 tape.watch(sources)
                 if variables:

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from . import nest
-from .core import Primitive, Recorder, Zero, _state, pop_recorder, push_recorder
+from .core import Primitive, Recorder, Zero, call_below
 from .errors import DTypeMismatchError
 from .tape import UnconnectedGradients, _unconnected
-from .tensor import Tensor, _TensorLike, convert_to_tensor
+from .tensor import Tensor, TensorBase, convert_to_tensor
 
 __all__ = ["ForwardAccumulator"]
 
@@ -45,7 +45,6 @@ class ForwardAccumulator(Recorder):
     def __init__(self, primals: Any, tangents: Any) -> None:
         self._tangents: dict[int, Tensor] = {}
         self._refs: dict[int, weakref.ref] = {}
-        self._active = False
         flat_p = nest.flatten(primals)
         try:
             flat_t = nest.flatten_up_to(primals, tangents)
@@ -56,13 +55,13 @@ class ForwardAccumulator(Recorder):
             self._watch(i, p, t)
 
     def _watch(self, i: int, primal: Any, tangent: Any) -> None:
-        if not isinstance(primal, _TensorLike):
+        if not isinstance(primal, TensorBase):
             raise TypeError(f"ForwardAccumulator: primals[{i}] is a {type(primal).__name__}; "
                             "expected a tf.Tensor or tf.Variable.")
         if primal._value.dtype.kind not in "fc":
             raise ValueError(f"ForwardAccumulator: primals[{i}] has dtype {primal.dtype.name}; "
                              "only floating and complex tensors have tangents.")
-        if isinstance(tangent, _TensorLike) and tangent._value.dtype != primal._value.dtype:
+        if isinstance(tangent, TensorBase) and tangent._value.dtype != primal._value.dtype:
             raise DTypeMismatchError(f"ForwardAccumulator: tangents[{i}] has dtype "
                                      f"{tangent.dtype.name} but primals[{i}] has dtype "
                                      f"{primal.dtype.name}; they must match.")
@@ -89,17 +88,6 @@ class ForwardAccumulator(Recorder):
 
         self._refs[key] = weakref.ref(primal, drop)
 
-    def __enter__(self) -> "ForwardAccumulator":
-        if self._active:
-            raise ValueError("ForwardAccumulator is already active; it cannot be re-entered.")
-        push_recorder(self)
-        self._active = True
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        pop_recorder(self)
-        self._active = False
-
     def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
                 level: int) -> None:
         if not prim.differentiable:
@@ -109,13 +97,8 @@ class ForwardAccumulator(Recorder):
         if found.count(None) == len(found):
             return
         tans = tuple(Zero.like(x) if t is None else t for x, t in zip(inputs, found))
-        state = _state
-        saved = state.stack
-        state.stack = saved[:level]  # NOTE(strict-nesting): the rule is seen only below us
-        try:
-            out_tangents = prim.jvp(inputs, tans, outputs, **params)
-        finally:
-            state.stack = saved
+        # NOTE(strict-nesting): the rule is seen only by the recorders below this one.
+        out_tangents = call_below(level, prim.jvp, tans, outputs, inputs, **params)
         for o, t in zip(outputs, out_tangents, strict=True):
             if type(t) is not Zero and t is not None and o._value.dtype.kind in "fc":
                 self._store(o, t)
@@ -130,7 +113,7 @@ class ForwardAccumulator(Recorder):
         mode = _unconnected(unconnected_gradients)
 
         def fetch(x: Any) -> Any:
-            if not isinstance(x, _TensorLike):
+            if not isinstance(x, TensorBase):
                 raise TypeError(f"ForwardAccumulator.jvp: expected tensors or variables; got a "
                                 f"{type(x).__name__}.")
             t = self._tangents.get(id(x))
@@ -141,4 +124,4 @@ class ForwardAccumulator(Recorder):
         return nest.map_structure(fetch, primals)
 
     def __repr__(self) -> str:
-        return f"<ForwardAccumulator: {len(self._tangents)} tangents, active={self._active}>"
+        return f"<ForwardAccumulator: {len(self._tangents)} tangents, active={self.active}>"

@@ -1,10 +1,6 @@
-"""tf.linalg: linear algebra (re-exports only)."""
+"""tf.linalg: linear algebra (the names each ops/ family declares for it)."""
 
-from .ops import matmul  # noqa: F401
+from .ops import namespace as _namespace
 
-__all__ = ["matmul"]
-
-from .ops import namespace_exports as _namespace_exports  # noqa: E402
-
-globals().update(_namespace_exports("linalg"))
-__all__ = __all__ + [n for n in _namespace_exports("linalg") if n not in __all__]
+globals().update(_namespace("linalg"))
+__all__ = sorted(_namespace("linalg"))

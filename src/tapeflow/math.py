@@ -1,19 +1,6 @@
-"""tf.math: elementwise ops and reductions (re-exports only)."""
+"""tf.math: elementwise math, reductions and scans (the names each ops/ family declares for it)."""
 
-from .ops import (abs, add, cast, conj, cos, divide, equal, exp, floordiv, floormod,  # noqa: F401
-                  greater, greater_equal, less, less_equal, log, logical_and, logical_not,
-                  logical_or, logical_xor, maximum, minimum, multiply, negative, not_equal, pow,
-                  reduce_max, reduce_mean, reduce_min, reduce_sum, sigmoid, sign, sin, sqrt,
-                  square, subtract, tanh, truediv, where)
+from .ops import namespace as _namespace
 
-__all__ = ["abs", "add", "cast", "conj", "cos", "divide", "equal", "exp", "floordiv", "floormod",
-           "greater", "greater_equal", "less", "less_equal", "log", "logical_and",
-           "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "multiply",
-           "negative", "not_equal", "pow", "reduce_max", "reduce_mean", "reduce_min",
-           "reduce_sum", "sigmoid", "sign", "sin", "sqrt", "square", "subtract", "tanh",
-           "truediv", "where"]
-
-from .ops import namespace_exports as _namespace_exports  # noqa: E402
-
-globals().update(_namespace_exports("math"))
-__all__ = __all__ + [n for n in _namespace_exports("math") if n not in __all__]
+globals().update(_namespace("math"))
+__all__ = sorted(_namespace("math"))

@@ -18,10 +18,11 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import nest
-from .core import Primitive, Recorder, Zero, pop_recorder, push_recorder
 from .batching import one_hot_rows, vmap_chunks
-from .ops._rules import add_any, shape_of
-from .tensor import Tensor, Variable, _TensorLike
+from .core import Primitive, Recorder, Zero, bind
+from .ops.shape import concat_p
+from .ops.structural import add_any, reshape_p, shape_of, transpose_p
+from .tensor import Tensor, TensorBase, Variable, convert_to_tensor
 
 __all__ = ["GradientTape", "UnconnectedGradients"]
 
@@ -74,22 +75,12 @@ class GradientTape(Recorder):
         self._entries: list[tuple] = []
         self._watched: dict[int, Any] = {}
         self._variables: dict[int, Variable] = {}
-        self._recording = False
         self._paused = 0
         self._used = False
 
     # ---------------------------------------------------------------- context
-    def __enter__(self) -> "GradientTape":
-        if self._recording:
-            raise ValueError("GradientTape is already recording; tapes cannot be re-entered "
-                             "while active.")
-        push_recorder(self)
-        self._recording = True
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        pop_recorder(self)
-        self._recording = False
+    # ``with tape:`` enters and leaves the recorder stack (Recorder.__enter__/__exit__ in
+    # core); a tape may be entered again after it exits and goes on recording.
 
     @contextlib.contextmanager
     def stop_recording(self) -> Iterator[None]:
@@ -106,7 +97,7 @@ class GradientTape(Recorder):
             >>> print(g.gradient(y, x))
             None
         """
-        if not self._recording:
+        if not self.active:
             raise RuntimeError("GradientTape.stop_recording(): the tape is not recording "
                                "(call it inside the tape's `with` block).")
         self._paused += 1
@@ -130,7 +121,7 @@ class GradientTape(Recorder):
         warning (as TensorFlow), and their gradient is None.
         """
         for i, x in enumerate(nest.flatten(tensor)):
-            if not isinstance(x, _TensorLike):
+            if not isinstance(x, TensorBase):
                 raise ValueError(f"GradientTape.watch: element {i} of `tensor` is a "
                                  f"{type(x).__name__}, not a tf.Tensor or tf.Variable.")
             if not _differentiable(x):
@@ -210,7 +201,7 @@ class GradientTape(Recorder):
     def _flat_sources(self, sources: Any) -> list:
         flat = nest.flatten(sources)
         for i, s in enumerate(flat):
-            if not isinstance(s, _TensorLike):
+            if not isinstance(s, TensorBase):
                 raise TypeError(f"GradientTape.gradient: `sources` element {i} is a "
                                 f"{type(s).__name__}; sources must be tf.Tensor or tf.Variable.")
             if not _differentiable(s):
@@ -222,7 +213,7 @@ class GradientTape(Recorder):
     def _flat_targets(self, target: Any) -> list:
         flat = nest.flatten(target)
         for i, t in enumerate(flat):
-            if not isinstance(t, _TensorLike):
+            if not isinstance(t, TensorBase):
                 raise TypeError(f"GradientTape.gradient: `target` element {i} is a "
                                 f"{type(t).__name__}; targets must be tf.Tensor or tf.Variable.")
         return flat
@@ -257,7 +248,6 @@ class GradientTape(Recorder):
                 if g is None:
                     cts.append(Tensor(np.ones_like(t._value)))
                     continue
-                from .tensor import convert_to_tensor
                 g = convert_to_tensor(g, dtype=t.dtype)
                 if shape_of(g) != shape_of(t):
                     raise ValueError(f"GradientTape.gradient: output_gradients[{i}] has shape "
@@ -339,8 +329,6 @@ class GradientTape(Recorder):
     def _rows_looped(self, plan: list, reach: set, targets: list, n: int, make: Any,
                      sources: list) -> list:
         """The same, one backward pass per cotangent."""
-        from .ops import stack
-
         per_row = [self._backward(plan, reach, targets, [Tensor(make(j, j + 1)[0])], sources)
                    for j in range(n)]
         out = []
@@ -352,8 +340,10 @@ class GradientTape(Recorder):
             if all(c is None for c in col):
                 out.append(None)
                 continue
-            out.append(stack([Tensor(np.zeros(shape_of(s), s._value.dtype)) if c is None else c
-                              for c in col]))
+            rows = [Tensor(np.zeros(shape_of(s), s._value.dtype)) if c is None else c
+                    for c in col]
+            out.append(bind(concat_p, *[bind(reshape_p, r, shape=(1,) + shape_of(s))
+                                        for r in rows], axis=0))
         return out
 
     def batch_jacobian(self, target: Any, source: Any,
@@ -401,8 +391,7 @@ class GradientTape(Recorder):
         if rows is None:
             zero = Tensor(np.zeros(ts + ss[1:], dtype=s._value.dtype))
             return zero if mode is UnconnectedGradients.ZERO else None
-        from .ops import transpose
-        rows = transpose(rows, [1, 0] + list(range(2, len(ss) + 1)))  # [b, inner, *x]
+        rows = bind(transpose_p, rows, perm=(1, 0) + tuple(range(2, len(ss) + 1)))  # [b, inner, *x]
         return _reshape(rows, ts + ss[1:])
 
 
@@ -411,6 +400,4 @@ def _jac_like(t: Any, s: Any) -> Tensor:
 
 
 def _reshape(x: Tensor, shape: tuple) -> Tensor:
-    from .ops import reshape
-
-    return reshape(x, shape)
+    return x if shape_of(x) == tuple(shape) else bind(reshape_p, x, shape=tuple(shape))

@@ -4,6 +4,11 @@ A `Tensor` is an immutable wrapper of one NumPy array (or NumPy scalar, for
 rank 0, as TensorFlow's `.numpy()` returns). Its operators call tapeflow ops;
 nothing here knows about differentiation. A `Variable` holds a mutable value;
 ops read it through `Variable.value()`, which is what lets tapes watch it.
+
+Tensor's methods call two modules built on top of this one: `tapeflow.core`
+(Python reads of values and variable writes reach the recorders there) and
+`tapeflow.ops` (the operators). Both import Tensor, so this module imports them
+when first needed, not when it loads.
 """
 
 from __future__ import annotations
@@ -16,10 +21,32 @@ import numpy as np
 from . import dtypes as _dt
 from .errors import DTypeMismatchError
 
-__all__ = ["Tensor", "Variable", "TensorShape", "constant", "convert_to_tensor",
+__all__ = ["Tensor", "Variable", "TensorBase", "TensorShape", "constant", "convert_to_tensor",
            "is_tensor", "newaxis"]
 
 newaxis = None
+
+
+class _Later:
+    """Stands for tapeflow.core or tapeflow.ops (the global `name`) until first use, when
+    `_load` imports both and puts the modules themselves in their place."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        _load()
+        return getattr(globals()[self.name], attr)
+
+
+def _load() -> None:
+    global _core, _ops
+    from . import core, ops  # both import this module: loaded on first use (an import cycle)
+    _core, _ops = core, ops
+
+
+_core: Any = _Later("_core")
+_ops: Any = _Later("_ops")
 
 
 class TensorShape(tuple):
@@ -93,8 +120,9 @@ def _fmt_numpy(value: Any) -> str:
     return str(value) if np.ndim(value) == 0 else repr(np.asarray(value))
 
 
-class _TensorLike:
-    """What Tensor and Variable share: metadata, conversions and Python operators."""
+class TensorBase:
+    """The base of Tensor and Variable: metadata, conversions and Python operators.
+    ``isinstance(x, TensorBase)`` asks "is x a tensor or a variable?"."""
 
     __slots__ = ()
     # NumPy binary operators defer to our reflected operators (ndarray + Tensor -> Tensor).
@@ -128,7 +156,7 @@ class _TensorLike:
 
     def _read_for_python(self, how: str) -> Any:
         # Recorders that must know about value reads (vmap, tracing) hear of them here.
-        _value_read_hook[0](self, how)
+        _core.value_read(self, how)
         return self._value
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -197,42 +225,42 @@ class _TensorLike:
         return f"tf.Tensor({_fmt_numpy(self._value)}, shape={self.shape}, dtype={self.dtype.name})"
 
     # Operators: each calls the tapeflow op, so tapes and accumulators see it.
-    def __add__(self, y): return _ops.add(self, y)
-    def __radd__(self, x): return _ops.add(x, self)
-    def __sub__(self, y): return _ops.subtract(self, y)
-    def __rsub__(self, x): return _ops.subtract(x, self)
-    def __mul__(self, y): return _ops.multiply(self, y)
-    def __rmul__(self, x): return _ops.multiply(x, self)
-    def __truediv__(self, y): return _ops.truediv(self, y)
-    def __rtruediv__(self, x): return _ops.truediv(x, self)
-    def __floordiv__(self, y): return _ops.floordiv(self, y)
-    def __rfloordiv__(self, x): return _ops.floordiv(x, self)
-    def __mod__(self, y): return _ops.floormod(self, y)
-    def __rmod__(self, x): return _ops.floormod(x, self)
-    def __pow__(self, y): return _ops.pow(self, y)
-    def __rpow__(self, x): return _ops.pow(x, self)
-    def __matmul__(self, y): return _ops.matmul(self, y)
-    def __rmatmul__(self, x): return _ops.matmul(x, self)
-    def __neg__(self): return _ops.negative(self)
+    def __add__(self, y): return _ops.elementwise.add(self, y)
+    def __radd__(self, x): return _ops.elementwise.add(x, self)
+    def __sub__(self, y): return _ops.elementwise.subtract(self, y)
+    def __rsub__(self, x): return _ops.elementwise.subtract(x, self)
+    def __mul__(self, y): return _ops.elementwise.multiply(self, y)
+    def __rmul__(self, x): return _ops.elementwise.multiply(x, self)
+    def __truediv__(self, y): return _ops.elementwise.truediv(self, y)
+    def __rtruediv__(self, x): return _ops.elementwise.truediv(x, self)
+    def __floordiv__(self, y): return _ops.elementwise.floordiv(self, y)
+    def __rfloordiv__(self, x): return _ops.elementwise.floordiv(x, self)
+    def __mod__(self, y): return _ops.elementwise.floormod(self, y)
+    def __rmod__(self, x): return _ops.elementwise.floormod(x, self)
+    def __pow__(self, y): return _ops.transcendental.pow(self, y)
+    def __rpow__(self, x): return _ops.transcendental.pow(x, self)
+    def __matmul__(self, y): return _ops.linalg.matmul(self, y)
+    def __rmatmul__(self, x): return _ops.linalg.matmul(x, self)
+    def __neg__(self): return _ops.elementwise.negative(self)
     def __pos__(self): return self
-    def __abs__(self): return _ops.abs(self)
-    def __lt__(self, y): return _ops.less(self, y)
-    def __le__(self, y): return _ops.less_equal(self, y)
-    def __gt__(self, y): return _ops.greater(self, y)
-    def __ge__(self, y): return _ops.greater_equal(self, y)
-    def __and__(self, y): return _ops.logical_and(self, y)
-    def __rand__(self, x): return _ops.logical_and(x, self)
-    def __or__(self, y): return _ops.logical_or(self, y)
-    def __ror__(self, x): return _ops.logical_or(x, self)
-    def __xor__(self, y): return _ops.logical_xor(self, y)
-    def __invert__(self): return _ops.logical_not(self)
-    def __getitem__(self, key): return _ops.getitem(self, key)
+    def __abs__(self): return _ops.complex.abs(self)
+    def __lt__(self, y): return _ops.elementwise.less(self, y)
+    def __le__(self, y): return _ops.elementwise.less_equal(self, y)
+    def __gt__(self, y): return _ops.elementwise.greater(self, y)
+    def __ge__(self, y): return _ops.elementwise.greater_equal(self, y)
+    def __and__(self, y): return _ops.elementwise.logical_and(self, y)
+    def __rand__(self, x): return _ops.elementwise.logical_and(x, self)
+    def __or__(self, y): return _ops.elementwise.logical_or(self, y)
+    def __ror__(self, x): return _ops.elementwise.logical_or(x, self)
+    def __xor__(self, y): return _ops.elementwise.logical_xor(self, y)
+    def __invert__(self): return _ops.elementwise.logical_not(self)
+    def __getitem__(self, key): return _ops.indexing.getitem(self, key)
 
     def __eq__(self, other):  # type: ignore[override]
         if other is None:  # as TensorFlow: comparing with None is a Python bool
             return False
         try:
-            return _ops.equal(self, other)
+            return _ops.elementwise.equal(self, other)
         except (TypeError, ValueError):
             return False
 
@@ -240,12 +268,12 @@ class _TensorLike:
         if other is None:
             return True
         try:
-            return _ops.not_equal(self, other)
+            return _ops.elementwise.not_equal(self, other)
         except (TypeError, ValueError):
             return True
 
 
-class Tensor(_TensorLike):
+class Tensor(TensorBase):
     """An immutable multidimensional array that tapes and accumulators can follow.
 
     Create tensors with `tf.constant` or `tf.convert_to_tensor`; ops return them.
@@ -272,7 +300,7 @@ class Tensor(_TensorLike):
 _variable_ids = itertools.count()
 
 
-class Variable(_TensorLike):
+class Variable(TensorBase):
     """A mutable tensor-valued state, watched automatically by tapes when trainable.
 
     Args:
@@ -301,7 +329,7 @@ class Variable(_TensorLike):
             raise ValueError("Variable needs an `initial_value`; got None.")
         if callable(initial_value):
             initial_value = initial_value()
-        if isinstance(initial_value, _TensorLike):
+        if isinstance(initial_value, TensorBase):
             value = initial_value._value
             if dtype is not None:
                 value = np.asarray(value, _dt.as_dtype(dtype)._np)
@@ -323,7 +351,7 @@ class Variable(_TensorLike):
 
     def value(self) -> Tensor:
         """The current value as a Tensor (a read that tapes and accumulators see)."""
-        return _read_variable(self)
+        return _core.bind(_core.read_variable_p, self)
 
     read_value = value
 
@@ -331,18 +359,21 @@ class Variable(_TensorLike):
                read_value: bool = True) -> "Variable":
         """Replace the value; shape and dtype must match. Returns the variable."""
         new = _convert_for_assign(self, value, "assign")
-        _assign_hook[0](self, new)
+        _core.variable_written(self, new)  # tracing records the write
+        # A new buffer, never an in-place write: tensors read earlier keep their values, and
+        # a caller's array passed to assign is not aliased.
+        self._value = np.array(new._value, copy=True)
         return self
 
     def assign_add(self, delta: Any, use_locking: Any = None, name: Any = None,
                    read_value: bool = True) -> "Variable":
         """Add `delta` to the value in place of the variable. Returns the variable."""
-        return self.assign(_ops.add(self.value(), delta))
+        return self.assign(_ops.elementwise.add(self.value(), delta))
 
     def assign_sub(self, delta: Any, use_locking: Any = None, name: Any = None,
                    read_value: bool = True) -> "Variable":
         """Subtract `delta` from the value. Returns the variable."""
-        return self.assign(_ops.subtract(self.value(), delta))
+        return self.assign(_ops.elementwise.subtract(self.value(), delta))
 
     def __repr__(self) -> str:
         return (f"<tapeflow.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
@@ -353,7 +384,7 @@ class Variable(_TensorLike):
 
 
 def _convert_for_assign(var: Variable, value: Any, how: str) -> "Tensor":
-    t = convert_to_tensor(value, dtype=var.dtype) if not isinstance(value, _TensorLike) \
+    t = convert_to_tensor(value, dtype=var.dtype) if not isinstance(value, TensorBase) \
         else _as_tensor(value)
     if t._value.dtype != var._value.dtype:
         raise DTypeMismatchError(f"Variable.{how}: value has dtype {t.dtype.name}, "
@@ -364,25 +395,9 @@ def _convert_for_assign(var: Variable, value: Any, how: str) -> "Tensor":
     return t
 
 
-def _plain_assign(var: Variable, new_value: "Tensor") -> None:
-    # A new buffer, never an in-place write: tensors read earlier keep their values, and
-    # a caller's array passed to assign is not aliased.
-    var._value = np.array(new_value._value, copy=True)
-
-
-# Hooks: Python reads of values (recorders that care hear of them, see core) and variable
-# writes (tracing records them, see graph/trace.py).
-_value_read_hook: list = [lambda tensor, how: None]
-_assign_hook: list = [_plain_assign]
-
-
-def _read_variable(var: Variable) -> Tensor:
-    return _ops.read_variable(var)
-
-
 def is_tensor(x: Any) -> bool:
     """True for tapeflow Tensors and Variables."""
-    return isinstance(x, _TensorLike)
+    return isinstance(x, TensorBase)
 
 
 def _as_tensor(x: Any) -> Tensor:
@@ -414,7 +429,7 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
         >>> tf.convert_to_tensor(1.5).dtype, tf.convert_to_tensor(np.ones(2)).dtype
         (tf.float32, tf.float64)
     """
-    if isinstance(value, _TensorLike):
+    if isinstance(value, TensorBase):
         t = _as_tensor(value)
         if dtype is not None and _dt.as_dtype(dtype)._np != t._value.dtype:
             raise DTypeMismatchError(
@@ -453,7 +468,7 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
         array([[0., 0.],
                [0., 0.]], dtype=float32)
     """
-    if isinstance(value, _TensorLike):
+    if isinstance(value, TensorBase):
         arr = _as_tensor(value)._value
         if dtype is not None:
             arr = np.asarray(arr, _dt.as_dtype(dtype)._np)
@@ -474,7 +489,3 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
         arr = np.asarray(arr)[()]
     return Tensor(arr)
 
-
-# The operators call tapeflow ops; `tapeflow.ops` sets this when it is imported (ops import
-# Tensor, so the dependency cannot be a plain import here).
-_ops: Any = None

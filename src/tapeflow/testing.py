@@ -16,7 +16,7 @@ import numpy as np
 from . import nest
 from .forward import ForwardAccumulator
 from .tape import GradientTape
-from .tensor import Tensor, _TensorLike
+from .tensor import Tensor, TensorBase
 
 __all__ = ["check_grads", "numerical_jvp"]
 
@@ -27,11 +27,11 @@ _DEFAULT_EPS = {np.dtype(np.float64): 1e-6, np.dtype(np.float32): 1e-3,
 
 
 def _as_tensors(args: Sequence[Any]) -> list[Tensor]:
-    return [a if isinstance(a, _TensorLike) else Tensor(np.asarray(a)) for a in args]
+    return [a if isinstance(a, TensorBase) else Tensor(np.asarray(a)) for a in args]
 
 
 def _outputs(f: Callable, args: list) -> list[Tensor]:
-    return [o if isinstance(o, _TensorLike) else Tensor(np.asarray(o)) for o in nest.flatten(f(*args))]
+    return [o if isinstance(o, TensorBase) else Tensor(np.asarray(o)) for o in nest.flatten(f(*args))]
 
 
 def _dot(a: Sequence[Any], b: Sequence[Any]) -> float:

@@ -17,11 +17,12 @@ import numpy as np
 
 from . import nest
 from .batching import one_hot_rows, vmap_chunks
-from .core import Zero
+from .core import Zero, bind
 from .forward import ForwardAccumulator
-from .ops._rules import as_tensor, shape_of
+from .ops.convert import as_tensor
+from .ops.structural import reshape_p, shape_of, transpose_p
 from .tape import GradientTape, UnconnectedGradients
-from .tensor import Tensor, _TensorLike
+from .tensor import Tensor, TensorBase, convert_to_tensor
 
 __all__ = ["grad", "value_and_grad", "jvp", "vjp", "linearize", "jacfwd", "jacrev",
            "jacobian", "hessian", "hvp"]
@@ -103,8 +104,8 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
                 raise TypeError("grad: with has_aux=True the function must return a pair "
                                 "(value, aux).")
             out, aux = out
-        if not isinstance(out, _TensorLike) or np.ndim(out._value) != 0:
-            shape = tuple(np.shape(out._value)) if isinstance(out, _TensorLike) else type(out).__name__
+        if not isinstance(out, TensorBase) or np.ndim(out._value) != 0:
+            shape = tuple(np.shape(out._value)) if isinstance(out, TensorBase) else type(out).__name__
             raise TypeError(f"grad: the function must return a scalar tensor; got {shape}. Use "
                             "jacrev/jacobian for non-scalar outputs.")
         grads = tape.gradient(out, leaves, unconnected_gradients=UnconnectedGradients.ZERO)
@@ -204,9 +205,7 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
 
 def _tangent_like(t: Any, primal: Tensor, fname: str, i: int) -> Tensor:
     """A tangent converted to its primal's dtype, with the primal's shape (or a clear error)."""
-    from .tensor import convert_to_tensor
-
-    t = as_tensor(t, fname, f"tangent {i}") if isinstance(t, _TensorLike) else \
+    t = as_tensor(t, fname, f"tangent {i}") if isinstance(t, TensorBase) else \
         convert_to_tensor(t, dtype=primal.dtype)
     if t._value.dtype != primal._value.dtype:
         raise TypeError(f"{fname}: tangent {i} has dtype {t.dtype.name}, its primal has dtype "
@@ -246,7 +245,7 @@ def linearize(f: Callable, *primals: Any) -> tuple:
             if all(t is None for t in found):
                 continue
             ts = tuple(Zero.like(x) if t is None else t for x, t in zip(inputs, found))
-            for o, t in zip(outputs, prim.jvp(inputs, ts, outputs, **params)):
+            for o, t in zip(outputs, prim.jvp(ts, outputs, inputs, **params), strict=True):
                 if type(t) is not Zero:
                     tan[id(o)] = t
         return nest.map_structure(lambda o: _zero_if_none(tan.get(id(o)), o), out)
@@ -264,14 +263,13 @@ def _over_basis(fn: Callable, x: Tensor, chunk_size: int | None, out_axes: Any =
 
 def _rows_to_jacobian(rows: Tensor, out_shape: tuple, in_shape: tuple, rows_are_out: bool) -> Tensor:
     """[n, ...] rows of one basis into the out_shape + in_shape Jacobian."""
-    from .ops import reshape, transpose
-
-    if rows_are_out:  # reverse mode: row i is d out[i] / d in, shape [n_out, *in]
-        return reshape(rows, out_shape + in_shape)
-    # forward mode: row j is d out / d in[j], shape [n_in, *out]
-    n_out = len(out_shape)
-    rows = transpose(rows, list(range(1, n_out + 1)) + [0])
-    return reshape(rows, out_shape + in_shape)
+    if not rows_are_out:  # forward mode: row j is d out / d in[j], shape [n_in, *out]
+        n_out = len(out_shape)
+        if n_out:
+            rows = bind(transpose_p, rows, perm=tuple(range(1, n_out + 1)) + (0,))
+    # reverse mode: row i is d out[i] / d in, shape [n_out, *in]
+    shape = tuple(out_shape) + tuple(in_shape)
+    return rows if shape_of(rows) == shape else bind(reshape_p, rows, shape=shape)
 
 
 def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,

@@ -26,8 +26,8 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .. import nest
-from ..core import _state, pop_recorder, push_recorder
-from ..tensor import Tensor, TensorShape, Variable, _TensorLike, convert_to_tensor
+from ..core import recording
+from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor
 from .ir import Graph, Guard
 from .passes import optimize
 from .replay import GuardFailed, compile_graph, interpret
@@ -55,7 +55,7 @@ class TensorSpec:
         self.name = name
 
     def is_compatible_with(self, x: Any) -> bool:
-        value = x._value if isinstance(x, _TensorLike) else np.asarray(x)
+        value = x._value if isinstance(x, TensorBase) else np.asarray(x)
         return self.dtype._np == value.dtype and self.shape.is_compatible_with(np.shape(value))
 
     def __repr__(self) -> str:
@@ -129,7 +129,7 @@ class ConcreteFunction:
         return list(self.graph.outputs)
 
     def _run(self, tensors: list) -> Any:
-        if _state.stack:
+        if recording():
             outs = interpret(self.graph, tensors)  # recorders are active: let them see every op
         else:
             outs = [None if a is None else Tensor(a)
@@ -189,7 +189,7 @@ class Function:
         out = []
         for i, (a, spec) in enumerate(zip(args, specs)):
             t = a.value() if isinstance(a, Variable) else a
-            if not isinstance(t, _TensorLike):
+            if not isinstance(t, TensorBase):
                 t = convert_to_tensor(t, dtype=spec.dtype)
             if not spec.is_compatible_with(t):
                 raise TypeError(f"{self.__name__}: argument {i} has shape "
@@ -226,12 +226,9 @@ class Function:
         tracer = Tracer(graph, leaves, self._guards)
         pos = [0]
         call_args, call_kwargs = _rebuild((list(args), kwargs), leaves, pos)
-        push_recorder(tracer)
-        try:
+        with tracer:
             result = self._fn(*call_args, **call_kwargs)
             flat = [_output_leaf(o, i) for i, o in enumerate(nest.flatten(result))]
-        finally:
-            pop_recorder(tracer)
         graph.outputs = [None if o is None else tracer.slot_of(o) for o in flat]
         graph.output_structure = result
         stats = optimize(graph)

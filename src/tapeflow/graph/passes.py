@@ -2,9 +2,11 @@
 
 Derivative rules and vectorized Jacobians leave much that a graph need not
 recompute: ops on constants only (a Jacobian's basis reshaped and transposed),
-identity reshapes and casts, additions of zeros and products with ones,
-repeated subexpressions, and values nobody uses. Each pass keeps the graph's
-meaning exactly (no rewrite that could change a NaN or a signed zero).
+identity reshapes and casts, products with ones, repeated subexpressions, and
+values nobody uses. Each pass keeps the graph's meaning exactly, NaNs and signed
+zeros included: a node is dropped for one of its inputs only where its primitive's
+`simplify` rule says the output always equals that input (x * 1 is x; x + 0. is
+not, at x = -0., so only x + (-0.) folds).
 """
 
 from __future__ import annotations
@@ -16,10 +18,6 @@ import numpy as np
 from .ir import Assign, Graph, Guard, Node
 
 __all__ = ["optimize"]
-
-# (read_variable is not here: a read must keep the value of its moment, not follow later writes.)
-_ALIAS_IF_SAME_SHAPE = {"reshape", "broadcast_to", "identity"}
-
 
 def _is_effectful(node: Node) -> bool:
     """Stateful primitives (random draws): skipping or merging two draws changes the sequence."""
@@ -61,7 +59,7 @@ def _fold_and_simplify(g: Graph) -> None:
             if not _is_effectful(n) and n.inputs and all(i in g.constants for i in n.inputs):
                 values = n.prim.impl(*[g.constants[i] for i in n.inputs], **n.params)
                 values = values if n.prim.multiple_results else [values]
-                for o, v in zip(n.outputs, values):
+                for o, v in zip(n.outputs, values, strict=True):
                     g.constants[o] = v
                 continue
             same = _simplified(g, n)
@@ -75,43 +73,19 @@ def _fold_and_simplify(g: Graph) -> None:
     g.outputs = [_rename(o, alias) if o is not None else None for o in g.outputs]
 
 
-def _all_equal(g: Graph, slot: int, value: float) -> bool:
-    v = g.constants.get(slot)
-    return v is not None and np.size(v) > 0 and bool(np.all(np.asarray(v) == value))
-
-
 def _simplified(g: Graph, n: Node) -> int | None:
-    """An input slot the node's single output equals exactly, if there is one."""
-    if n.prim.multiple_results:
+    """An input slot the node's single output equals exactly, if its primitive says so."""
+    rule = n.prim.simplify
+    if rule is None or n.prim.multiple_results:
         return None
-    out = n.outputs[0]
-    shape, dtype = g.avals[out]
-    name = n.prim.name
+    shape, dtype = g.avals[n.outputs[0]]
 
-    def same_as(i: int) -> bool:
-        return g.avals[i][0] == shape and np.dtype(g.avals[i][1]) == np.dtype(dtype)
+    def same(i: int) -> bool:
+        s, d = g.avals[n.inputs[i]]
+        return s == shape and np.dtype(d) == np.dtype(dtype)
 
-    if name in _ALIAS_IF_SAME_SHAPE and same_as(n.inputs[0]):
-        return n.inputs[0]
-    if name == "transpose" and tuple(n.params["perm"]) == tuple(range(len(shape))):
-        return n.inputs[0]
-    if name == "cast" and same_as(n.inputs[0]):
-        return n.inputs[0]
-    if name in ("add", "subtract"):
-        x, y = n.inputs
-        if _all_equal(g, y, 0) and same_as(x):
-            return x
-        if name == "add" and _all_equal(g, x, 0) and same_as(y):
-            return y
-    if name == "pow" and _all_equal(g, n.inputs[1], 1) and same_as(n.inputs[0]):
-        return n.inputs[0]
-    if name in ("multiply", "divide"):
-        x, y = n.inputs
-        if _all_equal(g, y, 1) and same_as(x):
-            return x
-        if name == "multiply" and _all_equal(g, x, 1) and same_as(y):
-            return y
-    return None
+    k = rule([g.constants.get(i) for i in n.inputs], same, **n.params)
+    return None if k is None else n.inputs[k]
 
 
 def _cse(g: Graph) -> None:
@@ -122,11 +96,11 @@ def _cse(g: Graph) -> None:
         if isinstance(n, Node):
             _rename_node(n, alias)
             # A variable read is not merged with an earlier one: a write may lie between.
-            if not _is_effectful(n) and n.prim.name != "read_variable":
-                key = (n.prim.name, tuple(n.inputs), _hashable(n.params))
+            if not _is_effectful(n) and not n.prim.reads_variable:
+                key = (n.prim, tuple(n.inputs), _hashable(n.params))
                 prev = seen.get(key)
                 if prev is not None:
-                    for o, p in zip(n.outputs, prev):
+                    for o, p in zip(n.outputs, prev, strict=True):
                         alias[o] = p
                     continue
                 seen[key] = n.outputs

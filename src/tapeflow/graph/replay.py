@@ -28,11 +28,10 @@ __all__ = ["GuardFailed", "compile_graph", "interpret"]
 
 _HOW = {"bool": "bool()", "float": "float()", "int": "int()", "index": "__index__",
         "complex": "complex()", "array": "numpy()"}
-_PASS_THROUGH = {"identity", "read_variable"}
 
 
 class GuardFailed(Exception):
-    """A replay read a different value than the trace at a guard (index into the graph's guards)."""
+    """A replay read a different value than the trace did at `guard` (the Guard node)."""
 
     def __init__(self, guard: Guard) -> None:
         super().__init__(guard.where)
@@ -92,7 +91,7 @@ def compile_graph(g: Graph) -> Callable[..., list]:
             for o in n.outputs:
                 ref[o] = f"v{o}"
             outs = ", ".join(ref[o] for o in n.outputs)
-            if n.prim.name in _PASS_THROUGH:
+            if n.prim.is_identity:
                 lines.append(f"    {outs} = {args}")
                 continue
             fn = functools.partial(n.prim.impl, **n.params) if n.params else n.prim.impl
@@ -149,14 +148,14 @@ def interpret(g: Graph, inputs: list[Tensor]) -> list:
     pending: dict[int, Tensor] = {}
     for n in g.nodes:
         if isinstance(n, Node):
-            if n.prim.name == "read_variable" and g.var_slots.get(n.inputs[0]) in pending:
+            if n.prim.reads_variable and g.var_slots.get(n.inputs[0]) in pending:
                 env[n.outputs[0]] = pending[g.var_slots[n.inputs[0]]]
                 continue
             params = n.params
             if n.backward is not None:
                 params = dict(params, grad_fn=_replayed_grad_fn(n, env))
             out = bind(n.prim, *[env[i] for i in n.inputs], **params)
-            for o, t in zip(n.outputs, out if n.prim.multiple_results else [out]):
+            for o, t in zip(n.outputs, out if n.prim.multiple_results else [out], strict=True):
                 env[o] = t
         elif isinstance(n, Guard):
             # A read through the hook: an enclosing trace records this guard too.

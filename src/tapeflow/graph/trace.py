@@ -16,16 +16,18 @@ the new branch. With ``guards="error"`` the read raises instead.
 
 from __future__ import annotations
 
+import linecache
 import os
 import sys
 from typing import Any
 
 import numpy as np
 
-from .. import tensor as _tensor_module
-from ..core import Primitive, Recorder, _state
+from ..core import Primitive, Recorder, substack
+from ..custom import call_grad_fn
 from ..tensor import Tensor, Variable
 from .ir import Assign, CustomBackward, Graph, Guard, Node
+from .passes import optimize
 
 __all__ = ["Tracer", "TracingError", "user_line"]
 
@@ -43,8 +45,6 @@ def user_line() -> str:
         frame = frame.f_back
     if frame is None:
         return "<unknown>"
-    import linecache
-
     src = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
     return f"{frame.f_code.co_filename}:{frame.f_lineno}: {src}"
 
@@ -57,6 +57,7 @@ class Tracer(Recorder):
     """Records ops into `graph`; inputs are the given tensors (by identity)."""
 
     watches_reads = True
+    watches_writes = True
     sees_custom_forward = True
 
     def __init__(self, graph: Graph, inputs: list, guards: str = "retrace",
@@ -108,24 +109,17 @@ class Tracer(Recorder):
             outs.append(slot)
         node = Node(prim, ins, dict(params), outs)
         self.graph.nodes.append(node)
-        if prim.name == "custom_gradient":
+        if prim.user_gradient:
             node.backward = self._trace_backward(inputs, outputs, params)
 
     def _trace_backward(self, inputs: Any, outputs: tuple, params: dict) -> CustomBackward:
         """Trace a custom grad_fn on placeholder cotangents, seen by no other recorder."""
-        from ..custom import _call_grad_fn
-        from .passes import optimize
-
         sub = Graph(name=f"{self.graph.name}_custom_grad")
         cts = [Tensor(np.zeros_like(o._value)) for o in outputs]
         tracer = Tracer(sub, cts, self.guards, outer=self)
         n_in, n_vars = params["n_inputs"], params["n_vars"]
-        saved = _state.stack
-        _state.stack = (tracer,)
-        try:
-            grads = _call_grad_fn(params["grad_fn"], cts, list(inputs[n_in:n_in + n_vars]), n_in)
-        finally:
-            _state.stack = saved
+        with substack(lambda r: False, extra=(tracer,)):
+            grads = call_grad_fn(params["grad_fn"], cts, list(inputs[n_in:n_in + n_vars]), n_in)
         sub.outputs = [None if g is None else tracer.slot_of(g) for g in grads]
         optimize(sub)
         return CustomBackward(sub, tracer.refs)
@@ -152,17 +146,7 @@ class Tracer(Recorder):
             expected = value.item() if hasattr(value, "item") else value
         self.graph.nodes.append(Guard(slot, kind, expected, where))
 
-    def on_assign(self, var: Variable, value: Tensor) -> None:
+    def on_write(self, var: Variable, value: Tensor) -> None:
+        # Tracing runs for real, so the write happens too; the graph records it.
         var_slot = self.slot_of(var)
         self.graph.nodes.append(Assign(self.graph.var_slots[var_slot], self.slot_of(value)))
-
-
-def _tracing_assign(var: Variable, value: Tensor) -> None:
-    """Variable writes: done at once (tracing runs for real) and recorded by active tracers."""
-    for rec in _state.stack:
-        if isinstance(rec, Tracer):
-            rec.on_assign(var, value)
-    _tensor_module._plain_assign(var, value)
-
-
-_tensor_module._assign_hook[0] = _tracing_assign

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .. import ops
-from ..ops._rules import as_tensor
+from ..ops.convert import as_tensor
 
 __all__ = ["elu", "exponential", "gelu", "hard_sigmoid", "leaky_relu", "linear", "log_softmax",
            "mish", "relu", "relu6", "selu", "sigmoid", "silu", "softmax", "softplus", "softsign",
@@ -44,18 +44,18 @@ def relu(x: Any, alpha: float = 0.0, max_value: float | None = None,
     negative_part = None
     if alpha != 0.0:
         if max_value is None and threshold == 0:
-            return ops.leaky_relu(x, alpha=alpha)
-        negative_part = ops.relu(-x + threshold) if threshold != 0 else ops.relu(-x)
+            return ops.nn.leaky_relu(x, alpha=alpha)
+        negative_part = ops.nn.relu(-x + threshold) if threshold != 0 else ops.nn.relu(-x)
     clip_max = max_value is not None
     if threshold != 0:
-        x = x * ops.cast(ops.greater(x, threshold), x.dtype)  # x above threshold, else 0
+        x = x * ops.elementwise.cast(ops.elementwise.greater(x, threshold), x.dtype)  # x above threshold, else 0
     elif max_value == 6:
-        x = ops.relu6(x)
+        x = ops.nn.relu6(x)
         clip_max = False
     else:
-        x = ops.relu(x)
+        x = ops.nn.relu(x)
     if clip_max:
-        x = ops.clip_by_value(x, 0, max_value)
+        x = ops.elementwise.clip_by_value(x, 0, max_value)
     if negative_part is not None:
         x = x - alpha * negative_part
     return x
@@ -69,7 +69,7 @@ def sigmoid(x: Any) -> Any:
         >>> tf.keras.activations.sigmoid(tf.constant([-20., 0., 20.])).numpy()
         array([2.0611537e-09, 5.0000000e-01, 1.0000000e+00], dtype=float32)
     """
-    return ops.sigmoid(x)
+    return ops.transcendental.sigmoid(x)
 
 
 def tanh(x: Any) -> Any:
@@ -80,7 +80,7 @@ def tanh(x: Any) -> Any:
         >>> tf.keras.activations.tanh(tf.constant([-1., 0., 1.])).numpy()
         array([-0.7615942,  0.       ,  0.7615942], dtype=float32)
     """
-    return ops.tanh(x)
+    return ops.transcendental.tanh(x)
 
 
 def softmax(x: Any, axis: int = -1) -> Any:
@@ -97,10 +97,10 @@ def softmax(x: Any, axis: int = -1) -> Any:
         raise ValueError(f"Cannot apply softmax to a tensor that is 1D. Received input: "
                          f"shape {tuple(x.shape)}.")
     if isinstance(axis, int):
-        return ops.nn_ops.softmax(x, axis=axis)
+        return ops.nn.softmax(x, axis=axis)
     axis = list(axis)
-    numerator = ops.exp(x - ops.reduce_max(x, axis=axis, keepdims=True))
-    return numerator / ops.reduce_sum(numerator, axis=axis, keepdims=True)
+    numerator = ops.transcendental.exp(x - ops.reduction.reduce_max(x, axis=axis, keepdims=True))
+    return numerator / ops.reduction.reduce_sum(numerator, axis=axis, keepdims=True)
 
 
 def log_softmax(x: Any, axis: int = -1) -> Any:
@@ -111,7 +111,7 @@ def log_softmax(x: Any, axis: int = -1) -> Any:
         >>> tf.keras.activations.log_softmax(tf.constant([[0., 0.]])).numpy()
         array([[-0.6931472, -0.6931472]], dtype=float32)
     """
-    return ops.nn_ops.log_softmax(x, axis=axis)
+    return ops.nn.log_softmax(x, axis=axis)
 
 
 def softplus(x: Any) -> Any:
@@ -122,7 +122,7 @@ def softplus(x: Any) -> Any:
         >>> tf.keras.activations.softplus(tf.constant([-20., 0., 20.])).numpy()
         array([2.0611537e-09, 6.9314718e-01, 2.0000000e+01], dtype=float32)
     """
-    return ops.softplus(x)
+    return ops.transcendental.softplus(x)
 
 
 def softsign(x: Any) -> Any:
@@ -134,7 +134,7 @@ def softsign(x: Any) -> Any:
         array([-0.5,  0. ,  0.5], dtype=float32)
     """
     x = _float(x, "softsign")
-    return x / (ops.abs(x) + 1)
+    return x / (ops.complex.abs(x) + 1)
 
 
 def elu(x: Any, alpha: float = 1.0) -> Any:
@@ -146,10 +146,10 @@ def elu(x: Any, alpha: float = 1.0) -> Any:
         array([-1.2642411,  2.       ], dtype=float32)
     """
     x = _float(x, "elu")
-    res = ops.nn_ops.elu(x)
+    res = ops.nn.elu(x)
     if alpha == 1:
         return res
-    return ops.where(ops.greater(x, 0), res, alpha * res)
+    return ops.elementwise.where(ops.elementwise.greater(x, 0), res, alpha * res)
 
 
 def selu(x: Any) -> Any:
@@ -161,7 +161,7 @@ def selu(x: Any) -> Any:
         >>> tf.keras.activations.selu(tf.constant([-1., 0., 1.])).numpy()
         array([-1.1113307,  0.       ,  1.050701 ], dtype=float32)
     """
-    return ops.nn_ops.selu(x)
+    return ops.nn.selu(x)
 
 
 def gelu(x: Any, approximate: bool = False) -> Any:
@@ -173,7 +173,7 @@ def gelu(x: Any, approximate: bool = False) -> Any:
         >>> tf.keras.activations.gelu(tf.constant([-1., 0., 1.])).numpy()
         array([-0.15865526,  0.        ,  0.8413448 ], dtype=float32)
     """
-    return ops.nn_ops.gelu(x, approximate=approximate)
+    return ops.nn.gelu(x, approximate=approximate)
 
 
 def swish(x: Any) -> Any:
@@ -185,7 +185,7 @@ def swish(x: Any) -> Any:
         array([-0.2689414,  0.       ,  0.7310586], dtype=float32)
     """
     x = _float(x, "swish")
-    return x * ops.sigmoid(x)
+    return x * ops.transcendental.sigmoid(x)
 
 
 silu = swish
@@ -200,7 +200,7 @@ def mish(x: Any) -> Any:
         array([-0.30340147,  0.        ,  0.8650984 ], dtype=float32)
     """
     x = _float(x, "mish")
-    return x * ops.tanh(ops.softplus(x))
+    return x * ops.transcendental.tanh(ops.transcendental.softplus(x))
 
 
 def exponential(x: Any) -> Any:
@@ -211,7 +211,7 @@ def exponential(x: Any) -> Any:
         >>> tf.keras.activations.exponential(tf.constant([0., 1.])).numpy()
         array([1.      , 2.718282], dtype=float32)
     """
-    return ops.exp(x)
+    return ops.transcendental.exp(x)
 
 
 def hard_sigmoid(x: Any) -> Any:
@@ -223,7 +223,7 @@ def hard_sigmoid(x: Any) -> Any:
         array([0. , 0.5, 0.7, 1. ], dtype=float32)
     """
     x = _float(x, "hard_sigmoid")
-    return ops.clip_by_value(x * 0.2 + 0.5, 0, 1)
+    return ops.elementwise.clip_by_value(x * 0.2 + 0.5, 0, 1)
 
 
 def leaky_relu(x: Any, alpha: float = 0.2) -> Any:
@@ -234,7 +234,7 @@ def leaky_relu(x: Any, alpha: float = 0.2) -> Any:
         >>> tf.keras.activations.leaky_relu(tf.constant([-2., 3.])).numpy()
         array([-0.4,  3. ], dtype=float32)
     """
-    return ops.nn_ops.leaky_relu(x, alpha=alpha)
+    return ops.nn.leaky_relu(x, alpha=alpha)
 
 
 def relu6(x: Any) -> Any:
@@ -245,7 +245,7 @@ def relu6(x: Any) -> Any:
         >>> tf.keras.activations.relu6(tf.constant([-1., 3., 8.])).numpy()
         array([0., 3., 6.], dtype=float32)
     """
-    return ops.nn_ops.relu6(x)
+    return ops.nn.relu6(x)
 
 
 def linear(x: Any) -> Any:

@@ -12,8 +12,8 @@ import numpy as np
 from .. import dtypes as _dt
 from .. import ops
 from ..core import no_recorders
-from ..ops._rules import as_tensor
-from ..tensor import Tensor, TensorShape, Variable, _TensorLike
+from ..ops.convert import as_tensor
+from ..tensor import Tensor, TensorShape, Variable, TensorBase
 from . import initializers
 
 __all__ = ["InputSpec", "Layer"]
@@ -138,7 +138,7 @@ def _conv_output_length(n: int | None, k: int, padding: str, stride: int,
 
 
 def _shape_of(x: Any) -> Any:
-    if isinstance(x, _TensorLike):
+    if isinstance(x, TensorBase):
         return TensorShape(np.shape(x._value))
     if isinstance(x, (list, tuple)):
         return type(x)(_shape_of(v) for v in x)
@@ -148,7 +148,7 @@ def _shape_of(x: Any) -> Any:
 
 
 def _holds_tensor(x: Any) -> bool:
-    if isinstance(x, (_TensorLike, np.ndarray)):
+    if isinstance(x, (TensorBase, np.ndarray)):
         return True
     if isinstance(x, (list, tuple)):
         return any(_holds_tensor(v) for v in x)
@@ -459,7 +459,7 @@ class Layer:
                 kwargs.pop("training", None)
             if not takes_mask:
                 kwargs.pop("mask", None)
-        single = isinstance(x, _TensorLike)
+        single = isinstance(x, TensorBase)
         if single and self.input_spec is not None:
             _check_input(self, self.input_spec, np.shape(x._value))
         if not self.built:
@@ -472,9 +472,9 @@ class Layer:
 
     def _cast(self, x: Any) -> Any:
         """Keras' autocast: floating inputs take the layer's dtype; others are left alone."""
-        if isinstance(x, _TensorLike):
+        if isinstance(x, TensorBase):
             if x._value.dtype.kind == "f" and x._value.dtype != _dt.as_dtype(self.dtype)._np:
-                return ops.cast(x, self.dtype)
+                return ops.elementwise.cast(x, self.dtype)
             return x
         if isinstance(x, (list, tuple)):
             return type(x)(self._cast(v) for v in x)

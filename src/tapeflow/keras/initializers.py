@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import dtypes as _dt
-from .. import random as _random
+from ..ops import random as _random
 from ..tensor import Tensor
 from ..tensor import constant as _tf_constant
 

@@ -91,13 +91,13 @@ class Dense(Layer):
     def call(self, inputs: Any) -> Any:
         """``activation(inputs @ kernel + bias)``; every input dtype is cast to the layer's."""
         if inputs._value.dtype != self.kernel._value.dtype:
-            inputs = ops.cast(inputs, self.kernel.dtype)  # Keras' Dense casts any input
+            inputs = ops.elementwise.cast(inputs, self.kernel.dtype)  # Keras' Dense casts any input
         shape = np.shape(inputs._value)
         if len(shape) == 2:
-            y = ops.matmul(inputs, self.kernel)
+            y = ops.linalg.matmul(inputs, self.kernel)
         else:
-            flat = ops.reshape(inputs, [-1, shape[-1]])
-            y = ops.reshape(ops.matmul(flat, self.kernel), list(shape[:-1]) + [self.units])
+            flat = ops.shape.reshape(inputs, [-1, shape[-1]])
+            y = ops.shape.reshape(ops.linalg.matmul(flat, self.kernel), list(shape[:-1]) + [self.units])
         if self.bias is not None:
             y = y + self.bias
         return self.activation(y)
@@ -240,25 +240,25 @@ class Conv2D(Layer):
         self.compute_output_shape(shape)  # a clear error where the input is too small
         x = inputs
         if len(shape) > 4:
-            x = ops.reshape(x, (-1,) + tuple(shape[-3:]))
+            x = ops.shape.reshape(x, (-1,) + tuple(shape[-3:]))
         if self.data_format == "channels_first":
-            x = ops.transpose(x, [0, 2, 3, 1])
+            x = ops.shape.transpose(x, [0, 2, 3, 1])
         if self.groups == 1:
             y = self._conv(x, self.kernel)
         else:
-            xs = ops.split(x, self.groups, axis=-1)
-            ks = ops.split(self.kernel, self.groups, axis=-1)
-            y = ops.concat([self._conv(a, k) for a, k in zip(xs, ks)], axis=-1)
+            xs = ops.shape.split(x, self.groups, axis=-1)
+            ks = ops.shape.split(self.kernel, self.groups, axis=-1)
+            y = ops.shape.concat([self._conv(a, k) for a, k in zip(xs, ks)], axis=-1)
         if self.bias is not None:
-            y = ops.nn_ops.bias_add(y, self.bias)
+            y = ops.nn.bias_add(y, self.bias)
         if self.data_format == "channels_first":
-            y = ops.transpose(y, [0, 3, 1, 2])
+            y = ops.shape.transpose(y, [0, 3, 1, 2])
         if len(shape) > 4:
-            y = ops.reshape(y, tuple(shape[:-3]) + tuple(np.shape(y._value)[1:]))
+            y = ops.shape.reshape(y, tuple(shape[:-3]) + tuple(np.shape(y._value)[1:]))
         return self.activation(y)
 
     def _conv(self, x: Any, kernel: Any) -> Any:
-        return ops.conv2d(x, kernel, strides=self.strides, padding=self.padding.upper(),
+        return ops.conv.conv2d(x, kernel, strides=self.strides, padding=self.padding.upper(),
                           dilations=self.dilation_rate)
 
 
@@ -309,10 +309,10 @@ class _Pooling2D(Layer):
         self.compute_output_shape(np.shape(inputs._value))
         x = inputs
         if self.data_format == "channels_first":
-            x = ops.transpose(x, [0, 2, 3, 1])
+            x = ops.shape.transpose(x, [0, 2, 3, 1])
         y = self._pool(x)
         if self.data_format == "channels_first":
-            y = ops.transpose(y, [0, 3, 1, 2])
+            y = ops.shape.transpose(y, [0, 3, 1, 2])
         return y
 
     def _pool(self, x: Any) -> Any:
@@ -334,7 +334,7 @@ class MaxPooling2D(_Pooling2D):
     """
 
     def _pool(self, x: Any) -> Any:
-        return ops.nn_pool.max_pool2d(x, ksize=self.pool_size, strides=self.strides,
+        return ops.pooling.max_pool2d(x, ksize=self.pool_size, strides=self.strides,
                                       padding=self.padding.upper())
 
 
@@ -351,7 +351,7 @@ class AveragePooling2D(_Pooling2D):
     """
 
     def _pool(self, x: Any) -> Any:
-        return ops.nn_pool.avg_pool2d(x, ksize=self.pool_size, strides=self.strides,
+        return ops.pooling.avg_pool2d(x, ksize=self.pool_size, strides=self.strides,
                                       padding=self.padding.upper())
 
 
@@ -394,8 +394,8 @@ class Flatten(Layer):
         shape = np.shape(inputs._value)
         x = inputs
         if self.data_format == "channels_first" and len(shape) > 2:
-            x = ops.transpose(x, [0] + list(range(2, len(shape))) + [1])
-        return ops.reshape(x, (shape[0], int(np.prod(shape[1:], dtype=np.int64))))
+            x = ops.shape.transpose(x, [0] + list(range(2, len(shape))) + [1])
+        return ops.shape.reshape(x, (shape[0], int(np.prod(shape[1:], dtype=np.int64))))
 
 
 # ---------------------------------------------------------------- Activation

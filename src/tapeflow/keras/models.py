@@ -6,7 +6,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from ..tensor import TensorShape, Variable, _TensorLike
+from ..tensor import TensorShape, Variable, TensorBase
 from .base_layer import Layer, _call_accepts, _check_input, _dedup
 
 __all__ = ["Sequential"]
@@ -193,7 +193,7 @@ class Sequential(Layer):
     def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
         """Run the layers in order; each gets `training`/`mask` if its `call` takes them."""
         x = inputs
-        value = x._value if isinstance(x, _TensorLike) else x if isinstance(x, np.ndarray) else None
+        value = x._value if isinstance(x, TensorBase) else x if isinstance(x, np.ndarray) else None
         record = not self.built or (value is not None and self._input_shape is not None
                                     and not self._input_shape.is_compatible_with(np.shape(value)))
         for layer in self._layers:
@@ -205,7 +205,7 @@ class Sequential(Layer):
                 kwargs["mask"] = mask
             x = layer(x, **kwargs)
             mask = None
-            if record and isinstance(x, _TensorLike):
+            if record and isinstance(x, TensorBase):
                 old = layer.__dict__.get("_output_shape")
                 layer.__dict__["_output_shape"] = _relax(old if self.built else None,
                                                          np.shape(x._value))

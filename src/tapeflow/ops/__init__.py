@@ -1,33 +1,54 @@
-"""All primitives and the public op functions (namespaces re-export from here)."""
+"""The ops, one module per family: each primitive's impl, JVP, VJP and batching rule in
+one block, and the public ops (the TensorFlow functions) built on them.
 
-from .elementwise import *  # noqa: F401,F403
-from .elementwise import select  # noqa: F401
-from .conv import conv2d  # noqa: F401
-from .linalg import matmul  # noqa: F401
-from .nn import relu  # noqa: F401
-from .reduce import reduce_max, reduce_mean, reduce_min, reduce_sum  # noqa: F401
-from .shape import (broadcast_to, concat, expand_dims, getitem, identity,  # noqa: F401
-                    ones, read_variable, reshape, squeeze, stack, stop_gradient, transpose,
-                    zeros)
+| module | what lives there |
+| --- | --- |
+| structural | the bottom: add, multiply, conj, cast, select, reshape, transpose, broadcast_to, reduce_sum; the helpers built from them (unbroadcast, move_axis, ...); the rule families (defjvp, defvjp, linear, unary, batch_*) |
+| convert | argument conversion for public ops (as_tensor, binary_args, static_shape, ...) |
+| elementwise | arithmetic, comparison, logic, cast, where, rounding |
+| transcendental | pow, exp, log, trigonometric and hyperbolic functions, sigmoid, softplus, erf |
+| complex | complex, real, imag, conj, abs, squared_difference |
+| reduction | reduce_*, argmax/argmin, cumsum, cumprod |
+| indexing | x[key], gather, gather_nd |
+| shape | reshape, transpose, expand_dims, squeeze, broadcast_to, concat, stack, split, tile, reverse, pad, identity, stop_gradient |
+| creation | zeros, ones, *_like, fill, eye, range, linspace, one_hot, shape, size, rank |
+| linalg | matmul, einsum, tensordot, matrix_transpose, adjoint, diag_part, trace |
+| decompositions | inv, det, slogdet, solve, triangular_solve, cholesky, eigh, norm |
+| nn | relu and the other activations, softmax, the cross-entropies, bias_add, l2_loss |
+| conv | conv2d and its two transposes |
+| pooling | max_pool2d (and its two companions), avg_pool2d |
+| random | normal, uniform, set_seed: draws as stateful primitives |
 
-from . import array_ops, linalg_ops, math_ops, nn_ops  # noqa: E402
+A family module may build on the modules above it in this table (structural and
+convert first), never on one below. Each declares its public names once, in
+`EXPORTS`: name -> the TensorFlow namespaces it appears in, "tf" being the top level
+(``"add": "tf math"``). `namespace` collects them: ``tapeflow``, ``tapeflow.math``,
+``tapeflow.linalg``, ``tapeflow.nn`` and ``tapeflow.random`` are built from it.
 
-_GROUPS = (math_ops, array_ops, linalg_ops, nn_ops)
+Example:
+    >>> from tapeflow import ops
+    >>> sorted(ops.namespace("random"))
+    ['normal', 'set_seed', 'uniform']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import (complex, conv, convert, creation, decompositions, elementwise, indexing, linalg,  # noqa: F401
+               nn, pooling, random, reduction, shape, structural, transcendental)
+
+__all__ = ["FAMILIES", "NAMESPACES", "namespace"]
+
+FAMILIES = (elementwise, transcendental, complex, reduction, indexing, shape, creation, linalg,
+            decompositions, nn, conv, pooling, random)
+NAMESPACES = ("tf", "math", "linalg", "nn", "random")
 
 
-def namespace_exports(namespace: str) -> dict:
-    """The ops each group module lists for a namespace ("top", "math", "linalg", "nn")."""
-    out = {}
-    for module in _GROUPS:
-        for name in module.EXPORTS.get(namespace, []):
-            out[name] = getattr(module, name)
-    return out
-
-
-for _name, _fn in {**namespace_exports("top"), **namespace_exports("math"),
-                   **namespace_exports("linalg"), **namespace_exports("nn")}.items():
-    globals().setdefault(_name, _fn)
-
-from .. import tensor as _tensor  # noqa: E402
-
-_tensor._ops = __import__(__name__, fromlist=["*"])
+def namespace(name: str) -> dict[str, Any]:
+    """The public ops of one TensorFlow namespace ("tf", "math", "linalg", "nn", "random"),
+    by name, from every family's EXPORTS."""
+    if name not in NAMESPACES:
+        raise ValueError(f"namespace: {name!r} is not one of {NAMESPACES}.")
+    return {op: getattr(family, op) for family in FAMILIES
+            for op, where in family.EXPORTS.items() if name in where.split()}

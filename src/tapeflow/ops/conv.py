@@ -25,7 +25,8 @@ import numpy as np
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor
-from ._rules import binary_args, check_dtype, defjvp, defvjp, move_to_front, shape_of
+from .convert import binary_args, check_dtype
+from .structural import defjvp, defvjp, move_axis, move_to_front, reshape_p, shape_of
 
 
 def _out_size(n: int, k: int, stride: int, dilation: int, pad: tuple) -> int:
@@ -155,9 +156,6 @@ defvjp(conv2d_filter_grad_p,
 def _leading_batch(prim: Primitive, image_arg: int, mergeable: bool = True) -> None:
     """Batching rule: where images are independent, an image-only batch merges into N;
     otherwise the batch is a leading dim (the implementations broadcast leading dims)."""
-    from ..batching import move_axis
-    from .shape import reshape_p
-
     def rule(vals: tuple, dims: tuple, **params: Any) -> tuple:
         other = 1 - image_arg
         if mergeable and dims[other] is None:
@@ -260,3 +258,7 @@ def conv2d(input: Any, filters: Any, strides: Any = 1, padding: Any = "VALID",  
             raise InvalidArgumentError(f"{op}: the {axis} {n} (padded {n + sum(p)}) is smaller "
                                        f"than the dilated kernel {(k - 1) * d + 1}.")
     return bind(conv2d_p, x, w, strides=st, dilations=dl, pads=pads)
+
+
+# Public names and the TensorFlow namespaces they appear in ("tf" is the top level).
+EXPORTS = {"conv2d": "nn"}

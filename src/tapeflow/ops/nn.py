@@ -1,4 +1,18 @@
-"""Neural-network primitives: relu (the rest of tf.nn comes with the full op set)."""
+"""tf.nn activations, the softmax family, losses and bias_add (conv2d: ops/conv.py;
+pooling: ops/pooling.py; sigmoid, tanh and softplus: ops/transcendental.py).
+
+Primitives here exist for numerical stability or TensorFlow's exact subgradients;
+everything else is a composite of existing primitives and needs no rules:
+
+- relu: one pass, and TensorFlow's subgradient 0 at 0;
+- relu6, elu: primitives for TensorFlow's derivative at the kinks (and `expm1` inside elu);
+- normal_cdf (Phi): the one non-elementary piece of the exact gelu, computed from a
+  private erfc accurate to ~1e-13 relative, its derivative from `exp`;
+- softmax, log_softmax: max-shifted, so large logits never overflow;
+- sigmoid_cross_entropy_with_logits: TensorFlow's stable formula in one pass;
+- one_hot_labels: the label check of the sparse cross-entropy, kept inside an op so it
+  runs on every example under vmap and at every replay of a traced function.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +20,179 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..core import Primitive, bind
+from ..errors import InvalidArgumentError
 from ..tensor import Tensor
-from ._rules import as_tensor, batch_unary, check_dtype, defjvp, defvjp
+from .convert import as_tensor, binary_args, check_dtype, normalize_axis
+from .elementwise import (add, cast, greater, greater_equal, less, logical_and, multiply,
+                          negative, square, subtract)
+from .reduction import reduce_sum
+from .structural import (batch_along_axis, batch_elementwise, batch_unary, defjvp, defvjp,
+                         float_mask, ones_of, reshape_p, select_p, shape_of, unary)
+from .transcendental import exp, sigmoid, tanh
+
+FLOAT = "f"
+
+
+def _float_arg(x: Any, op: str, arg: str = "features") -> Tensor:
+    t = as_tensor(x, op, arg)
+    check_dtype(t, FLOAT, op, arg)
+    return t
+
+
+def _const(value: float, like: Tensor) -> Tensor:
+    return Tensor(np.asarray(value, dtype=like._value.dtype))
+
 
 # ------------------------------------------------------------------ relu: d relu(x) = [x > 0] dx
-
-
 def _relu_mask(x: Tensor) -> Tensor:
-    from .elementwise import _mask, greater
-
-    return _mask(greater(x, 0), x)
+    return float_mask(greater(x, 0), x)
 
 
 relu_p = Primitive("relu", lambda x: np.maximum(x, 0))
-defjvp(relu_p, lambda t, ans, x: t * _relu_mask(x))
-defvjp(relu_p, lambda g, ans, x: g * _relu_mask(x))
+defjvp(relu_p, lambda t, ans, x: multiply(t, _relu_mask(x)))
+defvjp(relu_p, lambda g, ans, x: multiply(g, _relu_mask(x)))
 batch_unary(relu_p)
 
 
+# ------------------------------------------------------------------ relu6: d = [0 < x < 6] dx
+# A primitive for TensorFlow's subgradient: 0 at both kinks (min(relu(x), 6) would give 1 at 6).
+def _relu6_mask(x: Tensor) -> Tensor:
+    return float_mask(logical_and(greater(x, 0), less(x, 6)), x)
+
+
+relu6_p = Primitive("relu6", lambda x: np.clip(x, 0, 6))
+defjvp(relu6_p, lambda t, ans, x: multiply(t, _relu6_mask(x)))
+defvjp(relu6_p, lambda g, ans, x: multiply(g, _relu6_mask(x)))
+batch_unary(relu6_p)
+
+
+# ------------------------------------------------------------- elu: d = (x > 0 ? 1 : elu + 1) dx
+# A primitive: expm1 keeps digits for small negative x, and exp never sees a large positive x.
+def _elu_impl(x: np.ndarray) -> np.ndarray:
+    return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
+
+
+elu_p = unary("elu", _elu_impl,
+              lambda ans, x: bind(select_p, greater(x, 0), ones_of(x), add(ans, 1)))
+
+
+# ------------------------------------------------------------------ normal_cdf: d Phi = phi(x) dx
+def _erfc(z: np.ndarray) -> np.ndarray:
+    """erfc in float64 to ~1e-13 relative error (checked against math.erfc in the tests).
+
+    |z| < 2: erf's series with positive terms, erf(a) = 2/sqrt(pi) exp(-a^2) sum (2a^2)^n a
+    / (2n+1)!!; |z| >= 2: Laplace's continued fraction for erfc, 60 levels deep, which keeps
+    full relative precision in the tail where 1 - erf would cancel.
+    """
+    z = np.asarray(z, np.float64)
+    a = np.abs(z)
+    out = np.empty_like(a)
+    near = a < 2.0
+    s = a[near]
+    if s.size:
+        s2, term, total = 2 * s * s, s.copy(), s.copy()
+        for n in range(1, 80):
+            term *= s2 / (2 * n + 1)
+            total += term
+            if n % 8 == 0 and not (term > 1e-17 * total).any():
+                break
+        out[near] = 1 - 2 / np.sqrt(np.pi) * np.exp(-s * s) * total
+    b = a[~near]
+    if b.size:
+        frac = np.zeros_like(b)
+        for k in range(60, 0, -1):
+            frac = (k / 2) / (b + frac)
+        out[~near] = np.exp(-b * b) / np.sqrt(np.pi) / (b + frac)
+    return np.where(z < 0, 2 - out, out)
+
+
+def _normal_cdf_impl(x: np.ndarray) -> np.ndarray:
+    # Phi(x) = erfc(-x / sqrt 2) / 2: accurate in both tails, unlike (1 + erf) / 2.
+    return np.asarray(0.5 * _erfc(-np.asarray(x, np.float64) / np.sqrt(2.0))).astype(x.dtype)
+
+
+def _normal_pdf(x: Tensor) -> Tensor:
+    return multiply(exp(multiply(square(x), -0.5)), 1 / np.sqrt(2 * np.pi))
+
+
+normal_cdf_p = unary("normal_cdf", _normal_cdf_impl, lambda ans, x: _normal_pdf(x))
+
+
+# ------------------------------------------------------------------ softmax family (one axis)
+def _softmax_impl(x: np.ndarray, axis: int) -> np.ndarray:
+    if x.shape[axis] == 0:
+        return np.empty_like(x)
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax_impl(x: np.ndarray, axis: int) -> np.ndarray:
+    if x.shape[axis] == 0:
+        return np.empty_like(x)
+    top = np.argmax(x, axis=axis, keepdims=True)
+    shifted = x - np.take_along_axis(x, top, axis=axis)
+    # log(sum exp) = log1p(sum of the others): the max's own term is exactly 1, so the
+    # log-probability of a dominant class keeps its digits (log(1 + 1e-20) would be 0).
+    e = np.exp(shifted)
+    np.put_along_axis(e, top, 0, axis=axis)
+    return shifted - np.log1p(np.sum(e, axis=axis, keepdims=True))
+
+
+def _weighted_center(s: Tensor, v: Tensor, axis: int) -> Tensor:
+    """s * (v - sum(s * v)): the product with softmax's (symmetric) Jacobian."""
+    return multiply(s, subtract(v, reduce_sum(multiply(s, v), axis=axis, keepdims=True)))
+
+
+# softmax: d s = s (dx - sum(s dx)); the VJP is the same product (the Jacobian is symmetric).
+# A primitive for speed: one fused NumPy pass and short rules, no recorded max.
+softmax_p = Primitive("softmax", _softmax_impl)
+defjvp(softmax_p, lambda t, ans, x, axis: _weighted_center(ans, t, axis))
+defvjp(softmax_p, lambda g, ans, x, axis: _weighted_center(ans, g, axis))
+batch_along_axis(softmax_p)
+
+# log_softmax: d = dx - sum(softmax dx); VJP g - softmax sum(g), with softmax = exp(ans).
+# A primitive for stability: max-shifted, and exact where one logit dominates.
+log_softmax_p = Primitive("log_softmax", _log_softmax_impl)
+defjvp(log_softmax_p, lambda t, ans, x, axis: subtract(
+    t, reduce_sum(multiply(exp(ans), t), axis=axis, keepdims=True)))
+defvjp(log_softmax_p, lambda g, ans, x, axis: subtract(
+    g, multiply(exp(ans), reduce_sum(g, axis=axis, keepdims=True))))
+batch_along_axis(log_softmax_p)
+
+
+# ------------------------------------------------------------------ sigmoid cross-entropy
+# loss(z, x) = max(x, 0) - x z + log1p(exp(-|x|)): d/dx = sigmoid(x) - z, d/dz = -x.
+# A primitive: this form never overflows, and log1p keeps tiny losses exact in one pass.
+def _sigmoid_xent_impl(z: np.ndarray, x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0) - x * z + np.log1p(np.exp(-np.abs(x)))
+
+
+sigmoid_xent_p = Primitive("sigmoid_cross_entropy_with_logits", _sigmoid_xent_impl)
+defjvp(sigmoid_xent_p, lambda t, ans, z, x: multiply(t, negative(x)),
+       lambda t, ans, z, x: multiply(t, subtract(sigmoid(x), z)), broadcasting=True)
+defvjp(sigmoid_xent_p, lambda g, ans, z, x: multiply(g, negative(x)),
+       lambda g, ans, z, x: multiply(g, subtract(sigmoid(x), z)), broadcasting=True)
+batch_elementwise(sigmoid_xent_p)
+
+
+# ------------------------------------------------------------------ one_hot_labels (no derivative)
+def _one_hot_labels_impl(labels: np.ndarray, depth: int, dtype: np.dtype) -> np.ndarray:
+    if labels.size and (labels.min() < 0 or labels.max() >= depth):
+        bad = labels[(labels < 0) | (labels >= depth)].reshape(-1)[0]
+        raise InvalidArgumentError(
+            f"sparse_softmax_cross_entropy_with_logits: received a label value of {bad} which "
+            f"is outside the valid range of [0, {depth}) (`labels` must index the classes of "
+            "`logits`' last axis).")
+    return (labels[..., None] == np.arange(depth)).astype(dtype)
+
+
+one_hot_labels_p = Primitive("one_hot_labels", _one_hot_labels_impl, differentiable=False)
+batch_unary(one_hot_labels_p)  # the class axis is appended last: the batch axis stays put
+
+
+# ================================================================== public ops: activations
 def relu(features: Any, name: str | None = None) -> Tensor:
     """max(features, 0); the gradient at 0 is 0 (as TensorFlow).
 
@@ -36,3 +204,254 @@ def relu(features: Any, name: str | None = None) -> Tensor:
     x = as_tensor(features, "relu", "features")
     check_dtype(x, "fiu", "relu", "features")
     return bind(relu_p, x)
+
+
+def relu6(features: Any, name: str | None = None) -> Tensor:
+    """min(max(features, 0), 6); the gradient is 0 at both kinks (as TensorFlow).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.nn.relu6(tf.constant([-1., 3., 8.])).numpy()
+        array([0., 3., 6.], dtype=float32)
+    """
+    x = as_tensor(features, "relu6", "features")
+    check_dtype(x, "fiu", "relu6", "features")
+    return bind(relu6_p, x)
+
+
+def elu(features: Any, name: str | None = None) -> Tensor:
+    """Exponential linear unit: x where x > 0, exp(x) - 1 elsewhere (computed with expm1).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.nn.elu(tf.constant([-1., 0., 2.])).numpy()
+        array([-0.63212055,  0.        ,  2.        ], dtype=float32)
+    """
+    return bind(elu_p, _float_arg(features, "elu"))
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(features: Any, name: str | None = None) -> Tensor:
+    """Scaled ELU: scale * x where x >= 0, scale * alpha * (exp(x) - 1) elsewhere, with
+    alpha ~ 1.67326 and scale ~ 1.05070; the gradient at 0 is `scale` (as TensorFlow).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.nn.selu(tf.constant([-1., 0., 2.])).numpy()
+        array([-1.1113307,  0.       ,  2.101402 ], dtype=float32)
+    """
+    x = _float_arg(features, "selu")
+    factor = bind(select_p, greater_equal(x, 0), _const(_SELU_SCALE, x),
+                  _const(_SELU_SCALE * _SELU_ALPHA, x))
+    return multiply(bind(elu_p, x), factor)
+
+
+def gelu(features: Any, approximate: bool = False, name: str | None = None) -> Tensor:
+    """Gaussian error linear unit x * Phi(x), Phi the standard normal CDF; with
+    `approximate=True`, TensorFlow's tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+
+    Phi(x) = erfc(-x / sqrt 2) / 2 is computed to ~1e-13 relative error, so large negative
+    inputs keep their tiny values; TensorFlow's float64 erfc is good to ~1e-8, and its tanh
+    form rounds 0.044715 to float32 even for float64 inputs (tapeflow does not).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.nn.gelu(tf.constant([-1., 0., 1.])).numpy()
+        array([-0.15865526,  0.        ,  0.8413448 ], dtype=float32)
+    """
+    x = _float_arg(features, "gelu")
+    if approximate:
+        inner = multiply(add(x, multiply(multiply(square(x), x), 0.044715)), np.sqrt(2 / np.pi))
+        return multiply(multiply(x, 0.5), add(tanh(inner), 1))
+    return multiply(x, bind(normal_cdf_p, x))
+
+
+def leaky_relu(features: Any, alpha: float = 0.2, name: str | None = None) -> Tensor:
+    """x where x > 0, alpha * x elsewhere; the gradient at 0 is alpha (as TensorFlow).
+    Integer inputs are cast to float32 first, as TensorFlow does; alpha is applied at the
+    input's precision (TensorFlow rounds it to float32 even for float64 inputs).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.nn.leaky_relu(tf.constant([-2., 3.]), alpha=0.1).numpy()
+        array([-0.2,  3. ], dtype=float32)
+    """
+    x = as_tensor(features, "leaky_relu", "features")
+    if x._value.dtype.kind in "iu":
+        x = cast(x, _dt.float32)
+    check_dtype(x, FLOAT, "leaky_relu", "features")
+    return bind(select_p, greater(x, 0), x, multiply(x, alpha))
+
+
+def _axis_arg(x: Tensor, axis: Any, op: str) -> int:
+    if np.ndim(x._value) == 0:
+        raise InvalidArgumentError(f"{op}: `logits` must have rank >= 1; got a scalar.")
+    (ax,) = normalize_axis(-1 if axis is None else axis, np.ndim(x._value), op)
+    return ax
+
+
+def softmax(logits: Any, axis: int | None = None, name: str | None = None) -> Tensor:
+    """exp(logits) / sum(exp(logits)) along `axis` (default: the last), shifted by the
+    maximum so that large logits never overflow.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.nn.softmax(tf.constant([0., 1000.])).numpy()
+        array([0., 1.], dtype=float32)
+    """
+    x = _float_arg(logits, "softmax", "logits")
+    return bind(softmax_p, x, axis=_axis_arg(x, axis, "softmax"))
+
+
+def log_softmax(logits: Any, axis: int | None = None, name: str | None = None) -> Tensor:
+    """logits - log(sum(exp(logits))) along `axis` (default: the last), computed stably:
+    no overflow at large logits, and no rounding to 0 for a dominant class.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.nn.log_softmax(tf.constant([0., 1000.])).numpy()
+        array([-1000.,     0.], dtype=float32)
+    """
+    x = _float_arg(logits, "log_softmax", "logits")
+    return bind(log_softmax_p, x, axis=_axis_arg(x, axis, "log_softmax"))
+
+
+# ================================================================== public ops: the rest
+def bias_add(value: Any, bias: Any, data_format: str | None = None,
+             name: str | None = None) -> Tensor:
+    """value + bias, the 1-D `bias` added along the channel axis: the last one for
+    "N...C" formats (NHWC, the default), axis 1 for "NC..." formats (NCHW).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.nn.bias_add(tf.zeros([2, 3]), tf.constant([1., 2., 3.])).numpy()
+        array([[1., 2., 3.],
+               [1., 2., 3.]], dtype=float32)
+    """
+    op = "bias_add"
+    x, b = binary_args(value, bias, op)
+    sx, sb = shape_of(x), shape_of(b)
+    if len(sb) != 1:
+        raise InvalidArgumentError(f"{op}: `bias` must be 1-D; got shape {sb}.")
+    if len(sx) < 2:
+        raise InvalidArgumentError(f"{op}: `value` must have rank >= 2; got shape {sx}.")
+    channels_first = data_format is not None and data_format.upper().startswith("NC")
+    if data_format is not None and not (channels_first or data_format.upper().startswith("N")
+                                        and data_format.upper().endswith("C")):
+        raise InvalidArgumentError(f"{op}: `data_format` must be like 'NHWC' or 'NCHW'; "
+                                   f"got {data_format!r}.")
+    axis = 1 if channels_first else len(sx) - 1
+    if sx[axis] != sb[0]:
+        raise InvalidArgumentError(f"{op}: must provide as many biases as the channel dimension "
+                                   f"of `value`: `bias` has {sb[0]}, `value` of shape {sx} has "
+                                   f"{sx[axis]} on axis {axis}.")
+    if channels_first:
+        b = bind(reshape_p, b, shape=sb + (1,) * (len(sx) - 2))
+    return add(x, b)
+
+
+def l2_loss(t: Any, name: str | None = None) -> Tensor:
+    """sum(t ** 2) / 2, a scalar of t's dtype.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.nn.l2_loss(tf.constant([1., 2.])).numpy()
+        np.float32(2.5)
+    """
+    x = _float_arg(t, "l2_loss", "t")
+    return multiply(reduce_sum(square(x)), 0.5)
+
+
+def sigmoid_cross_entropy_with_logits(labels: Any = None, logits: Any = None,
+                                      name: str | None = None) -> Tensor:
+    """Elementwise logistic loss -z log(sigmoid(x)) - (1 - z) log(1 - sigmoid(x)) for
+    labels z and logits x of the same shape, as TensorFlow's stable form
+    max(x, 0) - x z + log(1 + exp(-|x|)). Gradients flow to both arguments.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.nn.sigmoid_cross_entropy_with_logits(
+        ...     labels=tf.constant([1., 0.]), logits=tf.constant([0., 100.])).numpy()
+        array([  0.6931472, 100.       ], dtype=float32)
+    """
+    op = "sigmoid_cross_entropy_with_logits"
+    if labels is None or logits is None:
+        raise ValueError(f"{op}: both `labels` and `logits` must be given.")
+    z, x = binary_args(labels, logits, op)
+    check_dtype(x, FLOAT, op, "logits")
+    if shape_of(z) != shape_of(x):
+        raise InvalidArgumentError(f"{op}: `logits` and `labels` must have the same shape; got "
+                                   f"logits {shape_of(x)} and labels {shape_of(z)}.")
+    return bind(sigmoid_xent_p, z, x)
+
+
+def softmax_cross_entropy_with_logits(labels: Any, logits: Any, axis: int = -1,
+                                      name: str | None = None) -> Tensor:
+    """-sum(labels * log_softmax(logits)) along `axis`: the cross-entropy between each
+    label distribution and the softmax of the logits (shapes broadcast, as TensorFlow).
+    Gradients flow to both logits and labels; the logits' gradient is exact even for
+    labels that do not sum to 1 (TensorFlow's assumes they do).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.nn.softmax_cross_entropy_with_logits(
+        ...     labels=tf.constant([[0., 1.]]), logits=tf.constant([[0., 0.]])).numpy()
+        array([0.6931472], dtype=float32)
+    """
+    op = "softmax_cross_entropy_with_logits"
+    z, x = binary_args(labels, logits, op)
+    check_dtype(x, FLOAT, op, "logits")
+    try:
+        full = np.broadcast_shapes(shape_of(z), shape_of(x))
+    except ValueError:
+        raise InvalidArgumentError(f"{op}: `labels` of shape {shape_of(z)} and `logits` of shape "
+                                   f"{shape_of(x)} do not broadcast.") from None
+    if not full:
+        raise InvalidArgumentError(f"{op}: `logits` must have rank >= 1; got a scalar.")
+    (ax,) = normalize_axis(axis, len(full), op)
+    ax_x = ax - (len(full) - len(shape_of(x)))
+    if ax_x < 0:
+        raise InvalidArgumentError(f"{op}: `logits` of shape {shape_of(x)} has no class axis "
+                                   f"{axis} of the broadcast shape {full}.")
+    log_p = bind(log_softmax_p, x, axis=ax_x)
+    return negative(reduce_sum(multiply(z, log_p), axis=ax))
+
+
+def sparse_softmax_cross_entropy_with_logits(labels: Any = None, logits: Any = None,
+                                             name: str | None = None) -> Tensor:
+    """-log_softmax(logits)[..., labels]: the cross-entropy of integer class `labels`
+    (shape [d0, ..., dn]) under `logits` (shape [d0, ..., dn, classes]). A label outside
+    [0, classes) raises InvalidArgumentError (TensorFlow's CPU behaviour).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.nn.sparse_softmax_cross_entropy_with_logits(
+        ...     labels=tf.constant([1]), logits=tf.constant([[0., 0.]])).numpy()
+        array([0.6931472], dtype=float32)
+    """
+    op = "sparse_softmax_cross_entropy_with_logits"
+    if labels is None or logits is None:
+        raise ValueError(f"{op}: both `labels` and `logits` must be given.")
+    z = as_tensor(labels, op, "labels")
+    x = _float_arg(logits, op, "logits")
+    if z._value.dtype.kind not in "iu":
+        raise TypeError(f"{op}: `labels` must be int32 or int64 class indices; got dtype "
+                        f"{_dt.from_numpy(z._value.dtype).name}.")
+    sz, sx = shape_of(z), shape_of(x)
+    if not sx or sz != sx[:-1]:
+        raise InvalidArgumentError(f"{op}: the shape of `labels` ({sz}) must equal the shape of "
+                                   f"`logits` ({sx}) without its last (class) axis.")
+    hot = bind(one_hot_labels_p, z, depth=sx[-1], dtype=x._value.dtype)
+    return negative(reduce_sum(multiply(hot, bind(log_softmax_p, x, axis=len(sx) - 1)), axis=-1))
+
+
+# Public names and the TensorFlow namespaces they appear in ("tf" is the top level).
+EXPORTS = {
+    "relu": "nn", "relu6": "nn", "elu": "nn", "selu": "nn", "gelu": "nn", "leaky_relu": "nn",
+    "softmax": "math nn", "log_softmax": "math nn", "bias_add": "nn", "l2_loss": "nn",
+    "sigmoid_cross_entropy_with_logits": "nn", "softmax_cross_entropy_with_logits": "nn",
+    "sparse_softmax_cross_entropy_with_logits": "nn",
+}

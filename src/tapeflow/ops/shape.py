@@ -1,8 +1,12 @@
-"""Shape and indexing primitives: reshape, transpose, broadcast, concat, gather, slicing.
+"""Shape ops: reshape, transpose, expand_dims, squeeze, broadcast_to, concat, stack,
+unstack, split, tile, reverse, pad, identity, stop_gradient.
 
-All of them are linear, so each gets its JVP from `linear` (the primitive
-applied to the tangent) and its VJP from a transpose written with other
-shape primitives.
+All of them are linear. reshape, transpose and broadcast_to are structural primitives
+(ops/structural.py); concat and split are primitives here, each the other's
+transpose (split is one for speed: as a composite of slices, the backward pass of a
+split into n pieces would scatter n full-size arrays; as a primitive it is one concat).
+The rest are composites of those and of slicing (ops/indexing.py), exact and with no
+rules of their own.
 """
 
 from __future__ import annotations
@@ -12,81 +16,27 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core import Primitive, Zero, bind
-from ..errors import InvalidArgumentError
-from ..tensor import Tensor, _TensorLike
-from ._rules import (as_tensor, batch_size, batch_unary, defjvp, defvjp, instantiate, linear,
-                     move_to_front, normalize_axis, shape_of, static_shape)
+from ..errors import DTypeMismatchError, InvalidArgumentError
+from ..tensor import Tensor, TensorBase
+from .convert import as_tensor, binary_args, int_arg, int_list, normalize_axis
+from .indexing import gather_p, getitem_p, getitem_transpose_p
+from .structural import (batch_unary, broadcast_to_p, conj_p, instantiate, linear, move_to_front,
+                         reshape_p, same_as_input, select_p, shape_of, transpose_p)
 
-# ------------------------------------------------------------------ reshape
-# [()] gives rank-0 results as NumPy scalars, like every other op
-reshape_p = Primitive("reshape", lambda x, shape: np.reshape(x, shape)[()])
-linear(reshape_p, lambda g, x, shape: bind(reshape_p, g, shape=shape_of(x)))
-reshape_p.batch = lambda vals, dims, shape: (
-    bind(reshape_p, move_to_front(vals[0], dims[0]), shape=(shape_of(vals[0])[dims[0]],) + shape), 0)
-
-# ------------------------------------------------------------------ transpose
-transpose_p = Primitive("transpose", lambda x, perm: np.transpose(x, perm))
-linear(transpose_p, lambda g, x, perm: bind(transpose_p, g, perm=tuple(np.argsort(perm).tolist())))
-transpose_p.batch = lambda vals, dims, perm: (
-    bind(transpose_p, move_to_front(vals[0], dims[0]), perm=(0,) + tuple(p + 1 for p in perm)), 0)
-
-
-# ------------------------------------------------------------------ broadcast_to
-def _unbroadcast(g: Tensor, x: Tensor, shape: tuple) -> Tensor:
-    from ._rules import unbroadcast
-    return unbroadcast(g, shape_of(x))
-
-
-broadcast_to_p = Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape))
-linear(broadcast_to_p, _unbroadcast)
-
-
-def _broadcast_to_batch(vals: tuple, dims: tuple, shape: tuple) -> tuple:
-    from ._rules import align_batched
-    (x,) = align_batched(vals, dims, len(shape))
-    return bind(broadcast_to_p, x, shape=shape_of(x)[:1] + shape), 0
-
-
-broadcast_to_p.batch = _broadcast_to_batch
-
-# ------------------------------------------------------------------ identity and variable reads
-identity_p = Primitive("identity", lambda x: x)
+# ------------------------------------------------------------------ identity, stop_gradient
+identity_p = Primitive("identity", lambda x: x, is_identity=True)
 linear(identity_p, lambda g, x: g)
 batch_unary(identity_p)
+identity_p.simplify = same_as_input
 
-# Reading a variable is an op of its own, so tapes can watch the variable and keep
-# the value read at that moment (a later assign does not change recorded values).
-read_variable_p = Primitive("read_variable", lambda v: v)
-linear(read_variable_p, lambda g, v: g)
-batch_unary(read_variable_p)  # a variable is never batched; kept for completeness
 
-# stop_gradient: outputs carry no derivative, so no recorder follows them.
+# stop_gradient: the outputs carry no derivative, so no recorder follows them.
 stop_gradient_p = Primitive("stop_gradient", lambda x: x, differentiable=False)
 batch_unary(stop_gradient_p)
 
 
-# ------------------------------------------------------------------ getitem (basic slicing)
-def _scatter_into_zeros(g: np.ndarray, key: tuple, shape: tuple) -> np.ndarray:
-    out = np.zeros(shape, dtype=g.dtype)
-    out[key] = g
-    return out
-
-
-getitem_p = Primitive("getitem", lambda x, key: x[key])
-# getitem_transpose(g) puts g into zeros at `key`: the transpose of slicing.
-getitem_transpose_p = Primitive("getitem_transpose", _scatter_into_zeros)
-linear(getitem_p, lambda g, x, key: bind(getitem_transpose_p, g, key=key, shape=shape_of(x)))
-linear(getitem_transpose_p, lambda g, x, key, shape: bind(getitem_p, g, key=key))
-# Batched: the batch axis goes first and the key gets a leading `:`.
-getitem_p.batch = lambda vals, dims, key: (
-    bind(getitem_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key), 0)
-getitem_transpose_p.batch = lambda vals, dims, key, shape: (
-    bind(getitem_transpose_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key,
-         shape=(shape_of(vals[0])[dims[0]],) + shape), 0)
-
-
 # ------------------------------------------------------------------ concat
-def _concat_jvp(primals: tuple, tangents: tuple, outs: tuple, axis: int) -> tuple:
+def _concat_jvp(tangents: tuple, outs: tuple, primals: tuple, axis: int) -> tuple:
     if all(type(t) is Zero for t in tangents):
         return (Zero.like(outs[0]),)
     return (bind(concat_p, *[instantiate(t) for t in tangents], axis=axis),)
@@ -106,9 +56,8 @@ def _concat_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, axis: int
     return tuple(result)
 
 
-concat_p = Primitive("concat", lambda *xs, axis: np.concatenate(xs, axis=axis))
 def _concat_batch(vals: tuple, dims: tuple, axis: int) -> tuple:
-    size = batch_size(vals, dims)
+    size = dims.size
     parts = []
     for v, d in zip(vals, dims):
         if d is None:  # an unbatched piece is the same for every example
@@ -118,87 +67,47 @@ def _concat_batch(vals: tuple, dims: tuple, axis: int) -> tuple:
     return bind(concat_p, *parts, axis=axis + 1), 0
 
 
+concat_p = Primitive("concat", lambda *xs, axis: np.concatenate(xs, axis=axis))
 concat_p.jvp = _concat_jvp
 concat_p.vjp = _concat_vjp
 concat_p.batch = _concat_batch
 
 
-# ------------------------------------------------------------------ gather along one axis
-def _gather_transpose_impl(g: np.ndarray, indices: np.ndarray, axis: int, shape: tuple) -> np.ndarray:
-    # Repeated indices accumulate (np.add.at), the dense form of TensorFlow's IndexedSlices.
-    out = np.zeros(shape, dtype=g.dtype)
-    moved = np.moveaxis(out, axis, 0)
-    gm = np.reshape(g, shape[:axis] + (np.size(indices),) + shape[axis + 1:])
-    np.add.at(moved, np.reshape(indices, -1), np.moveaxis(gm, axis, 0))
-    return out
+# ------------------------------------------------------------------ split (multiple results)
+# A primitive for speed: as a composite of getitem, each piece's VJP scatters into a
+# zeros array of the whole input, O(n * size) for n pieces (unstack of a long axis);
+# split's VJP is one concat of the pieces' cotangents, O(size).
+def _split_impl(x: np.ndarray, sizes: tuple, axis: int) -> list:
+    return np.split(x, np.cumsum(sizes[:-1]).tolist(), axis=axis)
 
 
-gather_p = Primitive("gather", lambda params, indices, axis: np.take(params, indices, axis=axis))
-gather_transpose_p = Primitive("gather_transpose", _gather_transpose_impl)
-defjvp(gather_p, lambda t, ans, p, i, axis: bind(gather_p, t, i, axis=axis), None)
-defvjp(gather_p, lambda g, ans, p, i, axis: bind(gather_transpose_p, g, i, axis=axis,
-                                                 shape=shape_of(p)), None)
-defjvp(gather_transpose_p, lambda t, ans, g, i, axis, shape: bind(
-    gather_transpose_p, t, i, axis=axis, shape=shape), None)
-defvjp(gather_transpose_p, lambda c, ans, g, i, axis, shape: bind(gather_p, c, i, axis=axis), None)
+def _split_jvp(tangents: tuple, outs: tuple, primals: tuple, sizes: tuple, axis: int) -> tuple:
+    # split is linear: the tangents of the pieces are the pieces of the tangent
+    (t,) = tangents
+    if type(t) is Zero:
+        return tuple(Zero.like(o) for o in outs)
+    return tuple(bind(split_p, t, sizes=sizes, axis=axis))
 
 
-def _offset_indices(i: Tensor, size: int, n: int) -> Tensor:
-    """Batched indices [B, ...] shifted by b * n, to index a [B * n, ...] flattening."""
-    from .elementwise import add_p
-    offsets = (np.arange(size) * n).astype(i._value.dtype)
-    return bind(add_p, i, Tensor(offsets.reshape((size,) + (1,) * (len(shape_of(i)) - 1))))
+def _split_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, sizes: tuple,
+               axis: int) -> tuple:
+    # transpose of split: concatenate the pieces' cotangents (unused pieces give zeros)
+    if not needs[0]:
+        return (None,)
+    return (bind(concat_p, *[instantiate(c) for c in cts], axis=axis),)
 
 
-def _gather_batch(vals: tuple, dims: tuple, axis: int) -> tuple:
-    (p, i), (dp, di) = vals, dims
-    if di is None:
-        return bind(gather_p, move_to_front(p, dp), i, axis=axis + 1), 0
-    if dp is None:  # np.take puts the indices' axes, batch included, at `axis`
-        return bind(gather_p, p, i, axis=axis), axis + di
-    # Both batched: gather from the [B * n, ...] flattening with offset indices.
-    p, i = move_to_front(p, dp), move_to_front(i, di)
-    size, n = shape_of(p)[0], shape_of(p)[axis + 1]
-    rank = len(shape_of(p))
-    lead = (0, axis + 1) + tuple(a for a in range(1, rank) if a != axis + 1)
-    flat = bind(reshape_p, bind(transpose_p, p, perm=lead),
-                shape=(size * n,) + tuple(shape_of(p)[a] for a in lead[2:]))
-    out = bind(gather_p, flat, _offset_indices(i, size, n), axis=0)  # [B, *I, *pre, *post]
-    ni = len(shape_of(i)) - 1
-    perm = (0,) + tuple(range(1 + ni, 1 + ni + axis)) + tuple(range(1, 1 + ni)) + \
-        tuple(range(1 + ni + axis, len(shape_of(out))))
-    return bind(transpose_p, out, perm=perm), 0
+def _split_batch(vals: tuple, dims: tuple, sizes: tuple, axis: int) -> tuple:
+    # The batch axis stays where it is; the split axis shifts past it.
+    d = dims[0]
+    pieces = bind(split_p, vals[0], sizes=sizes, axis=axis + (d <= axis))
+    return tuple(pieces), (d,) * len(sizes)
 
 
-def _gather_transpose_batch(vals: tuple, dims: tuple, axis: int, shape: tuple) -> tuple:
-    (g, i), (dg, di) = vals, dims
-    size = batch_size(vals, dims)
-    if di is None:
-        return bind(gather_transpose_p, move_to_front(g, dg), i, axis=axis + 1,
-                    shape=(size,) + shape), 0
-    i = move_to_front(i, di)
-    if dg is None:
-        g = bind(broadcast_to_p, bind(reshape_p, g, shape=(1,) + shape_of(g)),
-                 shape=(size,) + shape_of(g))
-    g = move_to_front(g, dg)
-    # g is [B, *pre, *I, *post]; scatter from its [B * |I|, *pre, *post] flattening.
-    ni, n = len(shape_of(i)) - 1, shape[axis]
-    rank = len(shape_of(g))
-    perm = (0,) + tuple(range(1 + axis, 1 + axis + ni)) + tuple(range(1, 1 + axis)) + \
-        tuple(range(1 + axis + ni, rank))
-    gt = bind(transpose_p, g, perm=perm)
-    rest = shape[:axis] + shape[axis + 1:]
-    m = int(np.prod(shape_of(i)[1:], dtype=np.int64))
-    gflat = bind(reshape_p, gt, shape=(size * m,) + rest)
-    idx = bind(reshape_p, _offset_indices(i, size, n), shape=(size * m,))
-    out = bind(gather_transpose_p, gflat, idx, axis=0, shape=(size * n,) + rest)
-    out = bind(reshape_p, out, shape=(size, n) + rest)
-    back = (0,) + tuple(range(2, 2 + axis)) + (1,) + tuple(range(2 + axis, len(rest) + 2))
-    return bind(transpose_p, out, perm=back), 0
-
-
-gather_p.batch = _gather_batch
-gather_transpose_p.batch = _gather_transpose_batch
+split_p = Primitive("split", _split_impl, multiple_results=True)
+split_p.jvp = _split_jvp
+split_p.vjp = _split_vjp
+split_p.batch = _split_batch
 
 
 # ================================================================== public ops
@@ -240,8 +149,6 @@ def transpose(a: Any, perm: Sequence[int] | None = None, conjugate: bool = False
         >>> tf.transpose(tf.zeros([2, 3, 4]), perm=[2, 0, 1]).shape
         TensorShape([4, 2, 3])
     """
-    from .elementwise import conj
-
     x = as_tensor(a, "transpose", "a")
     ndim = np.ndim(x._value)
     perm = tuple(range(ndim))[::-1] if perm is None else tuple(int(p) % max(ndim, 1) for p in
@@ -250,7 +157,7 @@ def transpose(a: Any, perm: Sequence[int] | None = None, conjugate: bool = False
         raise InvalidArgumentError(f"transpose: `perm` must be a permutation of 0..{ndim - 1}; "
                                    f"got {perm}.")
     out = x if perm == tuple(range(ndim)) else bind(transpose_p, x, perm=perm)
-    return conj(out) if conjugate else out
+    return bind(conj_p, out) if conjugate and out._value.dtype.kind == "c" else out
 
 
 def expand_dims(input: Any, axis: int, name: str | None = None) -> Tensor:  # noqa: A002
@@ -314,7 +221,7 @@ def broadcast_to(input: Any, shape: Any, name: str | None = None) -> Tensor:  # 
 
 
 def _tensors(values: Any, op: str) -> list[Tensor]:
-    if isinstance(values, _TensorLike) or not isinstance(values, (list, tuple)):
+    if isinstance(values, TensorBase) or not isinstance(values, (list, tuple)):
         raise TypeError(f"{op}: `values` must be a list or tuple of tensors; got {type(values).__name__}.")
     if not values:
         raise ValueError(f"{op}: `values` is empty.")
@@ -322,10 +229,9 @@ def _tensors(values: Any, op: str) -> list[Tensor]:
     first = ts[0]._value.dtype
     for i, t in enumerate(ts):
         if t._value.dtype != first:
-            ts[i] = as_tensor(values[i], op, f"values[{i}]") if isinstance(values[i], _TensorLike) \
+            ts[i] = as_tensor(values[i], op, f"values[{i}]") if isinstance(values[i], TensorBase) \
                 else Tensor(np.asarray(t._value, first))
             if ts[i]._value.dtype != first:
-                from ..errors import DTypeMismatchError
                 raise DTypeMismatchError(f"{op}: values[0] has dtype {first} but values[{i}] "
                                          f"has dtype {t._value.dtype}.")
     return ts
@@ -399,74 +305,203 @@ def stop_gradient(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
     return bind(stop_gradient_p, as_tensor(input, "stop_gradient", "input"))
 
 
-def read_variable(var: Any) -> Tensor:
-    """The value of a Variable now, as a Tensor that recorders see as a read of `var`."""
-    from ..core import _state
+# ================================================================== split, unstack, tile
+def split(value: Any, num_or_size_splits: Any, axis: Any = 0, num: int | None = None,
+          name: str | None = "split") -> list[Tensor]:
+    """Split `value` along `axis` into equal pieces (an int) or pieces of given sizes (a
+    list, which may hold one -1 for the rest); the sizes must add up to the axis length.
 
-    if not _state.stack:
-        return Tensor(var._value)
-    return bind(read_variable_p, var)
+    Example:
+        >>> import tapeflow as tf
+        >>> a, b = tf.split(tf.constant([1., 2., 3., 4., 5.]), [2, -1])
+        >>> b.numpy()
+        array([3., 4., 5.], dtype=float32)
+    """
+    x = as_tensor(value, "split", "value")
+    rank = np.ndim(x._value)
+    if rank == 0:
+        raise InvalidArgumentError("split: `value` is a scalar; it needs at least one axis.")
+    (ax,) = normalize_axis(int_arg(axis, "split", "axis"), rank, "split")
+    n = shape_of(x)[ax]
+    if np.ndim(num_or_size_splits) == 0:
+        k = int_arg(num_or_size_splits, "split", "num_or_size_splits")
+        if k <= 0 or n % k:
+            raise InvalidArgumentError(f"split: `num_or_size_splits`={k} must be a positive "
+                                       f"divisor of the length {n} of axis {ax}.")
+        sizes = [n // k] * k
+    else:
+        given = int_list(num_or_size_splits, "split", "num_or_size_splits")
+        sizes = list(given)
+        if not sizes or sizes.count(-1) > 1 or min(sizes) < -1:
+            raise InvalidArgumentError(f"split: `num_or_size_splits`={sizes} must be non-negative "
+                                       "sizes, at most one of them -1, and not empty.")
+        if -1 in sizes:
+            sizes[sizes.index(-1)] = n - (sum(sizes) + 1)
+        if sum(sizes) != n or min(sizes) < 0:
+            raise InvalidArgumentError(f"split: `num_or_size_splits`={given} do not add up to "
+                                       f"the length {n} of axis {ax} of shape {shape_of(x)}.")
+    if num is not None and int(num) != len(sizes):
+        raise InvalidArgumentError(f"split: `num`={num} does not match the {len(sizes)} pieces.")
+    return bind(split_p, x, sizes=tuple(sizes), axis=ax)
 
 
-def _normalize_key(key: Any) -> tuple:
-    """A hashable basic-indexing key: ints, slices, None (newaxis) and Ellipsis."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    out = []
-    for k in key:
-        if k is None or k is Ellipsis or isinstance(k, (int, np.integer)) and not isinstance(k, bool):
-            out.append(k if k is None or k is Ellipsis else int(k))
-        elif isinstance(k, slice):
-            out.append(slice(*(None if v is None else _index_int(v) for v in (k.start, k.stop, k.step))))
-        elif isinstance(k, _TensorLike) and np.ndim(k._value) == 0 and k._value.dtype.kind in "iu":
-            out.append(int(k))  # a value read: tracing guards it (NOTE(value-reads))
-        else:
-            raise TypeError(f"getitem: only integers, slices (`:`), ellipsis (`...`), tf.newaxis "
-                            f"and scalar integer tensors are valid indices; got {k!r}. Use "
-                            "tf.gather for index lists.")
-    return tuple(out)
+def unstack(value: Any, num: int | None = None, axis: int = 0,
+            name: str | None = "unstack") -> list[Tensor]:
+    """The slices of `value` along `axis`, each without that axis (inverse of `stack`).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> [t.numpy().tolist() for t in tf.unstack(tf.constant([[1., 2.], [3., 4.]]), axis=1)]
+        [[1.0, 3.0], [2.0, 4.0]]
+    """
+    x = as_tensor(value, "unstack", "value")
+    shape = shape_of(x)
+    if not shape:
+        raise InvalidArgumentError("unstack: `value` is a scalar; it needs at least one axis.")
+    (ax,) = normalize_axis(int_arg(axis, "unstack", "axis"), len(shape), "unstack")
+    n = shape[ax]
+    if num is not None and int(num) != n:
+        raise InvalidArgumentError(f"unstack: `num`={num} but axis {ax} of shape {shape} has "
+                                   f"length {n}.")
+    if n == 0:
+        return []
+    rest = shape[:ax] + shape[ax + 1:]
+    return [bind(reshape_p, p, shape=rest) for p in bind(split_p, x, sizes=(1,) * n, axis=ax)]
 
 
-def _index_int(v: Any) -> int:
-    if isinstance(v, _TensorLike):
-        return int(v)  # a value read: tracing guards it
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) and not (
-            isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind in "iu"):
-        raise TypeError(f"getitem: slice bounds must be integers; got {v!r}.")
-    return int(v)
+def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:  # noqa: A002
+    """Repeat `input` `multiples[i]` times along each axis i.
+
+    A composite: a length-1 axis is put before each repeated axis and broadcast to the
+    multiple, then merged into it (exact, and broadcast_to's gradient sums the copies).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.tile(tf.constant([[1, 2]]), [2, 2]).numpy()
+        array([[1, 2, 1, 2],
+               [1, 2, 1, 2]], dtype=int32)
+    """
+    x = as_tensor(input, "tile", "input")
+    shape = shape_of(x)
+    reps = int_list(multiples, "tile", "multiples")
+    if len(reps) != len(shape) or any(m < 0 for m in reps):
+        raise InvalidArgumentError(f"tile: `multiples`={reps} must hold one non-negative int per "
+                                   f"axis of `input` (shape {shape}).")
+    if all(m == 1 for m in reps):
+        return x
+    spread, target = [], []
+    for d, m in zip(shape, reps, strict=True):
+        spread += [d] if m == 1 else [1, d]
+        target += [d] if m == 1 else [m, d]
+    y = bind(reshape_p, x, shape=tuple(spread)) if tuple(spread) != shape else x
+    y = bind(broadcast_to_p, y, shape=tuple(target))
+    return bind(reshape_p, y, shape=tuple(d * m for d, m in zip(shape, reps)))
 
 
-def getitem(x: Any, key: Any) -> Tensor:
-    """`x[key]` with NumPy's basic indexing (ints, slices incl. negative steps, newaxis, ...)."""
-    x = as_tensor(x, "getitem", "x")
-    key = _normalize_key(key)
-    try:
-        np.broadcast_to(np.empty((), dtype=np.bool_), shape_of(x))[key]
-    except IndexError as e:
-        raise IndexError(f"getitem: index {key} is invalid for a tensor of shape "
-                         f"{shape_of(x)}: {e}") from None
+def reverse(tensor: Any, axis: Any, name: str | None = None) -> Tensor:
+    """Reverse `tensor` along each axis in `axis` (a list of distinct axes).
+
+    A composite: slicing with step -1 (getitem), whose transpose is exact.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.reverse(tf.constant([[1, 2], [3, 4]]), [1]).numpy()
+        array([[2, 1],
+               [4, 3]], dtype=int32)
+    """
+    x = as_tensor(tensor, "reverse", "tensor")
+    rank = np.ndim(x._value)
+    axes = normalize_axis(int_list(axis, "reverse", "axis"), rank, "reverse")
+    if not axes:
+        return x
+    key = tuple(slice(None, None, -1) if a in axes else slice(None) for a in range(rank))
     return bind(getitem_p, x, key=key)
 
 
-def zeros(shape: Any, dtype: Any = "float32", name: str | None = None) -> Tensor:
-    """A tensor of zeros (float32 unless `dtype` is given); a constant.
+# ================================================================== pad
+def _reflect_indices(n: int, before: int, after: int, symmetric: bool) -> np.ndarray:
+    """Source positions of a reflected axis: REFLECT skips the edge, SYMMETRIC repeats it."""
+    s = 0 if symmetric else 1
+    left = np.arange(before - 1 + s, s - 1, -1)
+    right = np.arange(n - 1 - s, n - 1 - s - after, -1)
+    return np.concatenate([left, np.arange(n), right]).astype(np.int64)
+
+
+def pad(tensor: Any, paddings: Any, mode: str = "CONSTANT", constant_values: Any = 0,
+        name: str | None = None) -> Tensor:
+    """Pad `tensor` with `paddings[i] = [before, after]` entries on each axis i.
+
+    `mode` (any case): "CONSTANT" fills with `constant_values`; "REFLECT" mirrors
+    without repeating the edge (pads at most length - 1); "SYMMETRIC" mirrors with
+    the edge (pads at most the length). As TensorFlow, no gradient flows to
+    `constant_values`. Composites: CONSTANT places the input into zeros (the transpose
+    of slicing) and fills the border with a select; the mirrored modes gather, whose
+    gradient adds the mirrored copies back.
 
     Example:
         >>> import tapeflow as tf
-        >>> tf.zeros([2]).numpy()
-        array([0., 0.], dtype=float32)
+        >>> tf.pad(tf.constant([1, 2, 3]), [[2, 1]], mode="REFLECT").numpy()
+        array([3, 2, 1, 2, 3, 2], dtype=int32)
     """
-    from .. import dtypes as _dt
-    return Tensor(np.zeros(static_shape(shape, "zeros"), _dt.as_dtype(dtype)._np))
+    x = as_tensor(tensor, "pad", "tensor")
+    shape = shape_of(x)
+    pads = np.asarray(paddings)
+    if not shape and pads.size == 0:
+        return x  # a scalar has no axes to pad
+    if pads.shape != (len(shape), 2) or pads.size and pads.dtype.kind not in "iu":
+        raise InvalidArgumentError(f"pad: `paddings` must be integers of shape [{len(shape)}, 2] "
+                                   f"for a tensor of shape {shape}; got {paddings!r}.")
+    pads = pads.astype(np.int64).reshape(len(shape), 2)
+    if (pads < 0).any():
+        raise InvalidArgumentError(f"pad: `paddings` must be non-negative; got {pads.tolist()}.")
+    kind = mode.upper() if isinstance(mode, str) else None
+    if kind not in ("CONSTANT", "REFLECT", "SYMMETRIC"):
+        raise InvalidArgumentError(f"pad: `mode`={mode!r}; expected 'CONSTANT', 'REFLECT' or "
+                                   "'SYMMETRIC'.")
+    if kind == "CONSTANT":
+        return _pad_constant(x, pads, constant_values)
+    out = x
+    for ax, (before, after) in enumerate(pads.tolist()):
+        if before == after == 0:
+            continue
+        n = shape[ax]
+        limit = n if kind == "SYMMETRIC" else n - 1
+        if before > limit or after > limit:
+            raise InvalidArgumentError(f"pad: {kind} padding {[before, after]} of axis {ax} "
+                                       f"(length {n}) must be at most {limit} on each side.")
+        idx = _reflect_indices(n, before, after, kind == "SYMMETRIC")
+        out = bind(gather_p, out, Tensor(idx), axis=ax)
+    return out
 
 
-def ones(shape: Any, dtype: Any = "float32", name: str | None = None) -> Tensor:
-    """A tensor of ones (float32 unless `dtype` is given); a constant.
+def _pad_constant(x: Tensor, pads: np.ndarray, constant_values: Any) -> Tensor:
+    shape = shape_of(x)
+    if isinstance(constant_values, TensorBase):
+        c = as_tensor(constant_values, "pad", "constant_values")
+        if c._value.dtype != x._value.dtype:
+            raise TypeError(f"pad: `constant_values` has dtype {c.dtype.name} but `tensor` has "
+                            f"dtype {x.dtype.name}.")
+        c = stop_gradient(c)
+    else:
+        c = binary_args(x, constant_values, "pad")[1]
+    if np.ndim(c._value) != 0:
+        raise InvalidArgumentError(f"pad: `constant_values` must be a scalar; got shape "
+                                   f"{shape_of(c)}.")
+    if not pads.any():
+        return x
+    key = tuple(slice(b, b + d) for (b, _), d in zip(pads.tolist(), shape))
+    out_shape = tuple(int(d + b + a) for d, (b, a) in zip(shape, pads.tolist()))
+    out = bind(getitem_transpose_p, x, key=key, shape=out_shape)
+    if isinstance(constant_values, TensorBase) or np.any(c._value != 0):
+        inside = np.zeros(out_shape, np.bool_)
+        inside[key] = True
+        out = bind(select_p, Tensor(inside), out, c)
+    return out
 
-    Example:
-        >>> import tapeflow as tf
-        >>> tf.ones([2], tf.int32).numpy()
-        array([1, 1], dtype=int32)
-    """
-    from .. import dtypes as _dt
-    return Tensor(np.ones(static_shape(shape, "ones"), _dt.as_dtype(dtype)._np))
+
+# Public names and the TensorFlow namespaces they appear in ("tf" is the top level).
+EXPORTS = {
+    "reshape": "tf", "transpose": "tf", "expand_dims": "tf", "squeeze": "tf",
+    "broadcast_to": "tf", "concat": "tf", "stack": "tf", "unstack": "tf", "split": "tf",
+    "tile": "tf", "reverse": "tf", "pad": "tf", "identity": "tf", "stop_gradient": "tf",
+}

@@ -1,9 +1,9 @@
-"""Shape queries and constant creators of the array group: shape, size, rank, fill,
-eye, range, linspace (re-exported by array_ops, which lists the group's public names).
+"""Creation: zeros, ones, zeros_like, ones_like, fill, eye, range, linspace, one_hot,
+and the shape queries shape, size and rank.
 
-None needs a primitive: the queries and creators return constants, `fill` is a
-broadcast and `linspace` a few elementwise ops and a concat, so both differentiate
-through the rules of those primitives.
+None needs a primitive: the queries and most creators return constants, `fill` is a
+broadcast, `linspace` a few elementwise ops and a concat, and `one_hot` a comparison
+and a select, so they differentiate through the rules of those primitives.
 """
 
 from __future__ import annotations
@@ -16,28 +16,67 @@ import numpy as np
 from .. import dtypes as _dt
 from ..core import bind
 from ..errors import InvalidArgumentError
-from ..tensor import Tensor, _TensorLike, convert_to_tensor
-from ._rules import as_tensor, binary_args, shape_of, static_shape
-from .elementwise import add_p, cast_p, divide_p, multiply_p, subtract_p
-from .shape import broadcast_to, concat_p, expand_dims, getitem_p
+from ..tensor import Tensor, TensorBase, convert_to_tensor
+from .convert import as_tensor, binary_args, int_arg, int_list, int_tensor, static_shape
+from .elementwise import divide_p, equal_p, subtract_p
+from .indexing import getitem_p
+from .shape import broadcast_to, concat_p, expand_dims, stop_gradient
+from .structural import add_p, cast_p, multiply_p, select_p, shape_of
 
 _brange = builtins.range  # this module defines TensorFlow's `range`
 
 
-# ================================================================== static arguments
-def _ints(value: Any, op: str, arg: str) -> list[int]:
-    """A static list of ints (a tensor argument is read, as TensorFlow needs it to be known)."""
-    arr = np.asarray(value)
-    if arr.size and arr.dtype.kind not in "iu":
-        raise TypeError(f"{op}: `{arg}` must be integers; got {value!r}.")
-    return [int(v) for v in arr.reshape(-1).tolist()]
+# ================================================================== constants
+def zeros(shape: Any, dtype: Any = "float32", name: str | None = None) -> Tensor:
+    """A tensor of zeros (float32 unless `dtype` is given); a constant.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.zeros([2]).numpy()
+        array([0., 0.], dtype=float32)
+    """
+    return Tensor(np.zeros(static_shape(shape, "zeros"), _dt.as_dtype(dtype)._np))
 
 
-def _int(value: Any, op: str, arg: str) -> int:
-    if np.ndim(value) != 0:
-        raise InvalidArgumentError(f"{op}: `{arg}` must be a scalar integer; got {value!r}.")
-    (v,) = _ints(value, op, arg)
-    return v
+def ones(shape: Any, dtype: Any = "float32", name: str | None = None) -> Tensor:
+    """A tensor of ones (float32 unless `dtype` is given); a constant.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.ones([2], tf.int32).numpy()
+        array([1, 1], dtype=int32)
+    """
+    return Tensor(np.ones(static_shape(shape, "ones"), _dt.as_dtype(dtype)._np))
+
+
+
+def zeros_like(input: Any, dtype: Any = None, name: str | None = None) -> Tensor:  # noqa: A002
+    """A tensor of zeros with `input`'s shape (and dtype unless given); carries no gradient.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.zeros_like(tf.constant([1., 2.])).numpy()
+        array([0., 0.], dtype=float32)
+    """
+
+    x = as_tensor(input, "zeros_like", "input")
+    dt = None if dtype is None else _dt.as_dtype(dtype)._np
+    return Tensor(np.zeros_like(x._value, dtype=dt))
+
+
+def ones_like(input: Any, dtype: Any = None, name: str | None = None) -> Tensor:  # noqa: A002
+    """A tensor of ones with `input`'s shape (and dtype unless given); carries no gradient.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.ones_like(tf.constant([1, 2])).numpy()
+        array([1, 1], dtype=int32)
+    """
+
+    x = as_tensor(input, "ones_like", "input")
+    dt = None if dtype is None else _dt.as_dtype(dtype)._np
+    return Tensor(np.ones_like(x._value, dtype=dt))
+
 
 
 # ================================================================== shape queries
@@ -113,9 +152,9 @@ def eye(num_rows: Any, num_columns: Any = None, batch_shape: Any = None, dtype: 
         array([[1, 0, 0],
                [0, 1, 0]], dtype=int32)
     """
-    r = _int(num_rows, "eye", "num_rows")
-    c = r if num_columns is None else _int(num_columns, "eye", "num_columns")
-    batch = [] if batch_shape is None else _ints(batch_shape, "eye", "batch_shape")
+    r = int_arg(num_rows, "eye", "num_rows")
+    c = r if num_columns is None else int_arg(num_columns, "eye", "num_columns")
+    batch = [] if batch_shape is None else int_list(batch_shape, "eye", "batch_shape")
     if min([r, c] + batch) < 0:
         raise InvalidArgumentError(f"eye: sizes must be non-negative; got num_rows={r}, "
                                    f"num_columns={c}, batch_shape={batch}.")
@@ -145,7 +184,7 @@ def range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,  # n
     want = None if dtype is None else _dt.as_dtype(dtype)._np
     vals = []
     for v, arg in ((start, "start"), (limit, "limit"), (delta, "delta")):
-        if isinstance(v, _TensorLike) or want is None:
+        if isinstance(v, TensorBase) or want is None:
             t = as_tensor(v, "range", arg)
         else:
             t = convert_to_tensor(v, dtype=want)
@@ -189,7 +228,7 @@ def linspace(start: Any, stop: Any, num: Any, name: str | None = None, axis: int
     elif kind != "f":
         raise TypeError(f"linspace: `start` and `stop` must be floating or integer; got dtype "
                         f"{a.dtype.name}.")
-    n = _int(num, "linspace", "num")
+    n = int_arg(num, "linspace", "num")
     if n < 0:
         raise InvalidArgumentError(f"linspace: `num` must be non-negative; got {n}.")
     try:
@@ -198,7 +237,7 @@ def linspace(start: Any, stop: Any, num: Any, name: str | None = None, axis: int
         raise InvalidArgumentError(f"linspace: shapes of `start` {shape_of(a)} and `stop` "
                                    f"{shape_of(b)} do not broadcast.") from None
     rank = len(common)
-    ax = _int(axis, "linspace", "axis")
+    ax = int_arg(axis, "linspace", "axis")
     if not -rank - 1 <= ax <= rank:
         raise InvalidArgumentError(f"linspace: `axis`={axis} is out of range for results of "
                                    f"rank {rank + 1}.")
@@ -219,3 +258,77 @@ def linspace(start: Any, stop: Any, num: Any, name: str | None = None, axis: int
     pieces.append(last)
     return bind(concat_p, *pieces, axis=ax)
 
+
+
+# ================================================================== one_hot
+def one_hot(indices: Any, depth: Any, on_value: Any = None, off_value: Any = None,
+            axis: Any = None, dtype: Any = None, name: str | None = None) -> Tensor:
+    """A one-hot encoding of integer `indices`: a new axis of length `depth` (at `axis`,
+    the last by default) holds `on_value` at each index and `off_value` elsewhere.
+
+    Indices outside [0, depth) (e.g. -1) give a row of `off_value`. The dtype is
+    `dtype`, else that of `on_value` or `off_value`, else float32. As TensorFlow, no
+    gradient flows through one_hot.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.one_hot([0, 2, -1], 3).numpy()
+        array([[1., 0., 0.],
+               [0., 0., 1.],
+               [0., 0., 0.]], dtype=float32)
+    """
+    i = int_tensor(indices, "one_hot", "indices")
+    n = int_arg(depth, "one_hot", "depth")
+    if n < 0:
+        raise InvalidArgumentError(f"one_hot: `depth` must be non-negative; got {n}.")
+    rank = np.ndim(i._value)
+    ax = -1 if axis is None else int_arg(axis, "one_hot", "axis")
+    if ax == -1:
+        ax = rank
+    if not 0 <= ax <= rank:
+        raise InvalidArgumentError(f"one_hot: `axis`={axis} must be -1 or in [0, {rank}] for "
+                                   f"indices of rank {rank}.")
+    if dtype is not None:
+        target = _dt.as_dtype(dtype)._np
+    elif on_value is not None:
+        target = as_tensor(on_value, "one_hot", "on_value")._value.dtype
+    elif off_value is not None:
+        target = as_tensor(off_value, "one_hot", "off_value")._value.dtype
+    else:
+        target = np.dtype(np.float32)
+    on = _one_hot_value(on_value, 1, target, "on_value")
+    off = _one_hot_value(off_value, 0, target, "off_value")
+    classes = np.arange(n, dtype=np.int64).reshape([n if a == ax else 1 for a in _brange(rank + 1)])
+    hit = bind(equal_p, expand_dims(i, ax), Tensor(classes))
+    return bind(select_p, hit, on, off)
+
+
+def _one_hot_value(value: Any, default: int, target: np.dtype, arg: str) -> Tensor:
+    if value is None:
+        return Tensor(np.asarray(default, target))
+    if isinstance(value, TensorBase):
+        v = as_tensor(value, "one_hot", arg)
+        if v._value.dtype != target:
+            raise TypeError(f"one_hot: `{arg}` has dtype {v.dtype.name}, expected "
+                            f"{_dt.from_numpy(target).name}.")
+        v = stop_gradient(v)
+    else:
+        try:
+            v = convert_to_tensor(value, dtype=target)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"one_hot: `{arg}`={value!r} does not fit dtype "
+                            f"{_dt.from_numpy(target).name}: {e}") from None
+    if np.ndim(v._value) != 0:
+        raise InvalidArgumentError(f"one_hot: `{arg}` must be a scalar; got shape {shape_of(v)}.")
+    return v
+
+
+
+
+
+# Public names and the TensorFlow namespaces they appear in ("tf" is the top level).
+EXPORTS = {
+    "zeros": "tf", "ones": "tf", "zeros_like": "tf", "ones_like": "tf", "fill": "tf",
+    "eye": "tf linalg", "range": "tf", "linspace": "tf", "one_hot": "tf", "shape": "tf",
+    "size": "tf", "rank": "tf",
+}

@@ -1,6 +1,8 @@
-"""tf.math reductions and scans: cumsum, reduce_all/any, argmax/argmin are primitives;
-reduce_prod, cumprod, reduce_logsumexp, reduce_variance and reduce_std are composites.
+"""Reductions and scans: reduce_sum/max/min/mean/prod, reduce_logsumexp,
+reduce_variance/std, reduce_all/any, argmax/argmin, cumsum, cumprod.
 
+reduce_sum is a structural primitive (ops/structural.py); reduce_max, reduce_min,
+cumsum, reduce_all/any and argmax/argmin are primitives here; the rest are composites.
 reduce_prod and cumprod are built from pairwise multiplications (a balanced tree,
 a Hillis-Steele scan), never from a division by x: their derivatives are exact
 when inputs contain zeros (TensorFlow's cumprod gradient divides by x and is wrong
@@ -16,18 +18,42 @@ import numpy as np
 from .. import dtypes as _dt
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
-from ..tensor import Tensor, _TensorLike
-from ._rules import (as_tensor, batch_reduction, check_dtype, linear, move_to_front,
-                     normalize_axis, shape_of)
-from .elementwise import (add, conj, exp, log, multiply, select, sqrt, square, subtract,
-                          zeros_like_t)
-from .reduce import _kept_shape, _reduce_args, reduce_max_p, reduce_mean, reduce_sum_p
-from .shape import concat_p, getitem_p, reshape_p, stop_gradient, transpose_p
+from ..tensor import Tensor, TensorBase
+from .convert import as_tensor, check_dtype, normalize_axis
+from .complex import real
+from .elementwise import add, divide, equal, floordiv, is_finite, multiply, sqrt, square, subtract
+from .indexing import getitem_p
+from .shape import concat_p, stop_gradient
+from .structural import (batch_along_axis, batch_reduction, conj_if_complex, defjvp,
+                         defvjp, expand_reduced, float_mask, kept_shape, linear, reduce_sum_p,
+                         reshape_p, select_p, shape_of, transpose_p, zeros_of)
+from .transcendental import exp, log
+
+
+# ------------------------------------------------------------------ reduce_max / reduce_min
+def _extremum(name: str, impl: Any) -> Primitive:
+    """max/min: the derivative is split equally among tied extrema (as TensorFlow)."""
+    def weights(ans: Tensor, x: Tensor, axis: tuple | None, keepdims: bool) -> Tensor:
+        kept = ans if keepdims else bind(reshape_p, ans, shape=kept_shape(shape_of(x), axis))
+        hit = float_mask(equal(x, kept), x)
+        return divide(hit, bind(reduce_sum_p, hit, axis=axis, keepdims=True))
+
+    prim = Primitive(name, impl)
+    defjvp(prim, lambda t, ans, x, axis, keepdims: bind(
+        reduce_sum_p, multiply(t, weights(ans, x, axis, keepdims)), axis=axis, keepdims=keepdims))
+    defvjp(prim, lambda g, ans, x, axis, keepdims: multiply(
+        expand_reduced(g, x, axis, keepdims), weights(ans, x, axis, keepdims)))
+    batch_reduction(prim)
+    return prim
+
+
+reduce_max_p = _extremum("reduce_max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims))
+reduce_min_p = _extremum("reduce_min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims))
 
 
 def _scan_axis(axis: Any, ndim: int, op: str, list_error: type) -> int:
     """A scan/arg-reduction axis: one int in [-ndim, ndim), as a non-negative int."""
-    if isinstance(axis, _TensorLike):
+    if isinstance(axis, TensorBase):
         axis = np.asarray(axis)
     if np.ndim(axis) != 0:
         raise list_error(f"{op}: `axis` must be a single int; got {axis!r}.")
@@ -62,8 +88,7 @@ cumsum_p = Primitive("cumsum", _cumsum_impl)
 # The transpose of a running sum is the running sum in the other direction.
 linear(cumsum_p, lambda g, x, axis, exclusive, reverse: bind(
     cumsum_p, g, axis=axis, exclusive=exclusive, reverse=not reverse))
-cumsum_p.batch = lambda vals, dims, axis, **p: (
-    bind(cumsum_p, move_to_front(vals[0], dims[0]), axis=axis + 1, **p), 0)
+batch_along_axis(cumsum_p)
 
 # ------------------------------------------------------------------ boolean reductions, arg-extrema
 reduce_all_p = Primitive("reduce_all", lambda x, axis, keepdims: np.all(
@@ -77,9 +102,8 @@ argmax_p = Primitive("argmax", lambda x, axis, output_type: np.argmax(
     x, axis=axis).astype(output_type), differentiable=False)
 argmin_p = Primitive("argmin", lambda x, axis, output_type: np.argmin(
     x, axis=axis).astype(output_type), differentiable=False)
-for _p in (argmax_p, argmin_p):
-    _p.batch = lambda vals, dims, axis, _p=_p, **p: (
-        bind(_p, move_to_front(vals[0], dims[0]), axis=axis + 1, **p), 0)
+batch_along_axis(argmax_p)
+batch_along_axis(argmin_p)
 
 
 # ================================================================== composites
@@ -88,7 +112,7 @@ def _tree_prod(x: Tensor, axis: tuple | None, keepdims: bool) -> Tensor:
     shape = shape_of(x)
     axes = tuple(range(len(shape))) if axis is None else axis
     kept = [i for i in range(len(shape)) if i not in axes]
-    out_shape = _kept_shape(shape, axes) if keepdims else tuple(shape[i] for i in kept)
+    out_shape = kept_shape(shape, axes) if keepdims else tuple(shape[i] for i in kept)
     n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
     if n == 0:  # the empty product; still connected to x, so its (empty) gradient is zeros
         return add(bind(reduce_sum_p, x, axis=axes, keepdims=keepdims), 1)
@@ -133,6 +157,75 @@ def _scan_prod(x: Tensor, axis: int, exclusive: bool, reverse: bool) -> Tensor:
 
 
 # ================================================================== public ops
+def _reduce_args(input_tensor: Any, axis: Any, op: str, kinds: str) -> tuple[Tensor, Any]:
+    x = as_tensor(input_tensor, op, "input_tensor")
+    check_dtype(x, kinds, op, "input_tensor")
+    return x, normalize_axis(axis, np.ndim(x._value), op)
+
+
+def reduce_sum(input_tensor: Any, axis: Any = None, keepdims: bool = False,
+               name: str | None = None) -> Tensor:
+    """Sum over `axis` (all axes if None); `keepdims` keeps reduced axes with length 1.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.reduce_sum(tf.constant([[1., 2.], [3., 4.]]), axis=0).numpy()
+        array([4., 6.], dtype=float32)
+    """
+    x, axis = _reduce_args(input_tensor, axis, "reduce_sum", "fciu")
+    return bind(reduce_sum_p, x, axis=axis, keepdims=bool(keepdims))
+
+
+def reduce_max(input_tensor: Any, axis: Any = None, keepdims: bool = False,
+               name: str | None = None) -> Tensor:
+    """Maximum over `axis`. At ties the gradient is split equally among the maxima
+    (as TensorFlow), so it stays a valid subgradient.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.reduce_max(tf.constant([[1., 5.], [3., 4.]]), axis=1).numpy()
+        array([5., 4.], dtype=float32)
+    """
+    x, axis = _reduce_args(input_tensor, axis, "reduce_max", "fiu")
+    if x._value.size == 0:
+        raise InvalidArgumentError("reduce_max: `input_tensor` is empty.")
+    return bind(reduce_max_p, x, axis=axis, keepdims=bool(keepdims))
+
+
+def reduce_min(input_tensor: Any, axis: Any = None, keepdims: bool = False,
+               name: str | None = None) -> Tensor:
+    """Minimum over `axis`; ties split the gradient equally (as TensorFlow).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.reduce_min(tf.constant([[1., 5.], [3., 4.]]), axis=1).numpy()
+        array([1., 3.], dtype=float32)
+    """
+    x, axis = _reduce_args(input_tensor, axis, "reduce_min", "fiu")
+    if x._value.size == 0:
+        raise InvalidArgumentError("reduce_min: `input_tensor` is empty.")
+    return bind(reduce_min_p, x, axis=axis, keepdims=bool(keepdims))
+
+
+def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: bool = False,
+                name: str | None = None) -> Tensor:
+    """Mean over `axis`; integer tensors give the integer (floor) mean, as TensorFlow.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.reduce_mean(tf.constant([1., 2., 6.])).numpy()
+        np.float32(3.0)
+    """
+    x, axis = _reduce_args(input_tensor, axis, "reduce_mean", "fciu")
+    shape = shape_of(x)
+    count = int(np.prod([shape[i] for i in (axis if axis is not None else range(len(shape)))],
+                        dtype=np.int64))
+    total = bind(reduce_sum_p, x, axis=axis, keepdims=bool(keepdims))
+    if x._value.dtype.kind in "iu":
+        return floordiv(total, max(count, 1))
+    return multiply(total, 1.0 / count if count else np.nan)
+
+
 def reduce_prod(input_tensor: Any, axis: Any = None, keepdims: bool = False,
                 name: str | None = None) -> Tensor:
     """Product over `axis` (all axes if None); `keepdims` keeps reduced axes with length 1.
@@ -166,18 +259,16 @@ def reduce_logsumexp(input_tensor: Any, axis: Any = None, keepdims: bool = False
         >>> tf.reduce_logsumexp(tf.constant([1000., 1000.], tf.float64)).numpy()
         np.float64(1000.6931471805599)
     """
-    from .math_ops import is_finite
-
     x, axis = _reduce_args(input_tensor, axis, "reduce_logsumexp", "f")
     shape = shape_of(x)
-    kept = _kept_shape(shape, axis)
+    kept = kept_shape(shape, axis)
     if x._value.size == 0:
         m = Tensor(np.zeros(kept, x._value.dtype))
     else:
         raw = bind(reduce_max_p, x, axis=axis, keepdims=True)
         # The shift cancels exactly, so it carries no gradient; an infinite max would make
         # x - m nan, so it is replaced by 0 there (the result is then +-inf, correctly).
-        m = stop_gradient(select(is_finite(raw), raw, zeros_like_t(raw)))
+        m = stop_gradient(bind(select_p, is_finite(raw), raw, zeros_of(raw)))
     total = bind(reduce_sum_p, exp(subtract(x, m)), axis=axis, keepdims=bool(keepdims))
     if not keepdims:
         m = bind(reshape_p, m, shape=shape_of(total))
@@ -185,15 +276,13 @@ def reduce_logsumexp(input_tensor: Any, axis: Any = None, keepdims: bool = False
 
 
 def _variance(input_tensor: Any, axis: Any, keepdims: bool, op: str) -> Tensor:
-    from .math_ops import real
-
     x = as_tensor(input_tensor, op, "input_tensor")
     if x._value.dtype.kind not in "fc":
         raise TypeError(f"{op}: `input_tensor` has dtype {_dt.from_numpy(x._value.dtype).name}; "
                         "expected a real or complex floating dtype.")
     axis = normalize_axis(axis, np.ndim(x._value), op)
     d = subtract(x, reduce_mean(x, axis=axis, keepdims=True))
-    sq = real(multiply(d, conj(d))) if x._value.dtype.kind == "c" else square(d)
+    sq = real(multiply(d, conj_if_complex(d))) if x._value.dtype.kind == "c" else square(d)
     return reduce_mean(sq, axis=axis, keepdims=keepdims)
 
 
@@ -343,3 +432,13 @@ def cumprod(x: Any, axis: Any = 0, exclusive: bool = False, reverse: bool = Fals
     """
     x, ax = _scan_args(x, axis, "cumprod")
     return _scan_prod(x, ax, bool(exclusive), bool(reverse))
+
+
+# Public names and the TensorFlow namespaces they appear in ("tf" is the top level).
+EXPORTS = {
+    "reduce_sum": "tf math", "reduce_max": "tf math", "reduce_min": "tf math",
+    "reduce_mean": "tf math", "reduce_prod": "tf math", "reduce_logsumexp": "tf math",
+    "reduce_variance": "tf math", "reduce_std": "tf math", "reduce_all": "tf math",
+    "reduce_any": "tf math", "argmax": "tf math", "argmin": "tf math", "cumsum": "tf math",
+    "cumprod": "tf math",
+}

@@ -1,4 +1,4 @@
-"""Factorizations and solvers: inv, det, slogdet, solve, cholesky, triangular_solve, eigh;
+"""Factorizations and solvers: inv, det, slogdet, solve, triangular_solve, cholesky, eigh;
 and `norm`, whose matrix 2-norm is built on eigh.
 
 Each is a primitive because LAPACK does the work in one call and the derivative
@@ -7,7 +7,7 @@ differentiating through a factorization written op by op. Every op takes a batch
 of matrices in its last two axes.
 
 Complex inputs follow TensorFlow's convention (the gradient of a real loss L is
-dL/d(conj z), so reverse rules use adjoints: see `_adjoint` in ops/linalg.py).
+dL/d(conj z), so reverse rules use adjoints: NOTE(complex-gradients) in ops/complex.py).
 NumPy's LAPACK has no float16 routines: float16 inputs are computed in float32 and
 rounded back.
 """
@@ -20,12 +20,17 @@ import numpy as np
 
 from ..core import Primitive, Zero, bind
 from ..errors import InvalidArgumentError
-from ..tensor import Tensor, _TensorLike
-from ._rules import (add_any, align_batched, as_tensor, binary_args, check_dtype, defjvp, defvjp,
-                     instantiate, move_to_front, shape_of, unbroadcast)
-from .elementwise import (add, cast, conj_if_complex, divide, greater, multiply, negative, select,
-                          subtract)
-from .linalg import _adjoint, matmul_p
+from ..tensor import Tensor, TensorBase
+from .complex import abs as abs_
+from .convert import as_tensor, binary_args, check_dtype, matrix_arg
+from .elementwise import add, cast, divide, greater, multiply, negative, sqrt, subtract
+from .linalg import adjoint_of, diag_part, matmul_p, trace
+from .reduction import reduce_max, reduce_sum
+from .shape import reshape, transpose
+from .structural import (add_any, batch_elementwise, conj_if_complex, defjvp, defvjp, float_mask,
+                         instantiate, move_to_front, ones_of, reshape_p, select_p, shape_of,
+                         unbroadcast)
+from .transcendental import pow as pow_
 
 
 def _lapack(op: str, failure: str, fn: Any, *arrays: np.ndarray) -> Any:
@@ -59,7 +64,6 @@ def _mask(x: Tensor, kind: str) -> Tensor:
 
 def _trailing(x: Tensor, extra: tuple) -> Tensor:
     """x reshaped with `extra` length-1 axes appended (a scalar per matrix -> [..., 1, 1])."""
-    from .shape import reshape_p
     return bind(reshape_p, x, shape=shape_of(x) + extra)
 
 
@@ -70,29 +74,11 @@ def _real(x: Tensor) -> Tensor:
     return cast(cast(x, x._value.real.dtype), x._value.dtype)
 
 
-def _trace(x: Tensor) -> Tensor:
-    from .linalg_ops import trace
-    return trace(x)
-
-
-def _diagonal(x: Tensor) -> Tensor:
-    from .linalg_ops import diag_part
-    return diag_part(x)
-
-
 def _batch_matrices(prim: Primitive) -> None:
     """Batching rule of a one-input op on [..., n, n]: the batch axis joins the leading ones."""
     def rule(vals: tuple, dims: tuple, **params: Any) -> tuple:
         out = bind(prim, move_to_front(vals[0], dims[0]), **params)
         return (out, [0] * len(out)) if prim.multiple_results else (out, 0)
-    prim.batch = rule
-
-
-def _batch_pair(prim: Primitive) -> None:
-    """Batching rule of a two-input op whose leading (batch) axes broadcast, as matmul's."""
-    def rule(vals: tuple, dims: tuple, **params: Any) -> tuple:
-        rank = max(len(shape_of(v)) - (d is not None) for v, d in zip(vals, dims))
-        return bind(prim, *align_batched(vals, dims, rank), **params), 0
     prim.batch = rule
 
 
@@ -103,26 +89,26 @@ inv_p = Primitive("inv", lambda a: _lapack("inv", "`input` " + _SINGULAR, np.lin
 # d(A^-1) = -A^-1 dA A^-1
 defjvp(inv_p, lambda t, ans, a: negative(_mm(ans, _mm(t, ans))))
 # gA = -A^-H G A^-H
-defvjp(inv_p, lambda g, ans, a: negative(_mm(_adjoint(ans), _mm(g, _adjoint(ans)))))
+defvjp(inv_p, lambda g, ans, a: negative(_mm(adjoint_of(ans), _mm(g, adjoint_of(ans)))))
 _batch_matrices(inv_p)
 
 # ------------------------------------------------------------------ det
 det_p = Primitive("det", lambda a: _lapack("det", "", np.linalg.det, a))
 # d det A = det A * tr(A^-1 dA)
-defjvp(det_p, lambda t, ans, a: multiply(ans, _trace(bind(solve_p, a, t))))
+defjvp(det_p, lambda t, ans, a: multiply(ans, trace(bind(solve_p, a, t))))
 # gA = g conj(det A) A^-H (TensorFlow's registered gradient omits the conjugate)
 defvjp(det_p, lambda g, ans, a: multiply(_trailing(multiply(g, conj_if_complex(ans)), (1, 1)),
-                                         bind(inv_p, _adjoint(a))))
+                                         bind(inv_p, adjoint_of(a))))
 _batch_matrices(det_p)
 
 
 # ------------------------------------------------------------------ slogdet: (sign, log|det|)
-def _slogdet_jvp(primals: tuple, tangents: tuple, outs: tuple) -> tuple:
+def _slogdet_jvp(tangents: tuple, outs: tuple, primals: tuple) -> tuple:
     # d log|det A| = Re tr(A^-1 dA); the sign carries no derivative (as TensorFlow).
     (a,), (t,) = primals, tangents
     if type(t) is Zero:
         return Zero.like(outs[0]), Zero.like(outs[1])
-    return Zero.like(outs[0]), _real(_trace(bind(solve_p, a, t)))
+    return Zero.like(outs[0]), _real(trace(bind(solve_p, a, t)))
 
 
 def _slogdet_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple) -> tuple:
@@ -130,7 +116,7 @@ def _slogdet_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple) -> tuple
     g = cts[1]
     if type(g) is Zero:
         return (None,)
-    return (multiply(_trailing(_real(g), (1, 1)), bind(inv_p, _adjoint(primals[0]))),)
+    return (multiply(_trailing(_real(g), (1, 1)), bind(inv_p, adjoint_of(primals[0]))),)
 
 
 slogdet_p = Primitive("slogdet", lambda a: _lapack("slogdet", "", np.linalg.slogdet, a),
@@ -144,8 +130,8 @@ _batch_matrices(slogdet_p)
 def _solve_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple) -> tuple:
     # gB = A^-H G, gA = -gB X^H (both summed back over broadcast batch axes)
     a, b = primals
-    gb = bind(solve_p, _adjoint(a), instantiate(cts[0]))
-    ga = negative(_mm(gb, _adjoint(outs[0]))) if needs[0] else None
+    gb = bind(solve_p, adjoint_of(a), instantiate(cts[0]))
+    ga = negative(_mm(gb, adjoint_of(outs[0]))) if needs[0] else None
     return (None if ga is None else unbroadcast(ga, shape_of(a)),
             unbroadcast(gb, shape_of(b)) if needs[1] else None)
 
@@ -156,7 +142,7 @@ solve_p = Primitive("solve", lambda a, b: _lapack("solve", "`matrix` " + _SINGUL
 defjvp(solve_p, lambda t, ans, a, b: negative(bind(solve_p, a, _mm(t, ans))),
        lambda t, ans, a, b: bind(solve_p, a, t), broadcasting=True)
 solve_p.vjp = _solve_vjp
-_batch_pair(solve_p)
+batch_elementwise(solve_p)
 
 
 # ------------------------------------------------------------------ triangular_solve: op(T) X = B
@@ -174,7 +160,7 @@ def _triangular_solve_impl(m: np.ndarray, b: np.ndarray, lower: bool,
 
 def _op_triangle(x: Tensor, lower: bool, adjoint: bool) -> Tensor:
     t = multiply(x, _mask(x, "lower" if lower else "upper"))
-    return _adjoint(t) if adjoint else t
+    return adjoint_of(t) if adjoint else t
 
 
 def _triangular_solve_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, lower: bool,
@@ -185,7 +171,7 @@ def _triangular_solve_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple,
     gb = bind(triangular_solve_p, m, instantiate(cts[0]), lower=lower, adjoint=not adjoint)
     gm = None
     if needs[0]:
-        gt = _mm(x, _adjoint(gb)) if adjoint else _mm(gb, _adjoint(x))
+        gt = _mm(x, adjoint_of(gb)) if adjoint else _mm(gb, adjoint_of(x))
         gm = unbroadcast(negative(multiply(gt, _mask(gt, "lower" if lower else "upper"))),
                          shape_of(m))
     return gm, unbroadcast(gb, shape_of(b)) if needs[1] else None
@@ -201,26 +187,26 @@ defjvp(triangular_solve_p,
                                                  adjoint=adjoint),
        broadcasting=True)
 triangular_solve_p.vjp = _triangular_solve_vjp
-_batch_pair(triangular_solve_p)
+batch_elementwise(triangular_solve_p)
 
 
 # ------------------------------------------------------------------ cholesky: A = L L^H
 def _cholesky_jvp(t: Tensor, ans: Tensor, a: Tensor) -> Tensor:
     # dL = L Phi(L^-1 S L^-H), S = (dA + dA^H)/2, Phi = lower triangle with half the diagonal
-    s = multiply(add(t, _adjoint(t)), 0.5)
+    s = multiply(add(t, adjoint_of(t)), 0.5)
     y = bind(triangular_solve_p, ans, s, lower=True, adjoint=False)
-    p = bind(triangular_solve_p, ans, _adjoint(y), lower=True, adjoint=False)
+    p = bind(triangular_solve_p, ans, adjoint_of(y), lower=True, adjoint=False)
     return _mm(ans, multiply(p, _mask(p, "half")))
 
 
 def _cholesky_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple) -> tuple:
     # gA = sym(L^-H Phi(L^H G) L^-1), sym(X) = (X + X^H)/2: TensorFlow's symmetric gradient
     l = outs[0]
-    mid = _mm(_adjoint(l), instantiate(cts[0]))
+    mid = _mm(adjoint_of(l), instantiate(cts[0]))
     mid = multiply(mid, _mask(mid, "half"))
     x = bind(triangular_solve_p, l, mid, lower=True, adjoint=True)
-    y = _adjoint(bind(triangular_solve_p, l, _adjoint(x), lower=True, adjoint=True))
-    return (multiply(add(y, _adjoint(y)), 0.5),)
+    y = adjoint_of(bind(triangular_solve_p, l, adjoint_of(x), lower=True, adjoint=True))
+    return (multiply(add(y, adjoint_of(y)), 0.5),)
 
 
 cholesky_p = Primitive("cholesky", lambda a: _lapack(
@@ -234,7 +220,6 @@ _batch_matrices(cholesky_p)
 # ------------------------------------------------------------------ eigh: A V = V diag(e)
 def _column(x: Tensor, axis: int) -> Tensor:
     """[..., n] -> [..., 1, n] (axis=-2) or [..., n, 1] (axis=-1)."""
-    from .shape import reshape_p
     s = shape_of(x)
     return bind(reshape_p, x, shape=s[:-1] + ((1,) + s[-1:] if axis == -2 else s[-1:] + (1,)))
 
@@ -247,21 +232,21 @@ def _gaps(e: Tensor) -> Tensor:
     return multiply(f, _mask(f, "offdiag"))
 
 
-def _eigh_jvp(primals: tuple, tangents: tuple, outs: tuple) -> tuple:
+def _eigh_jvp(tangents: tuple, outs: tuple, primals: tuple) -> tuple:
     # S = P + P^H with P = half-lower(dA) (eigh reads the lower triangle), Q = V^H S V:
     # de = diag(Q), dV = V (F * Q)
     (t,), (e, v) = tangents, outs
     if type(t) is Zero:
         return Zero.like(e), Zero.like(v)
     p = multiply(t, _mask(t, "half"))
-    q = _mm(_adjoint(v), _mm(add(p, _adjoint(p)), v))
-    return _diagonal(q), _mm(v, multiply(_gaps(e), q))
+    q = _mm(adjoint_of(v), _mm(add(p, adjoint_of(p)), v))
+    return diag_part(q), _mm(v, multiply(_gaps(e), q))
 
 
 def _eigh_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple) -> tuple:
     # M = V (diag(ge) + F * (V^H gV)) V^H; gA = half-lower(M + M^H), as TensorFlow
     (ge, gv), (e, v) = cts, outs
-    vh = _adjoint(v)
+    vh = adjoint_of(v)
     inner = None
     if type(ge) is not Zero:
         inner = multiply(_column(ge, -2), Tensor(np.eye(shape_of(v)[-1], dtype=v._value.dtype)))
@@ -270,7 +255,7 @@ def _eigh_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple) -> tuple:
     if inner is None:
         return (None,)
     m = _mm(v, _mm(inner, vh))
-    m = add(m, _adjoint(m))
+    m = add(m, adjoint_of(m))
     return (multiply(m, _mask(m, "half")),)
 
 
@@ -284,17 +269,15 @@ _batch_matrices(eigh_p)
 # ================================================================== public ops
 def _square(x: Any, op: str, arg: str) -> Tensor:
     """A floating/complex batch of square matrices, converted."""
-    from .linalg_ops import _matrix_arg
-    t = _matrix_arg(x, op, arg, square=True)
+    t = matrix_arg(x, op, arg, square=True)
     check_dtype(t, "fc", op, arg)
     return t
 
 
 def _system(matrix: Any, rhs: Any, op: str) -> tuple[Tensor, Tensor]:
     """The operands of A X = B: A square, B [..., n, k], batch axes that broadcast."""
-    from .linalg_ops import _matrix_arg
     a, b = binary_args(matrix, rhs, op)
-    a, b = _square(a, op, "matrix"), _matrix_arg(b, op, "rhs")
+    a, b = _square(a, op, "matrix"), matrix_arg(b, op, "rhs")
     sa, sb = shape_of(a), shape_of(b)
     if sb[-2] != sa[-1]:
         raise InvalidArgumentError(f"{op}: `rhs` has {sb[-2]} rows (shape {sb}) but `matrix` is "
@@ -319,7 +302,7 @@ def inv(input: Any, adjoint: bool = False, name: str | None = None) -> Tensor:  
                [0.  , 0.25]], dtype=float32)
     """
     a = _square(input, "inv", "input")
-    return bind(inv_p, _adjoint(a) if adjoint else a)
+    return bind(inv_p, adjoint_of(a) if adjoint else a)
 
 
 def det(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
@@ -369,7 +352,7 @@ def solve(matrix: Any, rhs: Any, adjoint: bool = False, name: str | None = None)
                [0.5]], dtype=float32)
     """
     a, b = _system(matrix, rhs, "solve")
-    return bind(solve_p, _adjoint(a) if adjoint else a, b)
+    return bind(solve_p, adjoint_of(a) if adjoint else a, b)
 
 
 def triangular_solve(matrix: Any, rhs: Any, lower: bool = True, adjoint: bool = False,
@@ -434,15 +417,13 @@ def eigh(tensor: Any, name: str | None = None) -> tuple[Tensor, Tensor]:
 def _safe_root(s: Tensor, root: Any) -> Tensor:
     """root(s) where s > 0 and 0 where s == 0, with a zero (not NaN) gradient there: the
     root's infinite slope at 0 is never evaluated (the where feeds it a 1 instead)."""
-    from .elementwise import _mask as as_float, ones_like_t
     pos = greater(s, 0)
-    return multiply(root(select(pos, s, ones_like_t(s))), as_float(pos, s))
+    return multiply(root(bind(select_p, pos, s, ones_of(s))), float_mask(pos, s))
 
 
 def _modulus(x: Tensor) -> Tensor:
     """|x| elementwise in the real dtype; complex moduli go through |z|^2 so the gradient
     is z/|z| and 0 at z = 0 (TensorFlow's ComplexAbs gradient)."""
-    from .elementwise import abs as abs_, sqrt
     if x._value.dtype.kind != "c":
         return abs_(x)
     return _safe_root(cast(multiply(x, conj_if_complex(x)), x._value.real.dtype), sqrt)
@@ -450,7 +431,7 @@ def _modulus(x: Tensor) -> Tensor:
 
 def _norm_axes(axis: Any, rank: int) -> tuple[tuple[int, ...] | None, bool]:
     """(axes in the caller's order, is a matrix norm) following tf.norm's rules."""
-    if isinstance(axis, _TensorLike):
+    if isinstance(axis, TensorBase):
         axis = axis.numpy().tolist()
     matrix = isinstance(axis, (list, tuple)) and len(axis) == 2
     if axis is None:
@@ -473,14 +454,11 @@ def _norm_axes(axis: Any, rank: int) -> tuple[tuple[int, ...] | None, bool]:
 def _matrix_two_norm(x: Tensor, rows: int, cols: int, keepdims: bool) -> Tensor:
     """Largest singular value over axes (rows, cols): the square root of the top
     eigenvalue of the smaller Gram matrix."""
-    from .reduce import reduce_max
-    from .shape import reshape, transpose
-    from .elementwise import sqrt
 
     shape = shape_of(x)
     rest = [i for i in range(len(shape)) if i not in (rows, cols)]
     m = transpose(x, rest + [rows, cols])
-    gram = _mm(_adjoint(m), m) if shape[cols] <= shape[rows] else _mm(m, _adjoint(m))
+    gram = _mm(adjoint_of(m), m) if shape[cols] <= shape[rows] else _mm(m, adjoint_of(m))
     e = bind(eigh_p, gram)[0]
     if e._value.dtype.kind == "c":
         e = cast(e, e._value.real.dtype)
@@ -515,8 +493,6 @@ def norm(tensor: Any, ord: Any = "euclidean", axis: Any = None,  # noqa: A002
         >>> tf.norm(x, ord=np.inf, axis=[0, 1]).numpy()
         np.float32(7.0)
     """
-    from .elementwise import pow as pow_, sqrt
-    from .reduce import reduce_max, reduce_sum
 
     x = as_tensor(tensor, "norm", "tensor")
     check_dtype(x, "fc", "norm", "tensor")
@@ -560,11 +536,8 @@ def norm(tensor: Any, ord: Any = "euclidean", axis: Any = None,  # noqa: A002
     return out
 
 
-EXPORTS: dict[str, list[str]] = {
-    "top": ["norm"],
-    "math": [],
-    "linalg": ["inv", "det", "slogdet", "solve", "triangular_solve", "cholesky", "eigh", "norm"],
-    "nn": [],
+# Public names and the TensorFlow namespaces they appear in ("tf" is the top level).
+EXPORTS = {
+    "inv": "linalg", "det": "linalg", "slogdet": "linalg", "solve": "linalg",
+    "triangular_solve": "linalg", "cholesky": "linalg", "eigh": "linalg", "norm": "tf linalg",
 }
-
-__all__ = ["inv", "det", "slogdet", "solve", "triangular_solve", "cholesky", "eigh", "norm"]

@@ -29,8 +29,10 @@ import numpy as np
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError, UnimplementedError
 from ..tensor import Tensor
-from ._rules import as_tensor, batch_elementwise, check_dtype, defjvp, defvjp, shape_of
 from .conv import _out_size, _pad, _padding, _pair, conv2d_p
+from .convert import as_tensor, check_dtype
+from .elementwise import multiply
+from .structural import batch_elementwise, defjvp, defvjp, reshape_p, shape_of, transpose_p
 
 
 def _out_hw(x_shape: tuple, ksize: tuple, strides: tuple, pads: tuple) -> tuple[int, int]:
@@ -232,9 +234,6 @@ def avg_pool2d(input: Any, ksize: Any, strides: Any, padding: str,  # noqa: A002
         array([[2. , 3.5],
                [6.5, 8. ]], dtype=float32)
     """
-    from .elementwise import multiply
-    from .shape import reshape_p, transpose_p
-
     x, k, st, pads = _pool_args(input, ksize, strides, padding, data_format, "avg_pool2d",
                                 "f", explicit=False)
     n, h, w, c = shape_of(x)
@@ -282,8 +281,5 @@ def avg_pool(input: Any, ksize: Any, strides: Any, padding: str,  # noqa: A002
     return avg_pool2d(input, ksize, strides, padding, data_format or "NHWC")
 
 
-__all__ = ["max_pool2d", "avg_pool2d", "max_pool", "avg_pool"]
-
-# Public names by namespace: "top" (tf.X), "math" (tf.math.X), "linalg", "nn".
-EXPORTS: dict[str, list[str]] = {"top": [], "math": [], "linalg": [],
-                                 "nn": ["max_pool2d", "avg_pool2d", "max_pool", "avg_pool"]}
+# Public names and the TensorFlow namespaces they appear in ("tf" is the top level).
+EXPORTS = {"max_pool2d": "nn", "avg_pool2d": "nn", "max_pool": "nn", "avg_pool": "nn"}

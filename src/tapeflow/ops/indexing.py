@@ -1,0 +1,305 @@
+"""Indexing: slicing (`x[key]`), gather, gather_nd, and the bounds check of indices.
+
+Slicing and gathering are linear, and each has its transpose as a primitive of its own
+(`getitem_transpose` puts a slice back into zeros, `gather_transpose` adds gathered rows
+back, repeated indices accumulating): each pair's rules are written with each other,
+so every derivative of any order stays in the family. gather_nd and gather with
+`batch_dims` are composites: index tuples become offsets into a flattening of params,
+then one `gather`.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..core import Primitive, bind
+from ..errors import InvalidArgumentError
+from ..tensor import Tensor, TensorBase
+from .convert import as_tensor, int_arg, int_tensor
+from .structural import (add_p, cast_p, defjvp, defvjp, linear, move_to_front, multiply_p,
+                         reduce_sum_p, reshape_p, shape_of, transpose_p, broadcast_to_p)
+
+_brange = builtins.range
+
+# ------------------------------------------------------------------ getitem (basic slicing)
+def _scatter_into_zeros(g: np.ndarray, key: tuple, shape: tuple) -> np.ndarray:
+    out = np.zeros(shape, dtype=g.dtype)
+    out[key] = g
+    return out
+
+
+getitem_p = Primitive("getitem", lambda x, key: x[key])
+# getitem_transpose(g) puts g into zeros at `key`: the transpose of slicing.
+getitem_transpose_p = Primitive("getitem_transpose", _scatter_into_zeros)
+linear(getitem_p, lambda g, x, key: bind(getitem_transpose_p, g, key=key, shape=shape_of(x)))
+linear(getitem_transpose_p, lambda g, x, key, shape: bind(getitem_p, g, key=key))
+# Batched: the batch axis goes first and the key gets a leading `:`.
+getitem_p.batch = lambda vals, dims, key: (
+    bind(getitem_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key), 0)
+getitem_transpose_p.batch = lambda vals, dims, key, shape: (
+    bind(getitem_transpose_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key,
+         shape=(shape_of(vals[0])[dims[0]],) + shape), 0)
+
+
+# ------------------------------------------------------------------ gather along one axis
+def _gather_transpose_impl(g: np.ndarray, indices: np.ndarray, axis: int, shape: tuple) -> np.ndarray:
+    # Repeated indices accumulate (np.add.at), the dense form of TensorFlow's IndexedSlices.
+    out = np.zeros(shape, dtype=g.dtype)
+    moved = np.moveaxis(out, axis, 0)
+    gm = np.reshape(g, shape[:axis] + (np.size(indices),) + shape[axis + 1:])
+    np.add.at(moved, np.reshape(indices, -1), np.moveaxis(gm, axis, 0))
+    return out
+
+
+gather_p = Primitive("gather", lambda params, indices, axis: np.take(params, indices, axis=axis))
+gather_transpose_p = Primitive("gather_transpose", _gather_transpose_impl)
+defjvp(gather_p, lambda t, ans, p, i, axis: bind(gather_p, t, i, axis=axis), None)
+defvjp(gather_p, lambda g, ans, p, i, axis: bind(gather_transpose_p, g, i, axis=axis,
+                                                 shape=shape_of(p)), None)
+defjvp(gather_transpose_p, lambda t, ans, g, i, axis, shape: bind(
+    gather_transpose_p, t, i, axis=axis, shape=shape), None)
+defvjp(gather_transpose_p, lambda c, ans, g, i, axis, shape: bind(gather_p, c, i, axis=axis), None)
+
+
+def _offset_indices(i: Tensor, size: int, n: int) -> Tensor:
+    """Batched indices [B, ...] shifted by b * n, to index a [B * n, ...] flattening."""
+    offsets = (np.arange(size) * n).astype(i._value.dtype)
+    return bind(add_p, i, Tensor(offsets.reshape((size,) + (1,) * (len(shape_of(i)) - 1))))
+
+
+def _gather_batch(vals: tuple, dims: tuple, axis: int) -> tuple:
+    (p, i), (dp, di) = vals, dims
+    if di is None:
+        return bind(gather_p, move_to_front(p, dp), i, axis=axis + 1), 0
+    if dp is None:  # np.take puts the indices' axes, batch included, at `axis`
+        return bind(gather_p, p, i, axis=axis), axis + di
+    # Both batched: gather from the [B * n, ...] flattening with offset indices.
+    p, i = move_to_front(p, dp), move_to_front(i, di)
+    size, n = shape_of(p)[0], shape_of(p)[axis + 1]
+    rank = len(shape_of(p))
+    lead = (0, axis + 1) + tuple(a for a in range(1, rank) if a != axis + 1)
+    flat = bind(reshape_p, bind(transpose_p, p, perm=lead),
+                shape=(size * n,) + tuple(shape_of(p)[a] for a in lead[2:]))
+    out = bind(gather_p, flat, _offset_indices(i, size, n), axis=0)  # [B, *I, *pre, *post]
+    ni = len(shape_of(i)) - 1
+    perm = (0,) + tuple(range(1 + ni, 1 + ni + axis)) + tuple(range(1, 1 + ni)) + \
+        tuple(range(1 + ni + axis, len(shape_of(out))))
+    return bind(transpose_p, out, perm=perm), 0
+
+
+def _gather_transpose_batch(vals: tuple, dims: tuple, axis: int, shape: tuple) -> tuple:
+    (g, i), (dg, di) = vals, dims
+    size = dims.size
+    if di is None:
+        return bind(gather_transpose_p, move_to_front(g, dg), i, axis=axis + 1,
+                    shape=(size,) + shape), 0
+    i = move_to_front(i, di)
+    if dg is None:
+        g = bind(broadcast_to_p, bind(reshape_p, g, shape=(1,) + shape_of(g)),
+                 shape=(size,) + shape_of(g))
+    g = move_to_front(g, dg)
+    # g is [B, *pre, *I, *post]; scatter from its [B * |I|, *pre, *post] flattening.
+    ni, n = len(shape_of(i)) - 1, shape[axis]
+    rank = len(shape_of(g))
+    perm = (0,) + tuple(range(1 + axis, 1 + axis + ni)) + tuple(range(1, 1 + axis)) + \
+        tuple(range(1 + axis + ni, rank))
+    gt = bind(transpose_p, g, perm=perm)
+    rest = shape[:axis] + shape[axis + 1:]
+    m = int(np.prod(shape_of(i)[1:], dtype=np.int64))
+    gflat = bind(reshape_p, gt, shape=(size * m,) + rest)
+    idx = bind(reshape_p, _offset_indices(i, size, n), shape=(size * m,))
+    out = bind(gather_transpose_p, gflat, idx, axis=0, shape=(size * n,) + rest)
+    out = bind(reshape_p, out, shape=(size, n) + rest)
+    back = (0,) + tuple(range(2, 2 + axis)) + (1,) + tuple(range(2 + axis, len(rest) + 2))
+    return bind(transpose_p, out, perm=back), 0
+
+
+gather_p.batch = _gather_batch
+gather_transpose_p.batch = _gather_transpose_batch
+
+
+# ------------------------------------------------------------------ check_indices
+# A primitive so the check runs where the indices are used: a Python-level check sees
+# only vmap's example-0 stand-ins and is skipped when a traced graph is replayed, while
+# an out-of-range component of a gather_nd index would still land inside the flattened
+# params and give a wrong number. Returns the indices unchanged; carries no derivative.
+def _check_indices_impl(indices: np.ndarray, limits: tuple, rows: bool, op: str,
+                        params_shape: tuple) -> np.ndarray:
+    bad = (indices < 0) | (indices >= np.asarray(limits, np.int64))
+    if bad.any():
+        pos = tuple(np.argwhere(bad)[0].tolist())
+        if rows:  # the last axis holds one index tuple
+            pos = pos[:-1]
+        value = np.asarray(indices[pos]).tolist()
+        ranges = " and ".join(f"[0, {n})" for n in limits)
+        raise InvalidArgumentError(
+            f"{op}: `indices`{list(pos)} = {value} is out of bounds for params of shape "
+            f"{params_shape}: {'the entries of an index tuple' if rows else 'indices'} must lie "
+            f"in {ranges}.")
+    return indices
+
+
+check_indices_p = Primitive("check_indices", _check_indices_impl, differentiable=False)
+# Batched: the batch axis goes first, so the index tuples stay on the last axis.
+check_indices_p.batch = lambda vals, dims, **params: (
+    bind(check_indices_p, move_to_front(vals[0], dims[0]), **params), 0)
+
+
+def _index_dtype(t: Tensor) -> Tensor:
+    # Flat offsets can pass 2**31 on large params: compute them in int64.
+    return t if t._value.dtype == np.int64 else bind(cast_p, t, dtype=np.dtype(np.int64))
+
+
+def _prod(dims: Sequence[int]) -> int:
+    return int(np.prod(dims, dtype=np.int64))
+
+
+def _reshaped(x: Tensor, shape: tuple) -> Tensor:
+    return x if shape_of(x) == shape else bind(reshape_p, x, shape=shape)
+
+
+def _transposed(x: Tensor, perm: tuple) -> Tensor:
+    return x if perm == tuple(_brange(len(perm))) else bind(transpose_p, x, perm=perm)
+
+
+# ================================================================== public ops
+def _normalize_key(key: Any) -> tuple:
+    """A hashable basic-indexing key: ints, slices, None (newaxis) and Ellipsis."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    for k in key:
+        if k is None or k is Ellipsis or isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            out.append(k if k is None or k is Ellipsis else int(k))
+        elif isinstance(k, slice):
+            out.append(slice(*(None if v is None else _indexint_arg(v) for v in (k.start, k.stop, k.step))))
+        elif isinstance(k, TensorBase) and np.ndim(k._value) == 0 and k._value.dtype.kind in "iu":
+            out.append(int(k))  # a value read: tracing guards it (NOTE(value-reads))
+        else:
+            raise TypeError(f"getitem: only integers, slices (`:`), ellipsis (`...`), tf.newaxis "
+                            f"and scalar integer tensors are valid indices; got {k!r}. Use "
+                            "tf.gather for index lists.")
+    return tuple(out)
+
+
+def _indexint_arg(v: Any) -> int:
+    if isinstance(v, TensorBase):
+        return int(v)  # a value read: tracing guards it
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) and not (
+            isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind in "iu"):
+        raise TypeError(f"getitem: slice bounds must be integers; got {v!r}.")
+    return int(v)
+
+
+def getitem(x: Any, key: Any) -> Tensor:
+    """`x[key]` with NumPy's basic indexing (ints, slices incl. negative steps, newaxis, ...)."""
+    x = as_tensor(x, "getitem", "x")
+    key = _normalize_key(key)
+    try:
+        np.broadcast_to(np.empty((), dtype=np.bool_), shape_of(x))[key]
+    except IndexError as e:
+        raise IndexError(f"getitem: index {key} is invalid for a tensor of shape "
+                         f"{shape_of(x)}: {e}") from None
+    return bind(getitem_p, x, key=key)
+
+
+# ================================================================== gathers
+def gather_nd(params: Any, indices: Any, batch_dims: int = 0, name: str | None = None) -> Tensor:
+    """Gather slices of `params` at index tuples: the last axis of `indices` (length k)
+    indexes the first k axes of `params` after its `batch_dims` leading batch axes.
+
+    The result has shape ``indices.shape[:-1] + params.shape[batch_dims + k:]``.
+    Out-of-range indices raise (as TensorFlow on CPU). The gradient is dense, and
+    repeated indices accumulate. A composite: the index tuples become offsets into
+    the params flattened over the indexed axes, then one `gather`.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.gather_nd(tf.constant([[1., 2.], [3., 4.]]), [[1, 0], [0, 1]]).numpy()
+        array([3., 2.], dtype=float32)
+    """
+    p = as_tensor(params, "gather_nd", "params")
+    i = int_tensor(indices, "gather_nd", "indices")
+    pshape, ishape = shape_of(p), shape_of(i)
+    if not ishape:
+        raise InvalidArgumentError("gather_nd: `indices` must have rank >= 1 (its last axis "
+                                   "holds the index tuples); got a scalar.")
+    b = int_arg(batch_dims, "gather_nd", "batch_dims")
+    if not 0 <= b < len(ishape) or b > len(pshape) or pshape[:b] != ishape[:b]:
+        raise InvalidArgumentError(
+            f"gather_nd: `batch_dims`={batch_dims} must lie in [0, rank(indices)) and the "
+            f"batch axes must match: params {pshape}, indices {ishape}.")
+    k = ishape[-1]
+    if k > len(pshape) - b:
+        raise InvalidArgumentError(f"gather_nd: index tuples of length {k} (indices {ishape}) "
+                                   f"exceed the {len(pshape) - b} non-batch axes of params "
+                                   f"{pshape}.")
+    inner, rest = pshape[b:b + k], pshape[b + k:]
+    i = bind(check_indices_p, i, limits=inner, rows=True, op="gather_nd", params_shape=pshape)
+    strides = np.array([_prod(inner[j + 1:]) for j in _brange(k)], np.int64)
+    flat_index = bind(reduce_sum_p, bind(multiply_p, _index_dtype(i), Tensor(strides)),
+                      axis=(len(ishape) - 1,), keepdims=False)
+    if b:
+        offsets = np.arange(_prod(pshape[:b]), dtype=np.int64) * _prod(inner)
+        shaped = offsets.reshape(pshape[:b] + (1,) * (len(ishape) - 1 - b))
+        flat_index = bind(add_p, flat_index, Tensor(shaped))
+    flat = _reshaped(p, (_prod(pshape[:b + k]),) + rest)
+    return bind(gather_p, flat, flat_index, axis=0)
+
+
+def gather(params: Any, indices: Any, validate_indices: Any = None, axis: Any = None,
+           batch_dims: int = 0, name: str | None = None) -> Tensor:
+    """Take slices of `params` along `axis` at integer `indices`; with `batch_dims`
+    leading axes shared by `params` and `indices`, each batch entry uses its own indices.
+
+    `axis` defaults to `batch_dims`; negative `batch_dims` counts from the rank of
+    `indices`. The result has shape ``params.shape[:axis] + indices.shape[batch_dims:]
+    + params.shape[axis + 1:]``. The gradient is dense and repeated indices accumulate.
+    Out-of-range indices raise, also for each example under vmap and on each replay of
+    a traced function (negative indices never wrap around). With batch_dims > 0 it is
+    a composite: the batch and gathered axes are flattened
+    together and the indices offset per batch entry, then one `gather`.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> p = tf.constant([[10., 20., 30.], [40., 50., 60.]])
+        >>> tf.gather(p, [[2, 0], [1, 1]], batch_dims=1).numpy()
+        array([[30., 10.],
+               [50., 50.]], dtype=float32)
+    """
+    p = as_tensor(params, "gather", "params")
+    i = int_tensor(indices, "gather", "indices")
+    pshape, ishape = shape_of(p), shape_of(i)
+    b = int_arg(batch_dims, "gather", "batch_dims")
+    b = b + len(ishape) if b < 0 else b
+    ax = b if axis is None else int_arg(axis, "gather", "axis")
+    ax = ax + len(pshape) if ax < 0 else ax
+    if not 0 <= b <= len(ishape) or not b <= ax < len(pshape) or pshape[:b] != ishape[:b]:
+        raise InvalidArgumentError(
+            f"gather: need 0 <= batch_dims <= axis < rank(params) and batch_dims <= "
+            f"rank(indices) with matching batch axes; got batch_dims={batch_dims}, axis={axis}, "
+            f"params {pshape}, indices {ishape}.")
+    n = pshape[ax]
+    i = bind(check_indices_p, i, limits=(n,), rows=False, op="gather", params_shape=pshape)
+    if b == 0:
+        return bind(gather_p, p, i, axis=ax)
+    batch, pre, post = pshape[:b], pshape[b:ax], pshape[ax + 1:]
+    # params as [batch..., n, pre..., post...] flattened to [prod(batch) * n, pre..., post...]
+    lead = tuple(_brange(b)) + (ax,) + tuple(_brange(b, ax)) + tuple(_brange(ax + 1, len(pshape)))
+    flat = _reshaped(_transposed(p, lead), (_prod(batch) * n,) + pre + post)
+    offsets = np.arange(_prod(batch), dtype=np.int64) * n
+    offsets = offsets.reshape(batch + (1,) * (len(ishape) - b))
+    out = bind(gather_p, flat, bind(add_p, _index_dtype(i), Tensor(offsets)), axis=0)
+    # out is [batch..., I..., pre..., post...]; TensorFlow puts pre before I.
+    ni, npre = len(ishape) - b, len(pre)
+    perm = tuple(_brange(b)) + tuple(_brange(b + ni, b + ni + npre)) + \
+        tuple(_brange(b, b + ni)) + tuple(_brange(b + ni + npre, len(shape_of(out))))
+    return _transposed(out, perm)
+
+
+# Public names and the TensorFlow namespaces they appear in ("tf" is the top level);
+# getitem is `x[key]`, reached through Tensor.__getitem__.
+EXPORTS = {"getitem": "", "gather": "tf", "gather_nd": "tf"}

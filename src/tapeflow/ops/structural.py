@@ -1,0 +1,400 @@
+"""The bottom of ops/: the structural primitives, the helpers built only from them, and
+the rule families.
+
+Rules are written with tapeflow ops (NOTE(strict-nesting) in core), and a few ops
+carry every rule: sums of (co)tangents, undoing NumPy broadcasting, moving a batch
+axis. Those are the *structural primitives* defined here (add, multiply, conj, cast,
+select, reshape, transpose, broadcast_to, reduce_sum); the *helpers* (`add_any`,
+`unbroadcast`, `move_axis`, `align_batched`, ...) bind them directly, never the public
+ops, which would validate their arguments again inside every backward pass. The
+*rule families* give most primitives their rules in a few lines:
+
+- `defjvp` / `defvjp`: one rule per argument, combined here (Zero tangents skipped,
+  NOTE(zero) in core), with NumPy broadcasting undone for broadcasting ops;
+- `linear`: a primitive linear in its first argument (JVP: itself on the tangent);
+- `unary`: an elementwise primitive whose rules multiply by its derivative;
+- `batch_elementwise`, `batch_unary`, `batch_reduction`, `batch_along_axis`: the
+  common batching rules (see tapeflow.batching for the protocol).
+
+Everything else in ops/ builds on this module, which imports nothing from ops/. The
+public ops of these primitives (tf.add, tf.reshape, ...) live in their families'
+modules (elementwise, shape, reduction), beside the ops of the same kind.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core import Primitive, Zero, bind
+from ..tensor import Tensor
+
+__all__ = ["shape_of", "instantiate", "zeros_of", "ones_of", "add_any", "unbroadcast",
+           "broadcast_tangent", "conj_if_complex", "float_mask", "move_axis", "move_to_front",
+           "align_batched", "swap_last_axes", "constant_is", "is_minus_zero", "is_plus_zero",
+           "is_one", "same_as_input", "neutral_right", "kept_shape", "expand_reduced", "defjvp", "defvjp", "linear", "unary",
+           "batch_elementwise", "batch_unary", "batch_reduction", "batch_along_axis",
+           "add_p", "multiply_p", "conj_p", "cast_p", "select_p", "reshape_p", "transpose_p",
+           "broadcast_to_p", "reduce_sum_p"]
+
+Rule = Callable[..., Any]
+
+
+# ================================================================== static helpers
+def shape_of(x: Any) -> tuple:
+    """Static shape of a tensor or Zero (metadata only: NumPy allowed here)."""
+    return x.shape if type(x) is Zero else np.shape(x._value)
+
+
+def instantiate(t: Any) -> Tensor:
+    """A Zero as a tensor of zeros; a tensor as itself."""
+    return t.instantiate() if type(t) is Zero else t
+
+
+def zeros_of(x: Tensor) -> Tensor:
+    """Zeros of x's shape and dtype, connected to nothing (a constant)."""
+    return Tensor(np.zeros_like(x._value))
+
+
+def ones_of(x: Tensor) -> Tensor:
+    """Ones of x's shape and dtype, connected to nothing (a constant)."""
+    return Tensor(np.ones_like(x._value))
+
+
+# ================================================================== helpers built from the primitives
+def add_any(a: Any, b: Any) -> Any:
+    """Sum of two tangents/cotangents, either of which may be Zero or None."""
+    if a is None or type(a) is Zero:
+        return b
+    if b is None or type(b) is Zero:
+        return a
+    return bind(add_p, a, b)
+
+
+def unbroadcast(g: Tensor, shape: tuple) -> Tensor:
+    """Sum `g` back to `shape`, the shape an input had before NumPy broadcasting."""
+    gshape = shape_of(g)
+    shape = tuple(shape)
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    axes = list(range(lead))
+    axes += [i + lead for i, d in enumerate(shape) if d == 1 and gshape[i + lead] != 1]
+    out = bind(reduce_sum_p, g, axis=tuple(axes), keepdims=False) if axes else g
+    return bind(reshape_p, out, shape=shape) if shape_of(out) != shape else out
+
+
+def broadcast_tangent(t: Tensor, shape: tuple) -> Tensor:
+    """`t` broadcast to `shape` (an input's tangent, to the broadcast output's shape)."""
+    return t if shape_of(t) == tuple(shape) else bind(broadcast_to_p, t, shape=tuple(shape))
+
+
+def conj_if_complex(x: Tensor) -> Tensor:
+    """conj(x) for complex tensors, x itself otherwise (rules stay cheap for real ones)."""
+    return bind(conj_p, x) if x._value.dtype.kind == "c" else x
+
+
+def float_mask(cond: Tensor, like: Tensor) -> Tensor:
+    """A 0/1 tensor of `like`'s dtype from a bool tensor (the masks of max, min, relu)."""
+    return bind(cast_p, cond, dtype=like._value.dtype)
+
+
+def swap_last_axes(x: Tensor) -> Tensor:
+    """The transpose of each matrix in the last two axes."""
+    nd = len(shape_of(x))
+    return bind(transpose_p, x, perm=tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def move_axis(x: Tensor, src: int, dst: int) -> Tensor:
+    """Move axis `src` of x to position `dst` (a transpose op, so it is differentiable)."""
+    nd = np.ndim(x._value)
+    src, dst = src % nd, dst % nd
+    if src == dst:
+        return x
+    perm = [i for i in range(nd) if i != src]
+    perm.insert(dst, src)
+    return bind(transpose_p, x, perm=tuple(perm))
+
+
+def move_to_front(x: Tensor, d: int | None) -> Tensor:
+    """x with its batch axis `d` moved to 0 (x itself when `d` is 0 or None)."""
+    return x if not d else move_axis(x, d, 0)
+
+
+def align_batched(vals: tuple, dims: tuple, rank: int) -> list:
+    """Batched values with the batch on axis 0 and rank `rank` + 1 (1s inserted after the
+    batch axis), so NumPy's right-aligned broadcasting pairs them with unbatched values."""
+    out = []
+    for v, d in zip(vals, dims, strict=True):
+        if d is None:
+            out.append(v)
+            continue
+        v = move_to_front(v, d)
+        s = shape_of(v)
+        if len(s) - 1 < rank:
+            v = bind(reshape_p, v, shape=s[:1] + (1,) * (rank - len(s) + 1) + s[1:])
+        out.append(v)
+    return out
+
+
+# ================================================================== rule families
+def defjvp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False) -> None:
+    """Forward rule from one rule per argument: ``rule(t, ans, *primals, **params)``.
+
+    A None rule marks an argument that carries no derivative (indices, conditions).
+    With `broadcasting`, each argument's tangent is broadcast to the output's shape.
+    """
+    def jvp(tangents: tuple, outs: tuple, primals: tuple, **params: Any) -> tuple:
+        ans = outs[0]
+        total = None
+        for rule, t in zip(rules, tangents, strict=True):
+            if rule is None or type(t) is Zero:
+                continue
+            total = add_any(total, rule(t, ans, *primals, **params))
+        if total is None:
+            return (Zero.like(ans),)
+        if broadcasting:
+            total = broadcast_tangent(total, shape_of(ans))
+        return (total,)
+
+    prim.jvp = jvp
+
+
+def defvjp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False) -> None:
+    """Reverse rule from one rule per argument: ``rule(g, ans, *primals, **params)``.
+
+    With `broadcasting`, each cotangent is summed back to its argument's shape.
+    """
+    def vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, **params: Any) -> tuple:
+        g = instantiate(cts[0])
+        ans = outs[0]
+        result = []
+        for rule, x, need in zip(rules, primals, needs, strict=True):
+            if rule is None or not need:
+                result.append(None)
+                continue
+            ct = rule(g, ans, *primals, **params)
+            if broadcasting and ct is not None:
+                ct = unbroadcast(ct, shape_of(x))
+            result.append(ct)
+        return tuple(result)
+
+    prim.vjp = vjp
+
+
+def linear(prim: Primitive, transpose: Rule) -> None:
+    """Rules of a one-input primitive that is linear in its input.
+
+    JVP: the primitive applied to the tangent. VJP: ``transpose(g, x, **params)``.
+    """
+    defjvp(prim, lambda t, ans, x, **params: bind(prim, t, **params))
+    defvjp(prim, lambda g, ans, x, **params: transpose(g, x, **params))
+
+
+def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor]) -> Primitive:
+    """An elementwise primitive f with f'(x) = ``deriv(ans, x)``, and its rules.
+
+    Both rules multiply by the derivative: JVP ``t * f'(x)``, VJP ``g * conj(f'(x))``
+    (TensorFlow's convention for complex inputs, NOTE(complex-gradients) in
+    ops/complex.py). The batch axis stays where it is.
+    """
+    prim = Primitive(name, impl)
+    defjvp(prim, lambda t, ans, x: bind(multiply_p, t, deriv(ans, x)))
+    defvjp(prim, lambda g, ans, x: bind(multiply_p, g, conj_if_complex(deriv(ans, x))))
+    batch_unary(prim)
+    return prim
+
+
+# A batching rule gets the batched values (or the plain per-example value where an
+# input is not batched) and their batch axes (None for unbatched); it returns the
+# batched output and the output's batch axis. See tapeflow.batching.
+def batch_elementwise(prim: Primitive) -> None:
+    """Batching rule of an n-ary broadcasting primitive (the batch goes first, ranks aligned)."""
+    def rule(vals: tuple, dims: tuple, **params: Any) -> tuple:
+        rank = max(len(shape_of(v)) - (d is not None) for v, d in zip(vals, dims))
+        return bind(prim, *align_batched(vals, dims, rank), **params), 0
+    prim.batch = rule
+
+
+def batch_unary(prim: Primitive) -> None:
+    """Batching rule of a one-input elementwise primitive: the batch axis stays where it is."""
+    prim.batch = lambda vals, dims, **params: (bind(prim, vals[0], **params), dims[0])
+
+
+def batch_reduction(prim: Primitive) -> None:
+    """Batching rule of a reduction with `axis` (tuple or None) and `keepdims` params."""
+    def rule(vals: tuple, dims: tuple, axis: Any, **params: Any) -> tuple:
+        x = move_to_front(vals[0], dims[0])
+        rank = len(shape_of(x)) - 1
+        axis = tuple(range(1, rank + 1)) if axis is None else tuple(a + 1 for a in axis)
+        return bind(prim, x, axis=axis, **params), 0
+    prim.batch = rule
+
+
+def batch_along_axis(prim: Primitive) -> None:
+    """Batching rule of a one-input op along one int `axis` (scans, softmax, argmax): the
+    batch goes first and the axis shifts by one."""
+    def rule(vals: tuple, dims: tuple, axis: int, **params: Any) -> tuple:
+        return bind(prim, move_to_front(vals[0], dims[0]), axis=axis + 1, **params), 0
+    prim.batch = rule
+
+
+# ================================================================== simplify-rule helpers
+# The graph passes drop a node whose output always equals one of its inputs exactly
+# (Primitive.simplify), NaNs and signed zeros included.
+def constant_is(c: Any, test: Callable[[np.ndarray], np.ndarray]) -> bool:
+    """Whether `c` is a known, non-empty constant whose every entry passes `test`."""
+    return c is not None and np.size(c) > 0 and bool(np.all(test(np.asarray(c))))
+
+
+def _signed_zero(negative: bool) -> Callable[[np.ndarray], np.ndarray]:
+    """Entries that are 0 with the given sign bit (both parts, for complex; any 0 for ints)."""
+    def test(c: np.ndarray) -> np.ndarray:
+        if c.dtype.kind == "c":
+            return test(c.real) & test(c.imag)
+        if c.dtype.kind != "f":
+            return c == 0
+        return (c == 0) & (np.signbit(c) == negative)
+    return test
+
+
+is_minus_zero = _signed_zero(True)   # x + (-0.) is x exactly; x + (+0.) is not at x = -0.
+is_plus_zero = _signed_zero(False)   # x - (+0.) is x exactly; x - (-0.) is not at x = -0.
+
+
+def is_one(c: np.ndarray) -> np.ndarray:
+    return c == 1
+
+
+def same_as_input(consts: list, same: Callable[[int], bool], **params: Any) -> int | None:
+    """Simplify rule of ops that change nothing when the shape and dtype stay."""
+    return 0 if same(0) else None
+
+
+def neutral_right(test: Callable[[np.ndarray], np.ndarray],
+                  left_too: bool = False) -> Callable[..., int | None]:
+    """Simplify rule of x op c = x for a constant c passing `test` (and c op x = x with
+    `left_too`, for commutative ops)."""
+    def rule(consts: list, same: Callable[[int], bool]) -> int | None:
+        if same(0) and constant_is(consts[1], test):
+            return 0
+        if left_too and same(1) and constant_is(consts[0], test):
+            return 1
+        return None
+    return rule
+
+
+# ================================================================== the structural primitives
+# ------------------------------------------------------------------ add: d(x + y) = dx + dy
+add_p = Primitive("add", np.add)
+defjvp(add_p, lambda t, ans, x, y: t, lambda t, ans, x, y: t, broadcasting=True)
+defvjp(add_p, lambda g, ans, x, y: g, lambda g, ans, x, y: g, broadcasting=True)
+batch_elementwise(add_p)
+add_p.simplify = neutral_right(is_minus_zero, left_too=True)
+
+
+# ------------------------------------------------------------------ multiply: d(xy) = y dx + x dy
+multiply_p = Primitive("multiply", np.multiply)
+defjvp(multiply_p, lambda t, ans, x, y: bind(multiply_p, t, y),
+       lambda t, ans, x, y: bind(multiply_p, x, t), broadcasting=True)
+defvjp(multiply_p, lambda g, ans, x, y: bind(multiply_p, g, conj_if_complex(y)),
+       lambda g, ans, x, y: bind(multiply_p, conj_if_complex(x), g), broadcasting=True)
+batch_elementwise(multiply_p)
+multiply_p.simplify = neutral_right(is_one, left_too=True)
+
+# ------------------------------------------------------------------ conj: linear, its own transpose
+conj_p = Primitive("conj", np.conjugate)
+linear(conj_p, lambda g, x: bind(conj_p, g))
+batch_unary(conj_p)
+
+
+# ------------------------------------------------------------------ cast
+def _cast_impl(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if x.dtype.kind == "c" and dtype.kind != "c":
+        x = x.real  # TensorFlow keeps the real part
+    return x.astype(dtype, copy=False)
+
+
+def _cast_tangent(t: Tensor, ans: Tensor, x: Tensor, dtype: np.dtype) -> Any:
+    # Derivatives flow only between floating and complex dtypes.
+    if dtype.kind not in "fc":
+        return Zero.like(ans)
+    return bind(cast_p, t, dtype=dtype)
+
+
+cast_p = Primitive("cast", _cast_impl)
+defjvp(cast_p, _cast_tangent)
+defvjp(cast_p, lambda g, ans, x, dtype: bind(cast_p, g, dtype=x._value.dtype)
+       if x._value.dtype.kind in "fc" else None)
+batch_unary(cast_p)
+cast_p.simplify = same_as_input
+
+
+# ------------------------------------------------------------------ select: where(c, x, y)
+def _select_rule(take_x: bool) -> Rule:
+    def rule(t: Tensor, ans: Tensor, c: Tensor, x: Tensor, y: Tensor) -> Tensor:
+        zero = zeros_of(t)
+        return bind(select_p, c, t, zero) if take_x else bind(select_p, c, zero, t)
+    return rule
+
+
+select_p = Primitive("select", lambda c, x, y: np.where(c, x, y)[()])  # rank 0 -> scalar
+defjvp(select_p, None, _select_rule(True), _select_rule(False), broadcasting=True)
+defvjp(select_p, None, _select_rule(True), _select_rule(False), broadcasting=True)
+batch_elementwise(select_p)
+
+# ------------------------------------------------------------------ reshape: linear
+# [()] gives rank-0 results as NumPy scalars, like every other op
+reshape_p = Primitive("reshape", lambda x, shape: np.reshape(x, shape)[()])
+linear(reshape_p, lambda g, x, shape: bind(reshape_p, g, shape=shape_of(x)))
+reshape_p.batch = lambda vals, dims, shape: (
+    bind(reshape_p, move_to_front(vals[0], dims[0]), shape=(shape_of(vals[0])[dims[0]],) + shape), 0)
+reshape_p.simplify = same_as_input
+
+# ------------------------------------------------------------------ transpose: linear
+transpose_p = Primitive("transpose", lambda x, perm: np.transpose(x, perm))
+linear(transpose_p, lambda g, x, perm: bind(transpose_p, g, perm=tuple(np.argsort(perm).tolist())))
+transpose_p.batch = lambda vals, dims, perm: (
+    bind(transpose_p, move_to_front(vals[0], dims[0]), perm=(0,) + tuple(p + 1 for p in perm)), 0)
+transpose_p.simplify = lambda consts, same, perm: (
+    0 if tuple(perm) == tuple(range(len(perm))) else None)
+
+# ------------------------------------------------------------------ broadcast_to: linear, summed back
+broadcast_to_p = Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape))
+linear(broadcast_to_p, lambda g, x, shape: unbroadcast(g, shape_of(x)))
+
+
+def _broadcast_to_batch(vals: tuple, dims: tuple, shape: tuple) -> tuple:
+    (x,) = align_batched(vals, dims, len(shape))
+    return bind(broadcast_to_p, x, shape=shape_of(x)[:1] + shape), 0
+
+
+broadcast_to_p.batch = _broadcast_to_batch
+broadcast_to_p.simplify = same_as_input
+
+
+# ------------------------------------------------------------------ reduce_sum: linear
+def _sum_impl(x: np.ndarray, axis: tuple | None, keepdims: bool) -> Any:
+    # Integers keep their dtype (NumPy would widen int32 sums to int64; TensorFlow does not).
+    return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype if x.dtype.kind in "iu" else None)
+
+
+def kept_shape(shape: tuple, axis: tuple | None) -> tuple:
+    """The shape of a keepdims=True reduction of `shape` over `axis`."""
+    if axis is None:
+        return (1,) * len(shape)
+    return tuple(1 if i in axis else d for i, d in enumerate(shape))
+
+
+def expand_reduced(g: Tensor, x: Tensor, axis: tuple | None, keepdims: bool) -> Tensor:
+    """A reduction's cotangent broadcast back over the reduced axes of x."""
+    kept = kept_shape(shape_of(x), axis)
+    if not keepdims and shape_of(g) != kept:
+        g = bind(reshape_p, g, shape=kept)
+    return broadcast_tangent(g, shape_of(x))
+
+
+reduce_sum_p = Primitive("reduce_sum", _sum_impl)
+linear(reduce_sum_p, lambda g, x, axis, keepdims: expand_reduced(g, x, axis, keepdims))
+batch_reduction(reduce_sum_p)

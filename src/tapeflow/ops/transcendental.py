@@ -1,0 +1,239 @@
+"""Transcendental functions: powers, exponentials and logarithms, trigonometric and
+hyperbolic functions and their inverses, sigmoid, softplus, erf.
+
+Most are `unary` primitives (ops/structural.py): the rules multiply by the derivative
+written beside each one, conjugated in reverse mode for complex inputs
+(NOTE(complex-gradients) in ops/complex.py).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..core import Primitive, bind
+from ..tensor import Tensor
+from .convert import as_tensor, binary_args, check_dtype
+from .elementwise import (FLOAT, REAL_FLOAT, add, divide, doc, greater, multiply, negative,
+                          reciprocal_p, rsqrt_p, square, subtract, unary_op)
+from .structural import (batch_elementwise, conj_if_complex, defjvp, defvjp, is_one,
+                         neutral_right, select_p, unary, zeros_of)
+
+# ------------------------------------------------------------------ exponentials and logarithms
+exp_p = unary("exp", np.exp, lambda ans, x: ans)                                   # exp x
+expm1_p = unary("expm1", np.expm1, lambda ans, x: exp(x))                          # e^x
+log_p = unary("log", np.log, lambda ans, x: divide(1, x))                          # 1 / x
+log1p_p = unary("log1p", np.log1p, lambda ans, x: bind(reciprocal_p, add(x, 1)))   # 1/(1+x)
+
+
+# ------------------------------------------------------------------ pow: d(x^y) = y x^(y-1) dx + log(x) x^y dy
+def _pow_dx(x: Tensor, y: Tensor) -> Tensor:
+    return multiply(y, pow(x, subtract(y, 1)))
+
+
+def _pow_dy(ans: Tensor, x: Tensor) -> Tensor:
+    # log(x) only where x > 0 (TensorFlow's choice: the y-derivative is 0 elsewhere);
+    # the inner where keeps log's own derivative finite in the unused branch.
+    positive = greater(x, 0)
+    safe_x = bind(select_p, positive, x, Tensor(np.ones_like(x._value)))
+    return bind(select_p, positive, multiply(log(safe_x), ans), zeros_of(ans))
+
+
+pow_p = Primitive("pow", np.power)
+defjvp(pow_p, lambda t, ans, x, y: multiply(t, _pow_dx(x, y)),
+       lambda t, ans, x, y: multiply(t, _pow_dy(ans, x)), broadcasting=True)
+defvjp(pow_p, lambda g, ans, x, y: multiply(g, conj_if_complex(_pow_dx(x, y))),
+       lambda g, ans, x, y: multiply(g, conj_if_complex(_pow_dy(ans, x))), broadcasting=True)
+batch_elementwise(pow_p)
+pow_p.simplify = neutral_right(is_one)
+
+
+# ------------------------------------------------------------------ trigonometric
+def _one_minus_x2(x: Tensor) -> Tensor:
+    return subtract(1, square(x))
+
+
+sin_p = unary("sin", np.sin, lambda ans, x: cos(x))                                # cos x
+cos_p = unary("cos", np.cos, lambda ans, x: negative(sin(x)))                      # -sin x
+tan_p = unary("tan", np.tan, lambda ans, x: add(square(ans), 1))                   # 1 + tan^2 x
+asin_p = unary("asin", np.arcsin, lambda ans, x: bind(rsqrt_p, _one_minus_x2(x)))  # 1/sqrt(1-x^2)
+acos_p = unary("acos", np.arccos,                                                  # -1/sqrt(1-x^2)
+               lambda ans, x: negative(bind(rsqrt_p, _one_minus_x2(x))))
+atan_p = unary("atan", np.arctan,                                                  # 1/(1+x^2)
+               lambda ans, x: bind(reciprocal_p, add(square(x), 1)))
+
+
+# atan2(y, x): d = (x dy - y dx) / (x^2 + y^2)
+def _atan2_scale(y: Tensor, x: Tensor) -> Tensor:
+    return bind(reciprocal_p, add(square(x), square(y)))
+
+
+atan2_p = Primitive("atan2", np.arctan2)
+defjvp(atan2_p, lambda t, ans, y, x: multiply(t, multiply(x, _atan2_scale(y, x))),
+       lambda t, ans, y, x: multiply(t, negative(multiply(y, _atan2_scale(y, x)))),
+       broadcasting=True)
+defvjp(atan2_p, lambda g, ans, y, x: multiply(g, multiply(x, _atan2_scale(y, x))),
+       lambda g, ans, y, x: multiply(g, negative(multiply(y, _atan2_scale(y, x)))),
+       broadcasting=True)
+batch_elementwise(atan2_p)
+
+# ------------------------------------------------------------------ hyperbolic
+sinh_p = unary("sinh", np.sinh, lambda ans, x: bind(cosh_p, x))                    # cosh x
+cosh_p = unary("cosh", np.cosh, lambda ans, x: bind(sinh_p, x))                    # sinh x
+tanh_p = unary("tanh", np.tanh, lambda ans, x: subtract(1, square(ans)))           # 1 - tanh^2
+# asinh and acosh use the output, as TensorFlow: no x^2 that could overflow.
+asinh_p = unary("asinh", np.arcsinh,                                               # 1/cosh(asinh x)
+                lambda ans, x: bind(reciprocal_p, bind(cosh_p, ans)))
+acosh_p = unary("acosh", np.arccosh,                                               # 1/sinh(acosh x)
+                lambda ans, x: bind(reciprocal_p, bind(sinh_p, ans)))
+atanh_p = unary("atanh", np.arctanh,                                               # 1/(1-x^2)
+                lambda ans, x: bind(reciprocal_p, _one_minus_x2(x)))
+
+
+# ------------------------------------------------------------------ sigmoid, softplus: s (1 - s), s
+def _sigmoid_impl(x: np.ndarray) -> np.ndarray:
+    # exp of a non-positive argument only: no overflow at large |x|.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+sigmoid_p = unary("sigmoid", _sigmoid_impl, lambda ans, x: multiply(ans, subtract(1, ans)))
+
+
+def _softplus_impl(x: np.ndarray) -> np.ndarray:
+    # log(e^0 + e^x) without forming e^x: no overflow at large x, full precision at
+    # very negative x.
+    return np.logaddexp(x.dtype.type(0), x)
+
+
+softplus_p = unary("softplus", _softplus_impl, lambda ans, x: sigmoid(x))
+
+# ------------------------------------------------------------------ erf: 2/sqrt(pi) e^(-x^2)
+try:  # SciPy's erf is a vectorized ufunc; the standard library's is exact but scalar.
+    from scipy.special import erf as _erf_ufunc
+except ImportError:  # pragma: no cover - SciPy is optional
+    _erf_ufunc = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _erf_impl(x: np.ndarray) -> np.ndarray:
+    return np.asarray(_erf_ufunc(x)).astype(x.dtype, copy=False)
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+erf_p = unary("erf", _erf_impl,
+              lambda ans, x: multiply(exp(negative(square(x))), _TWO_OVER_SQRT_PI))
+
+
+# ================================================================== public ops
+def pow(x: Any, y: Any, name: str | None = None) -> Tensor:  # noqa: A001
+    """x ** y elementwise, with broadcasting.
+
+    The derivative with respect to y is log(x) x**y where x > 0 and 0 elsewhere
+    (TensorFlow's choice, so a negative base with an integral exponent stays finite).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.pow(tf.constant([2., 3.]), 2.).numpy()
+        array([4., 9.], dtype=float32)
+    """
+    x, y = binary_args(x, y, "pow")
+    return bind(pow_p, x, y)
+
+
+exp = unary_op(exp_p, FLOAT, doc("e ** x elementwise.",
+                                 "tf.exp(tf.constant([0.])).numpy()",
+                                 "array([1.], dtype=float32)"))
+expm1 = unary_op(expm1_p, FLOAT, doc(
+    "exp(x) - 1 elementwise, accurate for small |x|.",
+    "tf.math.expm1(tf.constant([0., 1e-10], tf.float64)).numpy()", "array([0.e+00, 1.e-10])"))
+log = unary_op(log_p, FLOAT, doc("Natural logarithm elementwise.",
+                                 "tf.math.log(tf.constant([1.])).numpy()",
+                                 "array([0.], dtype=float32)"))
+log1p = unary_op(log1p_p, FLOAT, doc(
+    "log(1 + x) elementwise, accurate for small |x|; defined for x > -1.",
+    "tf.math.log1p(tf.constant([0., 1e-10], tf.float64)).numpy()", "array([0.e+00, 1.e-10])"))
+sin = unary_op(sin_p, FLOAT, doc("Sine elementwise.", "tf.sin(tf.constant([0.])).numpy()",
+                                 "array([0.], dtype=float32)"))
+cos = unary_op(cos_p, FLOAT, doc("Cosine elementwise.", "tf.cos(tf.constant([0.])).numpy()",
+                                 "array([1.], dtype=float32)"))
+tan = unary_op(tan_p, FLOAT, doc(
+    "Tangent elementwise; its derivative is 1 + tan(x)^2.",
+    "tf.math.tan(tf.constant([0.])).numpy()", "array([0.], dtype=float32)"))
+asin = unary_op(asin_p, FLOAT, doc(
+    "Inverse sine elementwise, for |x| <= 1 (nan outside); derivative 1/sqrt(1 - x^2).",
+    "tf.math.asin(tf.constant([0., 1.], tf.float64)).numpy()", "array([0.        , 1.57079633])"))
+acos = unary_op(acos_p, FLOAT, doc(
+    "Inverse cosine elementwise, for |x| <= 1 (nan outside); derivative -1/sqrt(1 - x^2).",
+    "tf.math.acos(tf.constant([1.])).numpy()", "array([0.], dtype=float32)"))
+atan = unary_op(atan_p, FLOAT, doc(
+    "Inverse tangent elementwise; derivative 1/(1 + x^2).",
+    "tf.math.atan(tf.constant([0., 1.], tf.float64)).numpy()", "array([0.        , 0.78539816])"))
+sinh = unary_op(sinh_p, FLOAT, doc("Hyperbolic sine elementwise.",
+                                   "tf.math.sinh(tf.constant([0.])).numpy()",
+                                   "array([0.], dtype=float32)"))
+cosh = unary_op(cosh_p, FLOAT, doc("Hyperbolic cosine elementwise.",
+                                   "tf.math.cosh(tf.constant([0.])).numpy()",
+                                   "array([1.], dtype=float32)"))
+tanh = unary_op(tanh_p, FLOAT, doc("Hyperbolic tangent elementwise.",
+                                   "tf.tanh(tf.constant([0.])).numpy()",
+                                   "array([0.], dtype=float32)"))
+asinh = unary_op(asinh_p, FLOAT, doc(
+    "Inverse hyperbolic sine elementwise; the gradient is 1/cosh(asinh x).",
+    "tf.math.asinh(tf.constant([0.])).numpy()", "array([0.], dtype=float32)"))
+acosh = unary_op(acosh_p, FLOAT, doc(
+    "Inverse hyperbolic cosine, for x >= 1 (nan below); the gradient is 1/sinh(acosh x),\n"
+    "inf at x = 1.",
+    "tf.math.acosh(tf.constant([1.])).numpy()", "array([0.], dtype=float32)"))
+atanh = unary_op(atanh_p, FLOAT, doc(
+    "Inverse hyperbolic tangent, for |x| < 1 (+-inf at +-1); derivative 1/(1 - x^2).",
+    "tf.math.atanh(tf.constant([0.])).numpy()", "array([0.], dtype=float32)"))
+sigmoid = unary_op(sigmoid_p, FLOAT, doc(
+    "1 / (1 + exp(-x)), computed without overflow at large |x|.",
+    "tf.sigmoid(tf.constant([0., 1000., -1000.])).numpy()",
+    "array([0.5, 1. , 0. ], dtype=float32)"))
+erf = unary_op(erf_p, REAL_FLOAT, doc(
+    "The Gauss error function elementwise (real floating tensors); derivative\n"
+    "2/sqrt(pi) exp(-x^2).",
+    "tf.math.erf(tf.constant([0., 10.])).numpy()", "array([0., 1.], dtype=float32)"))
+
+
+def atan2(y: Any, x: Any, name: str | None = None) -> Tensor:
+    """The angle of the point (x, y), in [-pi, pi], elementwise with broadcasting.
+
+    Real floating tensors. The gradient is (x, -y) / (x^2 + y^2) for (y, x) (nan at the
+    origin, as TensorFlow).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.math.atan2(tf.constant([1.], tf.float64), tf.constant([-1.], tf.float64)).numpy()
+        array([2.35619449])
+    """
+    y, x = binary_args(y, x, "atan2")
+    check_dtype(y, REAL_FLOAT, "atan2", "y")
+    return bind(atan2_p, y, x)
+
+
+def softplus(features: Any, name: str | None = None) -> Tensor:
+    """log(1 + exp(features)), computed without overflow; its gradient is sigmoid(features).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.math.softplus(tf.constant([-1000., 1000.])).numpy()
+        array([   0., 1000.], dtype=float32)
+    """
+    x = as_tensor(features, "softplus", "features")
+    check_dtype(x, REAL_FLOAT, "softplus", "features")
+    return bind(softplus_p, x)
+
+
+# Public names and the TensorFlow namespaces they appear in ("tf" is the top level).
+EXPORTS = {
+    "pow": "tf math", "exp": "tf math", "expm1": "tf math", "log": "tf math",
+    "log1p": "tf math", "sin": "tf math", "cos": "tf math", "tan": "tf math",
+    "asin": "tf math", "acos": "tf math", "atan": "tf math", "atan2": "tf math",
+    "sinh": "tf math", "cosh": "tf math", "tanh": "tf math nn", "asinh": "tf math",
+    "acosh": "tf math", "atanh": "tf math", "sigmoid": "tf math nn", "softplus": "tf math nn",
+    "erf": "tf math",
+}
