@@ -143,7 +143,7 @@ def _flat_axes(spec: Any, tree: Any, what: str) -> list:
         if len(spec) != len(tree):
             raise ValueError(f"vmap: `{what}` has {len(spec)} entries but there are {len(tree)} "
                              f"{'arguments' if what == 'in_axes' else 'outputs'}.")
-        return [a for s, t in zip(spec, tree) for a in _flat_axes(s, t, what)]
+        return [a for s, t in zip(spec, tree, strict=True) for a in _flat_axes(s, t, what)]
     if isinstance(spec, dict) and isinstance(tree, dict):
         if set(spec) != set(tree):
             raise ValueError(f"vmap: `{what}` keys {sorted(spec)} do not match {sorted(tree)}.")

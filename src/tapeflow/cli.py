@@ -14,6 +14,8 @@ from typing import Any, Callable, Sequence, TextIO
 
 import numpy as np
 
+import tapeflow as tf
+
 __all__ = ["main", "demo", "bench"]
 
 # Values TensorFlow prints in its documentation are float32 rounded to about 8
@@ -185,10 +187,6 @@ def demo(out: TextIO | None = None) -> int:
     agrees and 1 otherwise, printing ``MISMATCH`` at each disagreement.
     """
     out = sys.stdout if out is None else out
-    # Imported here rather than at the top so that the package's __init__ may
-    # import this module without an import cycle.
-    import tapeflow as tf
-
     r = _Report(out)
     for section in _SECTIONS:
         try:

@@ -80,7 +80,7 @@ def _custom_jvp(tangents: tuple, outs: tuple, primals: tuple, grad_fn: Callable,
     if total is None:
         return tuple(Zero.like(o) for o in outs)
     out = tape.gradient(total, us)
-    return tuple(Zero.like(o) if t is None else t for o, t in zip(outs, out))
+    return tuple(Zero.like(o) if t is None else t for o, t in zip(outs, out, strict=True))
 
 
 def _custom_batch(vals: tuple, dims: tuple, grad_fn: Callable, n_inputs: int,
@@ -90,13 +90,13 @@ def _custom_batch(vals: tuple, dims: tuple, grad_fn: Callable, n_inputs: int,
     size = dims.size
     n_in = n_inputs + n_vars
     results = []
-    for r, d in zip(vals[n_in:], dims[n_in:]):
+    for r, d in zip(vals[n_in:], dims[n_in:], strict=True):
         if d is None:
             r = bind(broadcast_to_p, bind(reshape_p, r, shape=(1,) + np.shape(r._value)),
                      shape=(size,) + np.shape(r._value))
         results.append(move_to_front(r, d))
     in_dims = dims[:n_in]
-    inputs = [move_to_front(v, d) for v, d in zip(vals[:n_in], in_dims)]
+    inputs = [move_to_front(v, d) for v, d in zip(vals[:n_in], in_dims, strict=True)]
 
     origin = dims.batcher
 
@@ -105,7 +105,8 @@ def _custom_batch(vals: tuple, dims: tuple, grad_fn: Callable, n_inputs: int,
         per_example = vmap_sharing(origin, lambda *c: call_grad_fn(
             grad_fn, list(c), list(variables or []), n_inputs))
         grads = per_example(*cts)
-        grads = [g if g is None or d is not None else bind(reduce_sum_p, g, axis=(0,), keepdims=False)
+        grads = [g if g is None or d is not None
+                 else bind(reduce_sum_p, g, axis=(0,), keepdims=False)
                  for g, d in zip(grads, in_dims, strict=True)]
         return (grads[:n_inputs], grads[n_inputs:]) if variables else grads
 

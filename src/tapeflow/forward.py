@@ -51,7 +51,7 @@ class ForwardAccumulator(Recorder):
         except ValueError as e:
             raise ValueError(f"ForwardAccumulator: `tangents` must have the structure of "
                              f"`primals` (one tangent per primal): {e}") from None
-        for i, (p, t) in enumerate(zip(flat_p, flat_t)):
+        for i, (p, t) in enumerate(zip(flat_p, flat_t, strict=True)):
             self._watch(i, p, t)
 
     def _watch(self, i: int, primal: Any, tangent: Any) -> None:
@@ -96,7 +96,7 @@ class ForwardAccumulator(Recorder):
         found = [tangents.get(id(x)) for x in inputs]
         if found.count(None) == len(found):
             return
-        tans = tuple(Zero.like(x) if t is None else t for x, t in zip(inputs, found))
+        tans = tuple(Zero.like(x) if t is None else t for x, t in zip(inputs, found, strict=True))
         # NOTE(strict-nesting): the rule is seen only by the recorders below this one.
         out_tangents = call_below(level, prim.jvp, tans, outputs, inputs, **params)
         for o, t in zip(outputs, out_tangents, strict=True):

@@ -80,7 +80,7 @@ def map_structure(fn: Callable[..., Any], *structures: Any) -> Any:
     flats = [flatten(s) for s in structures]
     if any(len(f) != len(flats[0]) for f in flats):
         raise ValueError("map_structure: the structures have different numbers of leaves.")
-    return pack_sequence_as(structures[0], [fn(*xs) for xs in zip(*flats)])
+    return pack_sequence_as(structures[0], [fn(*xs) for xs in zip(*flats, strict=True)])
 
 
 def flatten_up_to(shallow: Any, tree: Any) -> list:
@@ -99,6 +99,6 @@ def flatten_up_to(shallow: Any, tree: Any) -> list:
     if isinstance(shallow, dict) and (not isinstance(tree, dict) or set(tree) != set(shallow)):
         raise ValueError(f"the keys of {tree!r} do not match {shallow!r}.")
     out: list = []
-    for s, t in zip(_children(shallow), _children(tree)):
+    for s, t in zip(_children(shallow), _children(tree), strict=True):
         out.extend(flatten_up_to(s, t))
     return out

@@ -191,7 +191,7 @@ class GradientTape(Recorder):
             if all(c is None for c in out_cts):
                 continue
             needs = tuple(id(x) in reach for x in inputs)
-            out_cts = tuple(Zero.like(o) if c is None else c for o, c in zip(outputs, out_cts))
+            out_cts = tuple(Zero.like(o) if c is None else c for o, c in zip(outputs, out_cts, strict=True))
             in_cts = prim.vjp(out_cts, outputs, inputs, needs, **params)
             for x, c, need in zip(inputs, in_cts, needs, strict=True):
                 if need and c is not None:
@@ -244,7 +244,7 @@ class GradientTape(Recorder):
                 raise ValueError(f"GradientTape.gradient: `output_gradients` has {len(grads)} "
                                  f"elements but `target` has {len(flat_t)}.")
             cts = []
-            for i, (t, g) in enumerate(zip(flat_t, grads)):
+            for i, (t, g) in enumerate(zip(flat_t, grads, strict=True)):
                 if g is None:
                     cts.append(Tensor(np.ones_like(t._value)))
                     continue
@@ -259,7 +259,7 @@ class GradientTape(Recorder):
         result = self._backward(plan, reach, flat_t, cts, flat_s)
         self._release()
         result = [_fill_unconnected(r, s, mode) if _differentiable(s) else None
-                  for r, s in zip(result, flat_s)]
+                  for r, s in zip(result, flat_s, strict=True)]
         return nest.pack_sequence_as(sources, result)
 
     # ---------------------------------------------------------------- jacobians
@@ -307,7 +307,7 @@ class GradientTape(Recorder):
             rows = self._rows_looped(plan, reach, [t], n, make, flat_s)
         self._release()
         out = []
-        for s, r in zip(flat_s, rows):
+        for s, r in zip(flat_s, rows, strict=True):
             if not _differentiable(s):
                 out.append(None)
             elif r is None:

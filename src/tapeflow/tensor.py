@@ -84,7 +84,7 @@ class TensorShape(tuple):
     def is_compatible_with(self, other: Any) -> bool:
         other = TensorShape(other)
         return len(self) == len(other) and all(
-            a is None or b is None or a == b for a, b in zip(self, other))
+            a is None or b is None or a == b for a, b in zip(self, other, strict=True))
 
     def __getitem__(self, key: Any) -> Any:
         out = super().__getitem__(key)

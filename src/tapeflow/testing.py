@@ -51,11 +51,11 @@ def numerical_jvp(f: Callable, args: Sequence[Any], tangents: Sequence[Any],
     """
     xs = [np.asarray(a) for a in args]
     eps = eps if eps is not None else _DEFAULT_EPS.get(xs[0].dtype, 1e-6)
-    plus = [Tensor((x + eps * np.asarray(t)).astype(x.dtype)) for x, t in zip(xs, tangents)]
-    minus = [Tensor((x - eps * np.asarray(t)).astype(x.dtype)) for x, t in zip(xs, tangents)]
+    plus = [Tensor((x + eps * np.asarray(t)).astype(x.dtype)) for x, t in zip(xs, tangents, strict=True)]
+    minus = [Tensor((x - eps * np.asarray(t)).astype(x.dtype)) for x, t in zip(xs, tangents, strict=True)]
     hi, lo = _outputs(f, plus), _outputs(f, minus)
     return [(np.asarray(h, np.float64) - np.asarray(l, np.float64)) / (2 * eps)
-            for h, l in zip(hi, lo)]
+            for h, l in zip(hi, lo, strict=True)]
 
 
 def _close(what: str, got: Any, want: Any, atol: float, rtol: float) -> None:
@@ -70,7 +70,7 @@ def _jvp(f: Callable, args: list, tangents: list) -> list:
     with ForwardAccumulator(args, [Tensor(t) for t in tangents]) as acc:
         outs = _outputs(f, args)
     return [np.zeros(np.shape(o), np.float64) if j is None else np.asarray(j)
-            for o, j in zip(outs, acc.jvp(outs))]
+            for o, j in zip(outs, acc.jvp(outs), strict=True)]
 
 
 def _vjp(f: Callable, args: list, cotangents: list) -> list:
@@ -79,7 +79,7 @@ def _vjp(f: Callable, args: list, cotangents: list) -> list:
         outs = _outputs(f, args)
     grads = tape.gradient(outs, args, output_gradients=[Tensor(u) for u in cotangents])
     return [np.zeros(np.shape(a), np.float64) if g is None else np.asarray(g)
-            for a, g in zip(args, grads)]
+            for a, g in zip(args, grads, strict=True)]
 
 
 def check_grads(f: Callable, args: Sequence[Any], order: int = 1,
@@ -110,7 +110,7 @@ def check_grads(f: Callable, args: Sequence[Any], order: int = 1,
     jv = vjp = None
     if "fwd" in modes:
         jv = _jvp(f, xs, vs)
-        for i, (got, want) in enumerate(zip(jv, fd)):
+        for i, (got, want) in enumerate(zip(jv, fd, strict=True)):
             _close(f"JVP of output {i} vs finite differences", got, want, atol, rtol)
     if "rev" in modes:
         vjp = _vjp(f, xs, us)
@@ -128,7 +128,7 @@ def check_grads(f: Callable, args: Sequence[Any], order: int = 1,
                 with ForwardAccumulator(list(a), frozen_vs) as acc:
                     o = _outputs(f, list(a))
                 return [j if j is not None else Tensor(np.zeros_like(oo._value))
-                        for oo, j in zip(o, acc.jvp(o))]
+                        for oo, j in zip(o, acc.jvp(o), strict=True)]
             check_grads(jvp_fn, xs, order - 1, modes, atol, rtol, eps, seed + 1)
         if "rev" in modes:
             def vjp_fn(*a: Any) -> Any:
@@ -137,5 +137,5 @@ def check_grads(f: Callable, args: Sequence[Any], order: int = 1,
                     o = _outputs(f, list(a))
                 g = tape.gradient(o, list(a), output_gradients=frozen_us)
                 return [gi if gi is not None else Tensor(np.zeros_like(ai._value))
-                        for ai, gi in zip(a, g)]
+                        for ai, gi in zip(a, g, strict=True)]
             check_grads(vjp_fn, xs, order - 1, modes, atol, rtol, eps, seed + 2)

@@ -166,7 +166,7 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False) -> tuple:
             raise ValueError(f"vjp_fn: the cotangent must have the structure of the output: "
                              f"{e}") from None
         cts = [as_tensor(c, "vjp_fn", f"cotangent {i}") for i, c in enumerate(cts)]
-        for i, (c, o) in enumerate(zip(cts, flat_out)):
+        for i, (c, o) in enumerate(zip(cts, flat_out, strict=True)):
             if shape_of(c) != shape_of(o):
                 raise ValueError(f"vjp_fn: cotangent {i} has shape {shape_of(c)}, the output "
                                  f"has shape {shape_of(o)}.")
@@ -238,13 +238,13 @@ def linearize(f: Callable, *primals: Any) -> tuple:
             raise ValueError(f"linearize: f_jvp takes {len(primals)} tangent(s); got "
                              f"{len(tangents)}.")
         tan: dict[int, Any] = {}
-        for i, (x, t) in enumerate(zip(leaves, nest.flatten_up_to(list(trees), list(tangents)))):
+        for i, (x, t) in enumerate(zip(leaves, nest.flatten_up_to(list(trees), list(tangents)), strict=True)):
             tan[id(x)] = _tangent_like(t, x, "linearize: f_jvp", i)
         for prim, inputs, outputs, params in plan:
             found = [tan.get(id(x)) for x in inputs]
             if all(t is None for t in found):
                 continue
-            ts = tuple(Zero.like(x) if t is None else t for x, t in zip(inputs, found))
+            ts = tuple(Zero.like(x) if t is None else t for x, t in zip(inputs, found, strict=True))
             for o, t in zip(outputs, prim.jvp(ts, outputs, inputs, **params), strict=True):
                 if type(t) is not Zero:
                     tan[id(o)] = t
@@ -299,7 +299,7 @@ def _partial(f: Callable, args: list, nums: tuple, has_aux: bool = False) -> Cal
     """f as a function of the differentiated arguments only (others fixed)."""
     def g(*diff: Any) -> Any:
         full = list(args)
-        for n, d in zip(nums, diff):
+        for n, d in zip(nums, diff, strict=True):
             full[n] = d
         return f(*full)
     return g
@@ -323,7 +323,7 @@ def _jacrev_from(out: Any, vjp_fn: Callable, trees: list, argnums: Any,
             cts = [ct if j == k else Tensor(np.zeros_like(oj._value)) for j, oj in enumerate(flat_out)]
             return nest.flatten(list(vjp_fn(nest.pack_sequence_as(out, cts))))
         rows = _over_basis(row, o, chunk_size)
-        jacs = [_rows_to_jacobian(r, shape_of(o), shape_of(x), True) for r, x in zip(rows, in_leaves)]
+        jacs = [_rows_to_jacobian(r, shape_of(o), shape_of(x), True) for r, x in zip(rows, in_leaves, strict=True)]
         per_out.append(_pick(_regroup(jacs, trees), argnums))
     return nest.pack_sequence_as(out, per_out)
 

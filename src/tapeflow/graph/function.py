@@ -142,7 +142,7 @@ class ConcreteFunction:
         if len(leaves) != len(self.graph.inputs):
             raise TypeError(f"ConcreteFunction {self.graph.name}: expected "
                             f"{len(self.graph.inputs)} tensor arguments, got {len(leaves)}.")
-        for i, (t, s) in enumerate(zip(leaves, self.graph.inputs)):
+        for i, (t, s) in enumerate(zip(leaves, self.graph.inputs, strict=True)):
             shape, dtype = self.graph.avals[s]
             if np.shape(t._value) != shape or t._value.dtype != dtype:
                 raise TypeError(f"ConcreteFunction {self.graph.name}: tensor argument {i} has "
@@ -187,7 +187,7 @@ class Function:
                             f"{len(kwargs)} keyword arguments; its input_signature has "
                             f"{len(specs)} TensorSpecs.")
         out = []
-        for i, (a, spec) in enumerate(zip(args, specs)):
+        for i, (a, spec) in enumerate(zip(args, specs, strict=True)):
             t = a.value() if isinstance(a, Variable) else a
             if not isinstance(t, TensorBase):
                 t = convert_to_tensor(t, dtype=spec.dtype)

@@ -140,7 +140,7 @@ def _replayed_grad_fn(n: Node, env: dict) -> Callable:
 
 def interpret(g: Graph, inputs: list[Tensor]) -> list:
     """Replay by binding each node: every active recorder sees the ops."""
-    env: dict[int, Any] = dict(zip(g.inputs, inputs))
+    env: dict[int, Any] = dict(zip(g.inputs, inputs, strict=True))
     for s, value in g.constants.items():
         env[s] = Tensor(value)
     for s, i in g.var_slots.items():

@@ -82,7 +82,7 @@ def _check_input(layer: "Layer", spec: InputSpec, shape: tuple) -> None:
             raise ValueError(f"{head}: expected axis {axis} of input shape to have value {value}, "
                              f"but received input with shape {tuple(shape)}.")
     if spec.shape is not None:
-        for want, got in zip(spec.shape, shape):
+        for want, got in zip(spec.shape, shape, strict=True):
             if want is not None and got is not None and want != got:
                 raise ValueError(f"{head}: expected shape={spec.shape}, found shape={tuple(shape)}.")
 
@@ -390,13 +390,13 @@ class Layer:
                              f"weight list of length {len(weights)}, but the layer was expecting "
                              f"{len(params)} weights.")
         values = []
-        for p, w in zip(params, weights):
+        for p, w in zip(params, weights, strict=True):
             arr = np.asarray(w.numpy() if hasattr(w, "numpy") else w)
             if tuple(arr.shape) != tuple(p.shape):
                 raise ValueError(f"Layer {self.name} weight shape {tuple(p.shape)} is not "
                                  f"compatible with provided weight shape {tuple(arr.shape)}.")
             values.append(arr.astype(p.dtype.as_numpy_dtype))
-        for p, v in zip(params, values):
+        for p, v in zip(params, values, strict=True):
             p.assign(v)
 
     def count_params(self) -> int:

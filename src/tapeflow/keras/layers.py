@@ -248,7 +248,7 @@ class Conv2D(Layer):
         else:
             xs = ops.shape.split(x, self.groups, axis=-1)
             ks = ops.shape.split(self.kernel, self.groups, axis=-1)
-            y = ops.shape.concat([self._conv(a, k) for a, k in zip(xs, ks)], axis=-1)
+            y = ops.shape.concat([self._conv(a, k) for a, k in zip(xs, ks, strict=True)], axis=-1)
         if self.bias is not None:
             y = ops.nn.bias_add(y, self.bias)
         if self.data_format == "channels_first":

@@ -19,7 +19,7 @@ def _relax(old: TensorShape | None, new: Any) -> TensorShape:
         return new
     if len(old) != len(new):
         return new
-    return TensorShape(a if a == b else None for a, b in zip(old, new))
+    return TensorShape(a if a == b else None for a, b in zip(old, new, strict=True))
 
 
 def _readable_size(size: float) -> str:
@@ -359,7 +359,7 @@ class Sequential(Layer):
 
         def size(ws: list) -> tuple[int, int]:
             counts = [int(np.prod(w.shape, dtype=np.int64)) for w in ws]
-            return sum(counts), sum(c * w.dtype.size for c, w in zip(counts, ws))
+            return sum(counts), sum(c * w.dtype.size for c, w in zip(counts, ws, strict=True))
 
         (nt, bt), (nf, bf) = size(trainable), size(frozen)
         print_fn(f"Total params: {nt + nf} ({_readable_size(bt + bf)})")

@@ -1,28 +1,32 @@
 """The ops, one module per family: each primitive's impl, JVP, VJP and batching rule in
 one block, and the public ops (the TensorFlow functions) built on them.
 
-| module | what lives there |
-| --- | --- |
-| structural | the bottom: add, multiply, conj, cast, select, reshape, transpose, broadcast_to, reduce_sum; the helpers built from them (unbroadcast, move_axis, ...); the rule families (defjvp, defvjp, linear, unary, batch_*) |
-| convert | argument conversion for public ops (as_tensor, binary_args, static_shape, ...) |
-| elementwise | arithmetic, comparison, logic, cast, where, rounding |
-| transcendental | pow, exp, log, trigonometric and hyperbolic functions, sigmoid, softplus, erf |
-| complex | complex, real, imag, conj, abs, squared_difference |
-| reduction | reduce_*, argmax/argmin, cumsum, cumprod |
-| indexing | x[key], gather, gather_nd |
-| shape | reshape, transpose, expand_dims, squeeze, broadcast_to, concat, stack, split, tile, reverse, pad, identity, stop_gradient |
-| creation | zeros, ones, *_like, fill, eye, range, linspace, one_hot, shape, size, rank |
-| linalg | matmul, einsum, tensordot, matrix_transpose, adjoint, diag_part, trace |
-| decompositions | inv, det, slogdet, solve, triangular_solve, cholesky, eigh, norm |
-| nn | relu and the other activations, softmax, the cross-entropies, bias_add, l2_loss |
-| conv | conv2d and its two transposes |
-| pooling | max_pool2d (and its two companions), avg_pool2d |
-| random | normal, uniform, set_seed: draws as stateful primitives |
+- structural: the bottom. The structural primitives (add, multiply, conj, cast,
+  select, reshape, transpose, broadcast_to, reduce_sum), the helpers built only from
+  them (unbroadcast, move_axis, ...) and the rule families (defjvp, defvjp, linear,
+  unary, batch_*).
+- convert: argument conversion for public ops (as_tensor, binary_args, static_shape).
+- elementwise: arithmetic, comparison, logic, cast, where, rounding.
+- transcendental: pow, exp, log, trigonometric and hyperbolic functions, sigmoid,
+  softplus, erf.
+- complex: complex, real, imag, conj, abs, squared_difference.
+- indexing: x[key], gather, gather_nd.
+- shape: reshape, transpose, expand_dims, squeeze, broadcast_to, concat, stack,
+  unstack, split, tile, reverse, pad, identity, stop_gradient.
+- reduction: reduce_*, argmax/argmin, cumsum, cumprod.
+- creation: zeros, ones, zeros_like, ones_like, fill, eye, range, linspace, one_hot,
+  shape, size, rank.
+- linalg: matmul, einsum, tensordot, matrix_transpose, adjoint, diag_part, trace.
+- decompositions: inv, det, slogdet, solve, triangular_solve, cholesky, eigh, norm.
+- nn: relu and the other activations, softmax, the cross-entropies, bias_add, l2_loss.
+- conv: conv2d and its two transposes.
+- pooling: max_pool2d (and its two companions), avg_pool2d.
+- random: normal, uniform, set_seed: draws as stateful primitives.
 
-A family module may build on the modules above it in this table (structural and
-convert first), never on one below. Each declares its public names once, in
-`EXPORTS`: name -> the TensorFlow namespaces it appears in, "tf" being the top level
-(``"add": "tf math"``). `namespace` collects them: ``tapeflow``, ``tapeflow.math``,
+A family module builds on the modules listed before it, never on one after it
+(tests/test_imports.py checks this order and that no import cycle exists). Each
+declares its public names once, in `EXPORTS`: name -> the TensorFlow namespaces it
+appears in, "tf" being the top level (``"add": "tf math"``). `namespace` collects them: ``tapeflow``, ``tapeflow.math``,
 ``tapeflow.linalg``, ``tapeflow.nn`` and ``tapeflow.random`` are built from it.
 
 Example:
@@ -35,12 +39,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import (complex, conv, convert, creation, decompositions, elementwise, indexing, linalg,  # noqa: F401
-               nn, pooling, random, reduction, shape, structural, transcendental)
+from . import structural, convert  # noqa: F401 - the bottom, imported by every family
+from . import (complex, conv, creation, decompositions, elementwise, indexing, linalg, nn,
+               pooling, random, reduction, shape, transcendental)
 
 __all__ = ["FAMILIES", "NAMESPACES", "namespace"]
 
-FAMILIES = (elementwise, transcendental, complex, reduction, indexing, shape, creation, linalg,
+FAMILIES = (elementwise, transcendental, complex, indexing, shape, reduction, creation, linalg,
             decompositions, nn, conv, pooling, random)
 NAMESPACES = ("tf", "math", "linalg", "nn", "random")
 

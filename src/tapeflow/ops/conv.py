@@ -173,7 +173,7 @@ def _leading_batch(prim: Primitive, image_arg: int, mergeable: bool = True) -> N
             out = bind(prim, *args, **params)
             so = shape_of(out)
             return bind(reshape_p, out, shape=so[:n_axis] + (s[n_axis], s[n_axis + 1]) + so[n_axis + 1:]), n_axis
-        moved = [v if d is None else move_to_front(v, d) for v, d in zip(vals, dims)]
+        moved = [v if d is None else move_to_front(v, d) for v, d in zip(vals, dims, strict=True)]
         return bind(prim, *moved, **params), 0
 
     prim.batch = rule
@@ -209,7 +209,7 @@ def _padding(padding: Any, in_hw: tuple, k_hw: tuple, strides: tuple, dilations:
             return (0, 0), (0, 0)
         if mode == "SAME":
             pads = []
-            for n, k, s, d in zip(in_hw, k_hw, strides, dilations):
+            for n, k, s, d in zip(in_hw, k_hw, strides, dilations, strict=True):
                 out = -(-n // s)
                 total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
                 pads.append((total // 2, total - total // 2))
@@ -253,7 +253,7 @@ def conv2d(input: Any, filters: Any, strides: Any = 1, padding: Any = "VALID",  
     st = _pair(strides, "strides", op)
     dl = _pair(1 if dilations is None else dilations, "dilations", op)
     pads = _padding(padding, sx[1:3], sw[:2], st, dl, op)
-    for n, k, s, d, p, axis in zip(sx[1:3], sw[:2], st, dl, pads, ("height", "width")):
+    for n, k, s, d, p, axis in zip(sx[1:3], sw[:2], st, dl, pads, ("height", "width"), strict=True):
         if _out_size(n, k, s, d, p) < 1:
             raise InvalidArgumentError(f"{op}: the {axis} {n} (padded {n + sum(p)}) is smaller "
                                        f"than the dilated kernel {(k - 1) * d + 1}.")

@@ -67,7 +67,7 @@ def _matmul_batch(vals: tuple, dims: tuple) -> tuple:
         perm = tuple(range(1, rank - 1)) + (0, rank - 1)
         return bind(transpose_p, out, perm=perm), 0
     # General case: batch axis first, padded left of every (broadcasting) matrix batch dim.
-    rank = max(len(shape_of(v)) - (d is not None) for v, d in zip(vals, dims))
+    rank = max(len(shape_of(v)) - (d is not None) for v, d in zip(vals, dims, strict=True))
     return bind(matmul_p, *align_batched(vals, dims, rank)), 0
 
 
@@ -207,7 +207,7 @@ def _operands(inputs: tuple, op: str) -> list[Tensor]:
           for i, x in enumerate(inputs)]
     first = next((t for t in ts if t is not None), None)
     out = [t if t is not None else as_tensor(x, op, f"inputs[{i}]") if first is None
-           else convert_like(x, first, op, f"inputs[{i}]") for i, (x, t) in enumerate(zip(inputs, ts))]
+           else convert_like(x, first, op, f"inputs[{i}]") for i, (x, t) in enumerate(zip(inputs, ts, strict=True))]
     for i, t in enumerate(out):
         if t._value.dtype != out[0]._value.dtype:
             raise DTypeMismatchError(f"{op}: inputs[0] has dtype {out[0].dtype.name} and "
@@ -253,7 +253,7 @@ def _explicit_einsum(equation: str, shapes: list[tuple]) -> tuple[str, list[tupl
     ell = _fresh(named + rhs, n_ell, "the ellipsis")
     # Broadcast the ellipsis axes (right-aligned), remembering size-1 axes that stretch.
     ell_size = [1] * n_ell
-    for (head, tail), shape, r in zip(parsed, shapes, ell_ranks):
+    for (head, tail), shape, r in zip(parsed, shapes, ell_ranks, strict=True):
         for j, n in enumerate(shape[len(head):len(head) + r]):
             pos = n_ell - r + j
             if n != 1 and ell_size[pos] not in (1, n):
@@ -262,7 +262,7 @@ def _explicit_einsum(equation: str, shapes: list[tuple]) -> tuple[str, list[tupl
             ell_size[pos] = max(ell_size[pos], n)
     sizes: dict[str, int] = {}
     explicit, squeezes = [], []
-    for i, ((head, tail), shape, r) in enumerate(zip(parsed, shapes, ell_ranks)):
+    for i, ((head, tail), shape, r) in enumerate(zip(parsed, shapes, ell_ranks, strict=True)):
         labels, drop = [], []
         for axis, n in enumerate(shape):
             if axis < len(head):
@@ -388,7 +388,7 @@ def tensordot(a: Any, b: Any, axes: Any, name: str | None = None) -> Tensor:
     if len(sa) + len(sb) > len(_LETTERS):
         raise InvalidArgumentError(f"tensordot: ranks {len(sa)} + {len(sb)} exceed 52 axes.")
     a_axes, b_axes = _tensordot_axes(axes, len(sa), len(sb))
-    for i, j in zip(a_axes, b_axes):
+    for i, j in zip(a_axes, b_axes, strict=True):
         if sa[i] != sb[j]:
             raise InvalidArgumentError(f"tensordot: axis {i} of `a` (shape {sa}) has size {sa[i]} "
                                        f"but axis {j} of `b` (shape {sb}) has size {sb[j]}.")

@@ -181,7 +181,7 @@ def _pool_args(input: Any, ksize: Any, strides: Any, padding: Any, data_format: 
     if not isinstance(padding, str) and not explicit:
         raise InvalidArgumentError(f"{op}: `padding` must be 'SAME' or 'VALID'; got {padding!r}.")
     pads = _padding(padding, sx[1:3], k, st, (1, 1), op)
-    for n, kk, p, axis in zip(sx[1:3], k, pads, ("height", "width")):
+    for n, kk, p, axis in zip(sx[1:3], k, pads, ("height", "width"), strict=True):
         if max(p) >= kk:
             raise InvalidArgumentError(f"{op}: explicit padding {p} on the {axis} must be smaller "
                                        f"than the window size {kk}.")

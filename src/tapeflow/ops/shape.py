@@ -59,7 +59,7 @@ def _concat_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, axis: int
 def _concat_batch(vals: tuple, dims: tuple, axis: int) -> tuple:
     size = dims.size
     parts = []
-    for v, d in zip(vals, dims):
+    for v, d in zip(vals, dims, strict=True):
         if d is None:  # an unbatched piece is the same for every example
             v = bind(broadcast_to_p, bind(reshape_p, v, shape=(1,) + shape_of(v)),
                      shape=(size,) + shape_of(v))
@@ -395,7 +395,7 @@ def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:  # noqa
         target += [d] if m == 1 else [m, d]
     y = bind(reshape_p, x, shape=tuple(spread)) if tuple(spread) != shape else x
     y = bind(broadcast_to_p, y, shape=tuple(target))
-    return bind(reshape_p, y, shape=tuple(d * m for d, m in zip(shape, reps)))
+    return bind(reshape_p, y, shape=tuple(d * m for d, m in zip(shape, reps, strict=True)))
 
 
 def reverse(tensor: Any, axis: Any, name: str | None = None) -> Tensor:
@@ -489,8 +489,8 @@ def _pad_constant(x: Tensor, pads: np.ndarray, constant_values: Any) -> Tensor:
                                    f"{shape_of(c)}.")
     if not pads.any():
         return x
-    key = tuple(slice(b, b + d) for (b, _), d in zip(pads.tolist(), shape))
-    out_shape = tuple(int(d + b + a) for d, (b, a) in zip(shape, pads.tolist()))
+    key = tuple(slice(b, b + d) for (b, _), d in zip(pads.tolist(), shape, strict=True))
+    out_shape = tuple(int(d + b + a) for d, (b, a) in zip(shape, pads.tolist(), strict=True))
     out = bind(getitem_transpose_p, x, key=key, shape=out_shape)
     if isinstance(constant_values, TensorBase) or np.any(c._value != 0):
         inside = np.zeros(out_shape, np.bool_)

@@ -212,7 +212,7 @@ def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor]) 
 def batch_elementwise(prim: Primitive) -> None:
     """Batching rule of an n-ary broadcasting primitive (the batch goes first, ranks aligned)."""
     def rule(vals: tuple, dims: tuple, **params: Any) -> tuple:
-        rank = max(len(shape_of(v)) - (d is not None) for v, d in zip(vals, dims))
+        rank = max(len(shape_of(v)) - (d is not None) for v, d in zip(vals, dims, strict=True))
         return bind(prim, *align_batched(vals, dims, rank), **params), 0
     prim.batch = rule
 

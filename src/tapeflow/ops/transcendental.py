@@ -111,13 +111,16 @@ def _softplus_impl(x: np.ndarray) -> np.ndarray:
 softplus_p = unary("softplus", _softplus_impl, lambda ans, x: sigmoid(x))
 
 # ------------------------------------------------------------------ erf: 2/sqrt(pi) e^(-x^2)
-try:  # SciPy's erf is a vectorized ufunc; the standard library's is exact but scalar.
-    from scipy.special import erf as _erf_ufunc
-except ImportError:  # pragma: no cover - SciPy is optional
-    _erf_ufunc = np.vectorize(math.erf, otypes=[np.float64])
+_erf_ufunc: Any = None
 
 
 def _erf_impl(x: np.ndarray) -> np.ndarray:
+    global _erf_ufunc
+    if _erf_ufunc is None:
+        try:  # optional dependency, loaded on first use (it takes longer to import than tapeflow)
+            from scipy.special import erf as _erf_ufunc  # a vectorized ufunc
+        except ImportError:  # pragma: no cover - the standard library's is exact but scalar
+            _erf_ufunc = np.vectorize(math.erf, otypes=[np.float64])
     return np.asarray(_erf_ufunc(x)).astype(x.dtype, copy=False)
 
 
