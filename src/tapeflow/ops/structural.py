@@ -11,7 +11,7 @@ ops, which would validate their arguments again inside every backward pass. The
 
 - `defjvp` / `defvjp`: one rule per argument, combined here (Zero tangents skipped,
   NOTE(zero) in core), with NumPy broadcasting undone for broadcasting ops;
-- `linear`: a primitive linear in its first argument (JVP: itself on the tangent);
+- `linear`: a one-input primitive linear in its input (JVP: itself on the tangent);
 - `unary`: an elementwise primitive whose rules multiply by its derivative;
 - `batch_elementwise`, `batch_unary`, `batch_reduction`, `batch_along_axis`: the
   common batching rules (see tapeflow.batching for the protocol).
@@ -30,13 +30,22 @@ import numpy as np
 from ..core import Primitive, Zero, bind
 from ..tensor import Tensor
 
-__all__ = ["shape_of", "instantiate", "zeros_of", "ones_of", "add_any", "unbroadcast",
-           "broadcast_tangent", "conj_if_complex", "float_mask", "move_axis", "move_to_front",
-           "align_batched", "swap_last_axes", "constant_is", "is_minus_zero", "is_plus_zero",
-           "is_one", "same_as_input", "neutral_right", "kept_shape", "expand_reduced", "defjvp", "defvjp", "linear", "unary",
-           "batch_elementwise", "batch_unary", "batch_reduction", "batch_along_axis",
-           "add_p", "multiply_p", "conj_p", "cast_p", "select_p", "reshape_p", "transpose_p",
-           "broadcast_to_p", "reduce_sum_p"]
+__all__ = [
+    # static helpers
+    "shape_of", "instantiate", "zeros_of", "ones_of",
+    # helpers built from the structural primitives
+    "add_any", "unbroadcast", "broadcast_tangent", "conj_if_complex", "float_mask",
+    "swap_last_axes", "move_axis", "move_to_front", "align_batched", "kept_shape",
+    "expand_reduced",
+    # rule families
+    "defjvp", "defvjp", "linear", "unary", "batch_elementwise", "batch_unary",
+    "batch_reduction", "batch_along_axis",
+    # simplify-rule helpers (graph passes)
+    "constant_is", "is_minus_zero", "is_plus_zero", "is_one", "same_as_input", "neutral_right",
+    # the structural primitives
+    "add_p", "multiply_p", "conj_p", "cast_p", "select_p", "reshape_p", "transpose_p",
+    "broadcast_to_p", "reduce_sum_p",
+]
 
 Rule = Callable[..., Any]
 
@@ -264,7 +273,8 @@ is_plus_zero = _signed_zero(False)   # x - (+0.) is x exactly; x - (-0.) is not 
 
 
 def is_one(c: np.ndarray) -> np.ndarray:
-    return c == 1
+    """Entries equal to 1, real dtypes only: a complex (1+0j) times (inf+0j) is inf+nanj."""
+    return (c == 1) if c.dtype.kind != "c" else np.zeros(c.shape, bool)
 
 
 def same_as_input(consts: list, same: Callable[[int], bool], **params: Any) -> int | None:
