@@ -1,21 +1,31 @@
 """One row per primitive: how to call it, inputs on its valid domain, a NumPy reference.
 
-`tests/rules/` runs every check on every row; the coverage test fails when a
-registered primitive has no row here (or no reasoned exemption).
+The rows live with their family: tests/ops/table_<family>.py holds the rows of the
+primitives defined in src/tapeflow/ops/<family>.py (table_structural.py those of the
+bottom module, ops/structural.py) and of the family's composite ops. This module
+defines the row classes and the input
+helpers the tables share, holds the rows of the primitives defined outside
+tapeflow/ops/ (read_variable in core.py, custom_gradient in custom.py), and joins
+everything, structural first and then the families in the order of
+`tapeflow.ops.FAMILIES`, into ROWS, NONDIFF_ROWS and EXEMPT.
+
+`tests/rules/` runs every check on every row. Its coverage tests fail when a primitive
+of the package has no row (or no reasoned exemption) in its family's table, and its
+placement test when a row is not named after an op or primitive of its table's family.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 import tapeflow as tf
-from tapeflow.core import bind
-from tapeflow.ops.conv import conv2d_filter_grad_p, conv2d_input_grad_p
-from tapeflow.ops.structural import conj_p
-from tapeflow.ops.indexing import gather_transpose_p, getitem_transpose_p
+from tapeflow import ops
+from tapeflow.core import registry
 
 
 @dataclass
@@ -55,8 +65,13 @@ class NondiffRow:
         return self.prims or (self.name,)
 
 
+# ---------------------------------------------------------------- inputs
 def normal(*shape: int) -> Callable[[np.random.Generator], np.ndarray]:
     return lambda rng: rng.standard_normal(shape)
+
+
+def scaled_normal(scale: float, *shape: int) -> Callable[[np.random.Generator], np.ndarray]:
+    return lambda rng: scale * rng.standard_normal(shape)
 
 
 def uniform(lo: float, hi: float, *shape: int) -> Callable[[np.random.Generator], np.ndarray]:
@@ -72,35 +87,54 @@ def args(*makers: Callable) -> Callable[[np.random.Generator], list]:
     return lambda rng: [m(rng) for m in makers]
 
 
-def conv_reference(x, w, strides=(1, 1), dilations=(1, 1), padding="VALID"):
-    """Naive NHWC cross-correlation, one output pixel at a time (TensorFlow's SAME padding)."""
-    n, h, wd, c = x.shape
-    kh, kw, _, o = w.shape
-    pads = []
-    for size, k, s, d in ((h, kh, strides[0], dilations[0]), (wd, kw, strides[1], dilations[1])):
-        if padding == "SAME":
-            out = -(-size // s)
-            total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
-            pads.append((total // 2, total - total // 2))
-        else:
-            pads.append((0, 0))
-    xp = np.pad(x, [(0, 0), pads[0], pads[1], (0, 0)])
-    oh = (xp.shape[1] - (kh - 1) * dilations[0] - 1) // strides[0] + 1
-    ow = (xp.shape[2] - (kw - 1) * dilations[1] - 1) // strides[1] + 1
-    out = np.zeros((n, oh, ow, o))
+# ---------------------------------------------------------------- helpers several tables use
+# Complex rules are checked through real functions of real inputs: a row builds
+# z = complex(a, b), applies the op and mixes the real and imaginary parts of the result,
+# so finite differences, JVP/VJP consistency and second order all see the complex rules
+# (NOTE(complex-gradients) in ops/complex.py).
+def complex_part_mix(w):
+    """A real function of both parts of w, so both parts' rules are checked."""
+    return tf.math.real(w) + 0.5 * tf.math.imag(w)
+
+
+# z = a + ib with a in (0.2, 0.6), b in (0.3, 0.8): off every branch cut of the functions
+# given to complex_row.
+COMPLEX_ARGS = args(uniform(0.2, 0.6, 4), uniform(0.3, 0.8, 4))
+
+
+def complex_row(name, ref):
+    """The row `<name>_complex` of the unary tf.math op `name` on complex inputs, against
+    the NumPy function `ref`."""
+    # The op is looked up by name when called, so the differential suite can run the
+    # same row with TensorFlow bound to `tf`.
+    return Row(f"{name}_complex",
+               lambda a, b: complex_part_mix(getattr(tf.math, name)(tf.complex(a, b))),
+               COMPLEX_ARGS, lambda a, b: (lambda w: w.real + 0.5 * w.imag)(ref(a + 1j * b)),
+               prims=(name, "complex", "real", "imag"))
+
+
+def pool_reference(x, k, s, padding, reduce):
+    """Naive NHWC pooling, one window at a time (TensorFlow's SAME padding; the mean
+    over unpadded elements)."""
+    n, h, w, c = x.shape
+    if padding == "SAME":
+        oh, ow = -(-h // s[0]), -(-w // s[1])
+        ph = max((oh - 1) * s[0] + k[0] - h, 0)
+        pw = max((ow - 1) * s[1] + k[1] - w, 0)
+        top, left = ph // 2, pw // 2
+    else:
+        oh, ow = (h - k[0]) // s[0] + 1, (w - k[1]) // s[1] + 1
+        top = left = 0
+    out = np.zeros((n, oh, ow, c))
     for i in range(oh):
         for j in range(ow):
-            patch = xp[:, i * strides[0]:i * strides[0] + (kh - 1) * dilations[0] + 1:dilations[0],
-                       j * strides[1]:j * strides[1] + (kw - 1) * dilations[1] + 1:dilations[1], :]
-            out[:, i, j, :] = np.tensordot(patch, w, axes=([1, 2, 3], [0, 1, 2]))
+            r0, c0 = i * s[0] - top, j * s[1] - left
+            win = x[:, max(r0, 0):r0 + k[0], max(c0, 0):c0 + k[1], :]
+            out[:, i, j, :] = reduce(win, axis=(1, 2))
     return out
 
 
-_COND = np.array([[True, False, True, False]] * 3)
-_IDX = np.array([2, 0, 2, 1, 2])
-_KEY = (slice(None, None, -1), None, slice(1, 3))
-
-
+# ---------------------------------------------------------------- primitives outside ops/
 @tf.custom_gradient
 def _custom_sin(x: Any) -> Any:
     def grad(dy: Any) -> Any:
@@ -108,130 +142,46 @@ def _custom_sin(x: Any) -> Any:
     return tf.sin(x), grad
 
 
-ROWS: list[Row] = [
-    # elementwise, binary (with broadcasting)
-    Row("add", tf.add, args(normal(3, 4), normal(4)), np.add),
-    Row("subtract", tf.subtract, args(normal(3, 4), normal(3, 1)), np.subtract),
-    Row("multiply", tf.multiply, args(normal(3, 4), normal(4)), np.multiply),
-    Row("divide", tf.divide, args(normal(3, 4), away_from_zero(4)), np.divide),
-    Row("pow", tf.pow, args(uniform(0.5, 2.0, 3, 4), normal(4)), np.power),
-    Row("maximum", tf.maximum, args(normal(3, 4), normal(3, 4)), np.maximum, smooth=False),
-    Row("minimum", tf.minimum, args(normal(3, 4), normal(4)), np.minimum, smooth=False),
-    # x/y stays in (0.1, 0.6): away from the jumps of floor
-    Row("floormod", tf.math.floormod, args(uniform(0.2, 0.8, 5), uniform(1.5, 2.0, 5)), np.mod),
-    # elementwise, unary
-    Row("negative", tf.negative, args(normal(5)), np.negative),
-    Row("conj", lambda x: bind(conj_p, x), args(normal(5)), np.conj),
-    Row("square", tf.square, args(normal(5)), np.square),
-    Row("sqrt", tf.sqrt, args(uniform(0.5, 3.0, 5)), np.sqrt),
-    Row("exp", tf.exp, args(normal(5)), np.exp),
-    Row("log", tf.math.log, args(uniform(0.5, 3.0, 5)), np.log),
-    Row("sin", tf.sin, args(normal(5)), np.sin),
-    Row("cos", tf.cos, args(normal(5)), np.cos),
-    Row("tanh", tf.tanh, args(normal(5)), np.tanh),
-    Row("sigmoid", tf.sigmoid, args(normal(5)), lambda x: 1 / (1 + np.exp(-x))),
-    Row("abs", tf.abs, args(away_from_zero(5)), np.abs),
-    Row("sign", lambda x: tf.sign(x) * x, args(away_from_zero(5)), lambda x: np.sign(x) * x),
-    Row("select", lambda x, y: tf.where(_COND, x, y), args(normal(3, 4), normal(4)),
-        lambda x, y: np.where(_COND, x, y)),
-    Row("cast", lambda x: tf.cast(tf.cast(x, tf.complex128) * 2., x.dtype),
-        args(normal(5)), lambda x: 2 * x),
-    Row("relu", tf.nn.relu, args(away_from_zero(5)), lambda x: np.maximum(x, 0)),
-    # reductions
-    Row("reduce_sum", lambda x: tf.reduce_sum(x, axis=1, keepdims=True), args(normal(3, 4)),
-        lambda x: x.sum(1, keepdims=True)),
-    Row("reduce_sum_all", lambda x: tf.reduce_sum(x), args(normal(3, 4)), np.sum,
-        prims=("reduce_sum",)),
-    Row("reduce_mean", lambda x: tf.reduce_mean(x, axis=0), args(normal(3, 4)),
-        lambda x: x.mean(0), prims=("reduce_sum",)),
-    Row("reduce_max", lambda x: tf.reduce_max(x, axis=[0, 2]), args(normal(3, 4, 2)),
-        lambda x: x.max((0, 2)), smooth=False),
-    Row("reduce_min", lambda x: tf.reduce_min(x, axis=1), args(normal(3, 4)),
-        lambda x: x.min(1), smooth=False),
-    # shape and indexing
-    Row("reshape", lambda x: tf.reshape(x, [4, -1]), args(normal(2, 6)),
-        lambda x: x.reshape(4, -1)),
-    Row("expand_dims", lambda x: tf.squeeze(tf.expand_dims(x, 1) * 2., axis=1),
-        args(normal(3, 2)), lambda x: 2 * x, prims=("reshape",)),
-    Row("transpose", lambda x: tf.transpose(x, [2, 0, 1]), args(normal(2, 3, 4)),
-        lambda x: x.transpose(2, 0, 1)),
-    Row("broadcast_to", lambda x: tf.broadcast_to(x, [2, 3, 4]), args(normal(3, 1)),
-        lambda x: np.broadcast_to(x, (2, 3, 4))),
-    Row("identity", tf.identity, args(normal(5)), lambda x: x),
-    Row("getitem", lambda x: x[::-1, tf.newaxis, 1:3], args(normal(3, 4)), lambda x: x[_KEY]),
-    Row("getitem_transpose", lambda g: bind(getitem_transpose_p, g, key=_KEY, shape=(3, 4)),
-        args(normal(3, 1, 2)), None),
-    Row("concat", lambda x, y: tf.concat([x, y, x], axis=1), args(normal(2, 3), normal(2, 1)),
-        lambda x, y: np.concatenate([x, y, x], 1)),
-    Row("stack", lambda x, y: tf.stack([x, y], axis=1), args(normal(2, 3), normal(2, 3)),
-        lambda x, y: np.stack([x, y], 1), prims=("concat", "reshape")),
-    Row("gather", lambda p: tf.gather(p, _IDX, axis=1), args(normal(2, 3, 2)),
-        lambda p: np.take(p, _IDX, axis=1)),
-    Row("gather_transpose", lambda g: bind(gather_transpose_p, g, tf.constant(_IDX), axis=0,
-                                           shape=(3, 2)), args(normal(5, 2)), None),
-    # linear algebra
-    Row("matmul", tf.matmul, args(normal(2, 3, 4), normal(4, 5)), np.matmul),
-    Row("matmul_transposed", lambda a, b: tf.matmul(a, b, transpose_a=True, transpose_b=True),
-        args(normal(4, 3), normal(5, 4)), lambda a, b: a.T @ b.T, prims=("matmul", "transpose")),
-    # convolution (NHWC): padding, strides, dilations; its two transposes directly
-    Row("conv2d", lambda x, w: tf.nn.conv2d(x, w, strides=1, padding="SAME"),
-        args(normal(2, 5, 6, 3), normal(3, 3, 3, 4)),
-        lambda x, w: conv_reference(x, w, padding="SAME")),
-    Row("conv2d_strided", lambda x, w: tf.nn.conv2d(x, w, strides=[1, 2, 2, 1], padding="SAME"),
-        args(normal(1, 7, 6, 2), normal(3, 2, 2, 3)),
-        lambda x, w: conv_reference(x, w, (2, 2), padding="SAME"), prims=("conv2d",)),
-    Row("conv2d_dilated", lambda x, w: tf.nn.conv2d(x, w, strides=1, padding="VALID",
-                                                    dilations=2),
-        args(normal(1, 7, 7, 2), normal(2, 3, 2, 2)),
-        lambda x, w: conv_reference(x, w, dilations=(2, 2)), prims=("conv2d",)),
-    Row("conv2d_input_grad", lambda g, w: bind(conv2d_input_grad_p, g, w, strides=(2, 1),
-                                               dilations=(1, 1), pads=((1, 1), (0, 1)),
-                                               input_shape=(2, 6, 5, 3)),
-        args(normal(2, 3, 5, 4), normal(3, 2, 3, 4)), None),
-    Row("conv2d_filter_grad", lambda x, g: bind(conv2d_filter_grad_p, x, g, strides=(2, 1),
-                                                dilations=(1, 1), pads=((1, 1), (0, 1)),
-                                                filter_shape=(3, 2, 3, 4)),
-        args(normal(2, 6, 5, 3), normal(2, 3, 5, 4)), None),
+OUTSIDE_ROWS: list[Row] = [
     # user rules
     Row("custom_gradient", _custom_sin, args(normal(4)), np.sin),
 ]
 
-NONDIFF_ROWS: list[NondiffRow] = [
-    NondiffRow("equal", tf.equal, args(normal(4), normal(4)), np.equal),
-    NondiffRow("not_equal", tf.not_equal, args(normal(4), normal(4)), np.not_equal),
-    NondiffRow("less", tf.less, args(normal(4), normal(4)), np.less),
-    NondiffRow("less_equal", tf.less_equal, args(normal(4), normal(4)), np.less_equal),
-    NondiffRow("greater", tf.greater, args(normal(4), normal(4)), np.greater),
-    NondiffRow("greater_equal", tf.greater_equal, args(normal(4), normal(4)), np.greater_equal),
-    NondiffRow("logical_and", lambda x, y: tf.logical_and(x > 0, y > 0), args(normal(4), normal(4)),
-               lambda x, y: (x > 0) & (y > 0), prims=("logical_and", "greater")),
-    NondiffRow("logical_or", lambda x, y: tf.logical_or(x > 0, y > 0), args(normal(4), normal(4)),
-               lambda x, y: (x > 0) | (y > 0)),
-    NondiffRow("logical_xor", lambda x, y: tf.math.logical_xor(x > 0, y > 0),
-               args(normal(4), normal(4)), lambda x, y: (x > 0) ^ (y > 0)),
-    NondiffRow("logical_not", lambda x: tf.logical_not(x > 0), args(normal(4)), lambda x: ~(x > 0)),
-    NondiffRow("floordiv", tf.math.floordiv, args(normal(4), uniform(0.5, 1.0, 4)), np.floor_divide),
-    NondiffRow("stop_gradient", tf.stop_gradient, args(normal(4)), lambda x: x),
-]
+OUTSIDE_NONDIFF_ROWS: list[NondiffRow] = []
 
 # Primitives without a row of their own, and the tests that cover them.
-EXEMPT = {
+OUTSIDE_EXEMPT = {
     "read_variable": "takes a Variable, not a tensor: tests/test_tape.py and tests/test_forward.py "
                      "differentiate through variable reads (and the seeds do)",
 }
 
 
-def _group_tables() -> None:
-    """Rows of the op groups live beside this file, one table file per ops module."""
-    import op_table_array
-    import op_table_linalg
-    import op_table_math
-    import op_table_nn
-
-    for table in (op_table_math, op_table_array, op_table_linalg, op_table_nn):
-        ROWS.extend(table.ROWS)
-        NONDIFF_ROWS.extend(table.NONDIFF_ROWS)
-        EXEMPT.update(table.EXEMPT)
+# ---------------------------------------------------------------- where primitives are defined
+PACKAGE = Path(tf.__file__).resolve().parent
+OPS = PACKAGE / "ops"
 
 
-_group_tables()
+def defined_in(name: str) -> Path:
+    """The file that defines the registered primitive `name` (relative paths resolved
+    from the working directory, as Python does)."""
+    return Path(registry()[name].defined_at.rpartition(":")[0]).resolve()
+
+
+def package_primitives() -> set:
+    """The primitives tapeflow itself defines: not those a user, a test or a docstring
+    example registers (extend.py's "my_cube"), which may or may not be registered when
+    this runs."""
+    return {name for name in registry() if defined_in(name).is_relative_to(PACKAGE)}
+
+
+# ---------------------------------------------------------------- the joined table
+FAMILY_NAMES = ("structural",) + tuple(m.__name__.rpartition(".")[2] for m in ops.FAMILIES)
+
+# family name -> its table module, tests/ops/table_<family>.py (on sys.path: tests/conftest.py)
+TABLES = {name: importlib.import_module(f"table_{name}") for name in FAMILY_NAMES}
+
+ROWS: list[Row] = [row for t in TABLES.values() for row in t.ROWS] + OUTSIDE_ROWS
+NONDIFF_ROWS: list[NondiffRow] = ([row for t in TABLES.values() for row in t.NONDIFF_ROWS]
+                                  + OUTSIDE_NONDIFF_ROWS)
+EXEMPT: dict[str, str] = {name: why for t in TABLES.values() for name, why in t.EXEMPT.items()}
+EXEMPT.update(OUTSIDE_EXEMPT)

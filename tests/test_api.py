@@ -1,4 +1,5 @@
-"""The public names of the contract (shared/spec/API.md) exist where TensorFlow puts them."""
+"""Pins the public names of TensorFlow that tapeflow provides: each exists where TensorFlow
+puts it (the top level, tf.math, tf.linalg, tf.nn, tf.autodiff, tf.random, tf.keras)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ def test_autodiff_and_random_namespaces():
     assert tf.autodiff.GradientTape is tf.GradientTape
     for name in ("normal", "uniform", "set_seed"):
         assert callable(getattr(tf.random, name))
-    assert tf.keras.layers.Dense is not None
+    assert isinstance(tf.keras.layers.Dense, type)
+    assert issubclass(tf.keras.layers.Dense, tf.keras.layers.Layer)
 
 
 def test_all_lists_only_existing_names():

@@ -1,4 +1,5 @@
-"""API.md section 4 and seed 002: forward mode with autodiff.ForwardAccumulator."""
+"""Forward mode with autodiff.ForwardAccumulator: JVPs as ops run, lookup-only jvp(), strict
+nesting with other accumulators and with GradientTape (TensorFlow's documented semantics)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The examples of the seed documents (../shared/seeds/) and of API.md section 4,
-run with ``import tapeflow as tf`` and checked against the values they document."""
+"""The examples tapeflow grew from: TensorFlow's documentation of
+`tf.autodiff.ForwardAccumulator` and the question of a Jacobian at many inputs, and the
+README's usage example, run with ``import tapeflow as tf`` and checked against the values
+they document."""
 
 from __future__ import annotations
 
@@ -136,7 +138,7 @@ def test_seed000_jacobian_of_square():
     np.testing.assert_array_equal(jacobian, [[2., 0.], [0., 4.]])
 
 
-# ---------------------------------------------------------------- API.md section 4 (README example)
+# ---------------------------------------------------------------- the README's usage example
 
 def test_api_md_section4_forward_accumulator_example():
     v = tf.Variable([1., 2.])

@@ -1,4 +1,5 @@
-"""API.md section 1: tensors, variables, dtypes (TensorFlow's behaviour where the contract is silent)."""
+"""Tensors, variables and dtypes, with TensorFlow's behaviour (inference, no implicit
+promotion, errors)."""
 
 from __future__ import annotations
 

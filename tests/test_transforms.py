@@ -1,4 +1,4 @@
-"""API.md section 5: the JAX-style functional transforms (grad, value_and_grad, vjp,
+"""The JAX-style functional transforms (grad, value_and_grad, vjp,
 jvp, linearize, jacfwd, jacrev, jacobian, hessian, hvp) and their compositions.
 
 Results are checked against analytic derivatives, finite differences and Python loops.

@@ -1,4 +1,4 @@
-"""API.md section 5: `vmap`, and the vectorized `GradientTape.jacobian`/`batch_jacobian`.
+"""`vmap`, and the vectorized `GradientTape.jacobian`/`batch_jacobian` built on it.
 
 Every batched result is checked against a Python loop over the examples.
 """

@@ -1,4 +1,5 @@
-"""The batching rule of every primitive against a Python loop, from tests/op_table.py.
+"""The batching rule of every primitive against a Python loop, from the op table
+(tests/op_table.py).
 
 For each row: all arguments batched (batch on axis 0, then on the last axis),
 each argument batched alone (the others shared), vmap of the row's gradient and
@@ -13,7 +14,7 @@ import pytest
 import tapeflow as tf
 from tapeflow.core import registry
 
-from op_table import NONDIFF_ROWS, ROWS
+from op_table import NONDIFF_ROWS, ROWS, package_primitives
 
 B = 3
 
@@ -72,6 +73,7 @@ def test_vmap_of_gradient(row):
 
     xs = _batched_inputs(row)
     got = tf.vmap(grad_fn)(*[tf.constant(x) for x in xs])
+    assert len(got) == len(xs)
     for i, g in enumerate(got):
         want = np.stack([np.asarray(grad_fn(*[tf.constant(x[b]) for x in xs])[i]) for b in range(B)])
         np.testing.assert_allclose(np.asarray(g), want, rtol=1e-12, atol=1e-12)
@@ -106,7 +108,7 @@ def test_nested_vmap(row):
 
 
 def test_every_primitive_has_a_batching_rule():
-    missing = sorted(name for name, p in registry().items() if p.batch is None)
+    missing = sorted(name for name in package_primitives() if registry()[name].batch is None)
     assert not missing, f"primitives without a batching rule: {missing}"
 
 
@@ -119,7 +121,7 @@ def test_vectorized_jacobian_equals_row_loop(row):
         y = row.fn(*xs)
     fast = tape.jacobian(y, xs)
     slow = tape.jacobian(y, xs, experimental_use_pfor=False)
-    for f, s in zip(fast, slow):
+    for f, s in zip(fast, slow, strict=True):
         assert (f is None) == (s is None)
         if f is not None:
             np.testing.assert_allclose(np.asarray(f), np.asarray(s), rtol=1e-13, atol=1e-14)

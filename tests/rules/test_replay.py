@@ -1,4 +1,4 @@
-"""Traced-and-replayed against eager, for every row of tests/op_table.py.
+"""Traced-and-replayed against eager, for every row of the op table (tests/op_table.py).
 
 Each row's function, its gradient (a tape inside the traced function) and its
 JVP (an accumulator inside) are traced at one input and replayed at another:
@@ -44,11 +44,11 @@ def _check(fn, row):
     want = fn(*second)  # ...replay at another
     got = traced(*second)
     assert traced.experimental_get_tracing_count() == 1
-    for w, g in zip(tf.nest.flatten(want), tf.nest.flatten(got)):
+    for w, g in zip(tf.nest.flatten(want), tf.nest.flatten(got), strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-13, atol=1e-13)
     cf = traced.get_concrete_function(*second)
     slow = interpret(cf.graph, second)
-    for w, g in zip(tf.nest.flatten(want), slow):
+    for w, g in zip(tf.nest.flatten(want), slow, strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-13, atol=1e-13)
 
 

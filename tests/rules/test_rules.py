@@ -1,21 +1,28 @@
-"""Every rule of every primitive, from the one table in tests/op_table.py.
+"""Every rule of every primitive, from the op table (tests/op_table.py joins the family
+tables tests/ops/table_<family>.py).
 
 For each row: the value against NumPy; the JVP and the VJP against central
 finite differences in float64; <u, J v> equal via JVP and via VJP; second
 derivatives (forward-over-forward, forward-over-reverse, reverse-over-reverse)
-where the op is smooth; and a float32 run.
+where the op is smooth; and a float32 run. Then the table itself: every primitive
+of the package has a row, and each row sits in its own primitive's family table.
 """
 
 from __future__ import annotations
+
+import uuid
 
 import numpy as np
 import pytest
 
 import tapeflow as tf
+from tapeflow import core, ops
 from tapeflow.core import registry
 from tapeflow.testing import check_grads
 
-from op_table import EXEMPT, NONDIFF_ROWS, ROWS
+import op_table
+from op_table import EXEMPT, NONDIFF_ROWS, OPS, ROWS, defined_in, package_primitives
+
 
 
 def _inputs(row, dtype=np.float64):
@@ -62,14 +69,82 @@ def test_nondifferentiable_ops_value_and_no_gradient(row):
     assert all(g is None for g in tape.gradient(out, xs))
 
 
-def test_every_primitive_has_a_row():
+def _check_coverage() -> None:
     covered = set(EXEMPT)
     for row in ROWS + NONDIFF_ROWS:
         covered.update(row.covers())
-    missing = sorted(set(registry()) - covered)
-    assert not missing, f"primitives without a row in tests/op_table.py: {missing}"
+    missing = sorted(package_primitives() - covered)
+    assert not missing, f"primitives without a row in tests/ops/table_<family>.py: {missing}"
     unknown = sorted(covered - set(registry()))
     assert not unknown, f"rows name primitives that do not exist: {unknown}"
+
+
+def test_every_primitive_has_a_row():
+    _check_coverage()
+
+
+@pytest.fixture
+def user_primitive():
+    """A primitive registered from outside the package, for this test only."""
+    name = f"test_user_{uuid.uuid4().hex[:12]}"
+    prim = core.Primitive(name, lambda x: x * 2.0)
+    try:
+        yield prim
+    finally:
+        core._REGISTRY.pop(name, None)
+
+
+def test_coverage_ignores_primitives_registered_outside_the_package(user_primitive):
+    assert user_primitive.name in registry()
+    assert user_primitive.name not in package_primitives()
+    _check_coverage()
+
+
+def _family_of(name: str) -> str | None:
+    """The ops family module that defines primitive `name` (None outside tapeflow/ops/)."""
+    path = defined_in(name)
+    return path.stem if path.is_relative_to(OPS) else None
+
+
+def test_each_primitive_has_its_row_in_its_familys_table():
+    """Adding a primitive is two files: its family's module and that family's table."""
+    for name in sorted(package_primitives()):
+        family = _family_of(name)
+        if family is None:  # core.py, custom.py: tests/op_table.py itself
+            rows = op_table.OUTSIDE_ROWS + op_table.OUTSIDE_NONDIFF_ROWS
+            exempt, where = op_table.OUTSIDE_EXEMPT, "tests/op_table.py"
+        else:
+            table = op_table.TABLES[family]
+            rows, exempt = table.ROWS + table.NONDIFF_ROWS, table.EXEMPT
+            where = f"tests/ops/table_{family}.py"
+        assert name in exempt or any(name in row.covers() for row in rows), \
+            f"primitive {name!r} has no row (and no exemption) in {where}"
+
+
+def _names_by_family() -> dict[str, set]:
+    """Each family's public op names and primitive names."""
+    names: dict[str, set] = {family: set() for family in op_table.TABLES}
+    for module in ops.FAMILIES:
+        names[module.__name__.rpartition(".")[2]].update(module.EXPORTS)
+    for name in package_primitives():
+        if _family_of(name) is not None:
+            names[_family_of(name)].add(name)
+    return names
+
+
+def test_each_row_is_named_after_an_op_of_its_table_family():
+    """A row is found where its op is: its name is a public op or a primitive of the
+    table's family (or one of those followed by `_` and a variant: `reduce_prod_zeros`)."""
+    names = _names_by_family()
+    misplaced = []
+    for family, table in op_table.TABLES.items():
+        for row in table.ROWS + table.NONDIFF_ROWS:
+            matches = [(len(n), f) for f, ns in names.items() for n in ns
+                       if row.name == n or row.name.startswith(n + "_")]
+            longest = max((length for length, _ in matches), default=0)
+            if family not in {f for length, f in matches if length == longest}:
+                misplaced.append((row.name, f"table_{family}.py"))
+    assert not misplaced, f"rows not named after an op of their table's family: {misplaced}"
 
 
 def test_differentiable_flags_match_the_tables():
@@ -102,8 +177,8 @@ def test_checker_catches_a_wrong_second_derivative(monkeypatch):
     cos_p = registry()["cos"]
     rule = cos_p.jvp
 
-    def wrong(primals, tangents, outs, **k):
-        (t,) = rule(primals, tangents, outs, **k)
+    def wrong(tangents, outs, primals, **k):
+        (t,) = rule(tangents, outs, primals, **k)
         return (t * 1.5,)
 
     monkeypatch.setattr(cos_p, "jvp", wrong)

@@ -1,9 +1,9 @@
-"""Linear-algebra ops beyond the table: errors, TensorFlow's conventions (complex
-gradients, symmetric Cholesky gradient, lower-triangle eigh), special values, norms at 0.
-
-Every rule of every op is checked by the table (tests/op_table_linalg.py); here the
-complex cases, which the table's real-valued checks cannot see, are checked against
-finite differences of a real loss: TensorFlow's gradient is dL/dRe(z) + i dL/dIm(z).
+"""The factorizations, solvers and norms beyond the op table: the errors of non-square,
+singular and mismatched arguments, TensorFlow's conventions (the symmetric Cholesky
+gradient, eigh reading the lower triangle, complex results in the input dtype),
+gradients at repeated eigenvalues and of norms at 0, and every complex case checked
+against finite differences of a real loss, in reverse and in forward mode, which the
+table's real-valued checks cannot see.
 """
 
 from __future__ import annotations
@@ -12,53 +12,9 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tapeflow.errors import InvalidArgumentError, UnimplementedError
+from tapeflow.errors import InvalidArgumentError
 
-RNG = np.random.default_rng(0)
-
-
-def cplx(*shape):
-    return RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)
-
-
-def gradient(f, *xs):
-    ts = [tf.constant(x) for x in xs]
-    with tf.GradientTape() as tape:
-        tape.watch(ts)
-        y = f(*ts)
-    return [g.numpy() for g in tape.gradient(y, ts)]
-
-
-def numeric_gradient(f, *xs, eps=1e-6):
-    """dL/dRe + i dL/dIm per input (just dL/dx for real inputs) by central differences."""
-    def value(args):
-        return float(np.real(f(*[tf.constant(a) for a in args]).numpy()))
-
-    out = []
-    for k, x in enumerate(xs):
-        g = np.zeros_like(x)
-        directions = (1, 1j) if np.iscomplexobj(x) else (1,)
-        for idx in np.ndindex(x.shape):
-            for d in directions:
-                plus, minus = [list(xs) for _ in range(2)]
-                step = np.zeros_like(x)
-                step[idx] = eps * d
-                plus[k], minus[k] = x + step, x - step
-                g[idx] += d * (value(plus) - value(minus)) / (2 * eps)
-        out.append(g)
-    return out
-
-
-def real_loss(f, weights):
-    """L = Re(sum(f(...) * conj(W))), a real scalar of a complex result."""
-    w = tf.constant(np.conj(weights))
-    return lambda *xs: tf.cast(tf.reduce_sum(f(*xs) * w), tf.float64)
-
-
-def assert_complex_gradient(f, out_shape, *xs):
-    loss = real_loss(f, cplx(*out_shape))
-    for got, want in zip(gradient(loss, *xs), numeric_gradient(loss, *xs), strict=True):
-        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+from ops_helpers import RNG, assert_complex_gradient, cplx, numeric_gradient, numpy_grads
 
 
 def dominant(*shape, complex_=False):
@@ -66,121 +22,7 @@ def dominant(*shape, complex_=False):
     return a + 3 * np.eye(shape[-1])
 
 
-# ---------------------------------------------------------------- namespaces
-def test_names_in_tensorflow_namespaces():
-    for name in ("einsum", "tensordot", "norm"):
-        assert getattr(tf, name) is getattr(tf.linalg, name)
-    for name in ("inv", "det", "slogdet", "solve", "cholesky", "triangular_solve", "norm",
-                 "trace", "diag_part", "matrix_transpose", "eigh", "adjoint", "matmul",
-                 "einsum", "tensordot"):
-        assert callable(getattr(tf.linalg, name)), name
-
-
-# ---------------------------------------------------------------- einsum
-def test_einsum_forms_match_numpy():
-    a, b, c = RNG.standard_normal((2, 3, 3)), RNG.standard_normal((3, 4)), RNG.standard_normal(4)
-    cases = [("bij,jk->bik", a, b), ("bii->b", a), ("bii->bi", a), ("...ij,jk->...ik", a, b),
-             ("ij,j", b, c), ("i,i", c, c), ("i,j->ij", c, c), ("bij->", a), ("bij->jib", a),
-             ("bij , jk", a, b), ("Bij,jk->kB", a, b)]
-    for eq, *ops in cases:
-        got = tf.einsum(eq, *[tf.constant(o) for o in ops])
-        np.testing.assert_allclose(got.numpy(), np.einsum(eq.replace(" ", ""), *ops),
-                                   rtol=1e-12, atol=1e-12, err_msg=eq)
-
-
-def test_einsum_broadcasts_ellipsis_axes_and_sums_the_gradient_back():
-    a, b = RNG.standard_normal((2, 1, 3, 4)), RNG.standard_normal((5, 4, 2))
-    ga, gb = gradient(lambda x, y: tf.reduce_sum(tf.sin(tf.einsum("...ij,...jk->...ik", x, y))),
-                      a, b)
-    na, nb = numeric_gradient(lambda x, y: tf.reduce_sum(tf.sin(
-        tf.einsum("...ij,...jk->...ik", x, y))), a, b)
-    assert ga.shape == a.shape and gb.shape == b.shape
-    np.testing.assert_allclose(ga, na, rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(gb, nb, rtol=1e-6, atol=1e-7)
-
-
-def test_einsum_repeated_and_summed_labels_gradient():
-    # 'i' twice in x (a diagonal), 'k' only in x (summed out), 'j' shared, three operands.
-    x, y, z = RNG.standard_normal((3, 3, 2, 4)), RNG.standard_normal((4, 2)), RNG.standard_normal(2)
-    f = lambda x, y, z: tf.reduce_sum(tf.cos(tf.einsum("iikj,jl,l->i", x, y, z)))  # noqa: E731
-    for got, want in zip(gradient(f, x, y, z), numeric_gradient(f, x, y, z)):
-        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
-
-
-def test_einsum_complex_gradient_uses_conjugates():
-    assert_complex_gradient(lambda a, b: tf.einsum("ij,jk->ik", a, b), (2, 2), cplx(2, 3),
-                            cplx(3, 2))
-    assert_complex_gradient(lambda a: tf.einsum("ii->i", a), (3,), cplx(3, 3))
-
-
-@pytest.mark.parametrize("eq, shapes, message", [
-    ("ij,jk->ik", [(2, 3), (4, 5)], "label 'j'"),
-    ("ij,jk", [(2, 3)], "names 2 operand"),
-    ("ij->ik", [(2, 3)], "'k' appears in no input"),
-    ("ij->ii", [(2, 2)], "repeated"),
-    ("ij", [(2, 3, 4)], "rank 3"),
-    ("...ij->ij", [(5, 2, 3)], "no ellipsis"),
-    ("i1->i", [(2, 2)], "letters"),
-    ("...i,...i->...i", [(2, 3), (4, 3)], "broadcast"),
-    ("ij->i->j", [(2, 2)], "more than one '->'"),
-])
-def test_einsum_errors_name_the_problem(eq, shapes, message):
-    with pytest.raises(InvalidArgumentError, match="einsum") as info:
-        tf.einsum(eq, *[tf.zeros(s) for s in shapes])
-    assert message in str(info.value)
-
-
-def test_einsum_rejects_mixed_dtypes_and_bad_kwargs():
-    with pytest.raises(TypeError, match="einsum"):
-        tf.einsum("i,i", tf.zeros([2]), tf.zeros([2], tf.float64))
-    with pytest.raises(TypeError, match="einsum"):
-        tf.einsum("i,i", tf.zeros([2]), tf.zeros([2]), bogus=1)
-    out = tf.einsum("i,i", tf.constant([1., 2.]), [3., 4.], optimize="greedy", name="dot")
-    assert out.dtype == tf.float32 and float(out) == 11.0
-
-
-# ---------------------------------------------------------------- tensordot
-def test_tensordot_axes_forms():
-    a, b = RNG.standard_normal((2, 3)), RNG.standard_normal((3, 4))
-    for axes, np_axes in ((0, 0), (1, 1), ([1, 0], (1, 0)), ([[1], [0]], ([1], [0])),
-                          ([[-1], [0]], ([1], [0]))):
-        got = tf.tensordot(tf.constant(a), tf.constant(b), axes)
-        np.testing.assert_allclose(got.numpy(), np.tensordot(a, b, np_axes), rtol=1e-12)
-
-
-def test_tensordot_errors():
-    a, b = tf.zeros([2, 3]), tf.zeros([4, 2])
-    with pytest.raises(InvalidArgumentError, match="tensordot.*size 3.*size 4"):
-        tf.tensordot(a, b, 1)
-    with pytest.raises(InvalidArgumentError, match="tensordot"):
-        tf.tensordot(a, b, 3)
-    with pytest.raises(InvalidArgumentError, match="counts must match"):
-        tf.tensordot(a, b, [[0, 1], [1]])
-
-
-# ---------------------------------------------------------------- matrix views
-def test_diag_part_trace_and_transposes():
-    x = tf.constant(np.arange(24.).reshape(2, 3, 4))
-    np.testing.assert_array_equal(tf.linalg.diag_part(x, k=2).numpy(),
-                                  np.diagonal(x.numpy(), 2, -2, -1))
-    np.testing.assert_array_equal(tf.linalg.trace(x).numpy(), [15., 51.])
-    z = tf.constant(cplx(2, 3))
-    np.testing.assert_array_equal(tf.linalg.adjoint(z).numpy(), z.numpy().conj().T)
-    np.testing.assert_array_equal(tf.linalg.matrix_transpose(z, conjugate=True).numpy(),
-                                  z.numpy().conj().T)
-    np.testing.assert_array_equal(tf.linalg.matrix_transpose(z).numpy(), z.numpy().T)
-
-
-def test_matrix_view_errors():
-    with pytest.raises(InvalidArgumentError, match="trace: `x` must have rank >= 2"):
-        tf.linalg.trace(tf.zeros([3]))
-    with pytest.raises(InvalidArgumentError, match="diag_part: diagonal k=3"):
-        tf.linalg.diag_part(tf.zeros([2, 3]), k=3)
-    with pytest.raises(UnimplementedError, match="band"):
-        tf.linalg.diag_part(tf.zeros([3, 3]), k=(-1, 1))
-
-
-# ---------------------------------------------------------------- inv, det, slogdet, solve
+# ------------------------------------------------------------------ inv, det, slogdet, solve
 def test_square_and_rank_errors_name_op_and_argument():
     for op in (tf.linalg.inv, tf.linalg.det, tf.linalg.slogdet, tf.linalg.cholesky,
                tf.linalg.eigh):
@@ -207,7 +49,7 @@ def test_singular_matrices():
     assert float(sign) == 0.0 and float(logdet) == -np.inf
     # det's gradient is det * inv(A)^H: at a singular matrix it raises, as TensorFlow.
     with pytest.raises(InvalidArgumentError, match="inv"):
-        gradient(tf.linalg.det, s.numpy())
+        numpy_grads(tf.linalg.det, s.numpy())
 
 
 def test_solve_shape_and_dtype_errors():
@@ -245,12 +87,12 @@ def test_float16_is_computed_and_returned_as_float16():
         assert out.dtype == tf.float16
 
 
-# ---------------------------------------------------------------- cholesky, triangular_solve
+# ------------------------------------------------------------------ cholesky, triangular_solve
 def test_cholesky_gradient_is_tensorflows_symmetric_one():
     a = RNG.standard_normal((3, 3))
     a = a @ a.T + 3 * np.eye(3)
     w = RNG.standard_normal((3, 3))
-    (g,) = gradient(lambda a: tf.reduce_sum(tf.linalg.cholesky(a) * w), a)
+    (g,) = numpy_grads(lambda a: tf.reduce_sum(tf.linalg.cholesky(a) * w), a)
     np.testing.assert_allclose(g, g.T, rtol=1e-12)
     # Along a symmetric direction it is the true derivative.
     d = RNG.standard_normal((3, 3))
@@ -264,19 +106,20 @@ def test_cholesky_gradient_is_tensorflows_symmetric_one():
 def test_triangular_solve_never_reads_the_other_triangle():
     m, b = dominant(3, 3), RNG.standard_normal((3, 2))
     for lower in (True, False):
-        (g,) = gradient(lambda m: tf.reduce_sum(tf.linalg.triangular_solve(m, b, lower=lower)), m)
+        (g,) = numpy_grads(
+            lambda m: tf.reduce_sum(tf.linalg.triangular_solve(m, b, lower=lower)), m)
         other = np.triu(g, 1) if lower else np.tril(g, -1)
         assert not other.any()
 
 
-# ---------------------------------------------------------------- eigh
+# ------------------------------------------------------------------ eigh
 def test_eigh_reads_the_lower_triangle_and_reconstructs():
     a = RNG.standard_normal((2, 4, 4))
     e, v = tf.linalg.eigh(a)
     sym = np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
     v, e = v.numpy(), e.numpy()
     np.testing.assert_allclose((v * e[..., None, :]) @ np.swapaxes(v, -1, -2), sym, atol=1e-12)
-    (g,) = gradient(lambda a: tf.reduce_sum(tf.linalg.eigh(a)[0] ** 2), a)
+    (g,) = numpy_grads(lambda a: tf.reduce_sum(tf.linalg.eigh(a)[0] ** 2), a)
     assert not np.triu(g, 1).any()
 
 
@@ -293,18 +136,18 @@ def test_eigh_complex_hermitian():
         return tf.cast(tf.reduce_sum(e * e), tf.float64) + tf.reduce_sum(
             tf.cast(v * tf.math.conj(v), tf.float64) * w)
 
-    (got,) = gradient(loss, h)
+    (got,) = numpy_grads(loss, h)
     (want,) = numeric_gradient(loss, h)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
 
 
 def test_eigh_repeated_eigenvalues_give_finite_gradients():
     a = np.diag([1., 1., 2.])
-    (g,) = gradient(lambda a: tf.reduce_sum(tf.square(tf.linalg.eigh(a)[1])), a)
+    (g,) = numpy_grads(lambda a: tf.reduce_sum(tf.square(tf.linalg.eigh(a)[1])), a)
     assert np.isfinite(g).all()
 
 
-# ---------------------------------------------------------------- norm
+# ------------------------------------------------------------------ norm
 @pytest.mark.parametrize("ord, axis", [
     ("euclidean", None), ("euclidean", 1), (2, 0), (1, None), (np.inf, -1), (3, 1), (0.5, 1),
     ("fro", (0, 1)), ("euclidean", [1, 0]), (1, (0, 1)), (1, (1, 0)), (np.inf, (0, 1)),
@@ -333,13 +176,13 @@ def test_norm_gradient_at_zero_is_zero_not_nan(ord, axis):
     # TensorFlow gives NaN for 'euclidean'/'fro'/2/p (sqrt's slope at 0 times 0): here 0.
     for dtype in (np.float64, np.complex128):
         x = np.zeros((2, 3), dtype)
-        (g,) = gradient(lambda x: tf.reduce_sum(tf.norm(x, ord=ord, axis=axis)), x)
+        (g,) = numpy_grads(lambda x: tf.reduce_sum(tf.norm(x, ord=ord, axis=axis)), x)
         np.testing.assert_array_equal(g, np.zeros_like(g))
 
 
 def test_norm_gradient_and_dtypes():
     x = RNG.standard_normal(5)
-    (g,) = gradient(tf.norm, x)
+    (g,) = numpy_grads(tf.norm, x)
     np.testing.assert_allclose(g, x / np.linalg.norm(x), rtol=1e-12)
     z = cplx(4)
     assert tf.norm(tf.constant(z)).dtype == tf.complex128  # TensorFlow's euclidean branch
@@ -357,7 +200,7 @@ def test_norm_rejects_bad_ord_and_axis(kwargs):
         tf.norm(tf.ones([2, 3]), **kwargs)
 
 
-# ---------------------------------------------------------------- complex forward mode
+# ------------------------------------------------------------------ complex forward mode
 def _hermitian(n):
     h = cplx(n, n)
     return h + h.conj().T

@@ -1,0 +1,76 @@
+"""`tapeflow.function(input_signature=...)` and TensorSpec.
+
+None dimensions accept any size (retracing per concrete shape); Python values are
+converted to the spec's dtype; a shape, dtype or argument-count mismatch raises a
+clear TypeError; TensorSpec.is_compatible_with checks shape and dtype.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from graph_helpers import _c, _close
+
+import tapeflow as tf
+
+
+def test_input_signature_none_dims_accept_and_retrace_per_shape():
+    runs = []
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float64)])
+    def f(x):
+        runs.append(x.shape.as_list())
+        return tf.reduce_sum(x * x, axis=1)
+
+    _close(f(tf.constant(np.ones((3, 2)))), [2.0, 2.0, 2.0])
+    _close(f(tf.constant(np.full((3, 2), 2.0))), [8.0, 8.0, 8.0])
+    _close(f(tf.constant(np.ones((5, 2)))), [2.0] * 5)
+    assert runs == [[3, 2], [5, 2]]
+    assert f.experimental_get_tracing_count() == 2
+
+
+def test_input_signature_converts_python_values():
+    @tf.function(input_signature=[tf.TensorSpec([2], tf.float32)])
+    def f(x):
+        return x * 2.0
+
+    out = f([1.0, 2.0])
+    assert out.dtype == tf.float32
+    _close(out, [2.0, 4.0])
+    _close(f(np.array([3.0, 4.0], dtype=np.float32)), [6.0, 8.0])
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_input_signature_shape_mismatch_raises_clear_type_error():
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float64)])
+    def f(x):
+        return x
+
+    with pytest.raises(TypeError, match=r"input_signature") as info:
+        f(tf.constant(np.ones((2, 3))))
+    assert "(2, 3)" in str(info.value)
+
+
+def test_input_signature_dtype_mismatch_raises_type_error():
+    @tf.function(input_signature=[tf.TensorSpec([2], tf.float64)])
+    def f(x):
+        return x
+
+    with pytest.raises(TypeError, match=r"float32"):
+        f(tf.constant([1.0, 2.0], dtype=tf.float32))
+
+
+def test_input_signature_wrong_argument_count_raises_type_error():
+    @tf.function(input_signature=[tf.TensorSpec([2], tf.float64)])
+    def f(x, y=None):
+        return x
+
+    with pytest.raises(TypeError, match=r"input_signature"):
+        f(_c(1.0, 2.0), _c(1.0, 2.0))
+
+
+def test_tensor_spec_is_compatible_with():
+    spec = tf.TensorSpec([None, 3], tf.float32)
+    assert spec.is_compatible_with(tf.zeros([2, 3]))
+    assert not spec.is_compatible_with(tf.zeros([2, 4]))
+    assert not spec.is_compatible_with(tf.constant(np.zeros((2, 3))))

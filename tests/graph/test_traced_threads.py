@@ -1,0 +1,104 @@
+"""Traced functions called from several threads at once.
+
+Concurrent calls give the right results, also when they take different branches or
+compute gradients, and concurrent first calls trace the function only once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+from graph_helpers import _c, _close
+
+import tapeflow as tf
+
+
+def _run_threads(worker, n=8):
+    barrier = threading.Barrier(n)
+    errors = []
+
+    def run(i):
+        try:
+            barrier.wait()
+            worker(i)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def test_concurrent_calls_give_right_results():
+    @tf.function
+    def f(x):
+        return tf.sin(x) * x + tf.exp(-x * x)
+
+    f(_c(0.0, 0.0, 0.0))
+
+    def worker(i):
+        for k in range(20):
+            v = np.array([i, k, i - k], dtype=np.float64) * 0.1
+            _close(f(tf.constant(v)), np.sin(v) * v + np.exp(-v * v))
+
+    _run_threads(worker)
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_concurrent_calls_taking_different_branches():
+    @tf.function
+    def f(x):
+        if tf.reduce_sum(x) > 0:
+            return x * 2.0
+        return tf.sin(x)
+
+    def worker(i):
+        for k in range(10):
+            sign = 1.0 if (i + k) % 2 else -1.0
+            v = sign * np.array([1.0 + i, 0.5 * k + 0.1])
+            expected = v * 2.0 if v.sum() > 0 else np.sin(v)
+            _close(f(tf.constant(v)), expected)
+
+    _run_threads(worker)
+    assert f.experimental_get_tracing_count() == 2
+
+
+def test_concurrent_calls_with_tapes_give_right_results():
+    @tf.function
+    def grad_f(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(tf.sin(x) * x)
+        return tape.gradient(y, x)
+
+    def worker(i):
+        for k in range(10):
+            v = np.array([i, -k, 0.5 * i * k], dtype=np.float64) * 0.1
+            _close(grad_f(tf.constant(v)), np.cos(v) * v + np.sin(v))
+
+    _run_threads(worker)
+
+
+def test_concurrent_first_calls_trace_once():
+    runs = []
+
+    @tf.function
+    def f(x):
+        runs.append(threading.get_ident())
+        time.sleep(0.05)             # a slow Python body: tracing takes a while
+        return tf.sin(x) * x
+
+    def worker(i):
+        for k in range(3):
+            v = np.array([i, k], dtype=np.float64) * 0.3
+            _close(f(tf.constant(v)), np.sin(v) * v)
+
+    _run_threads(worker)
+    assert len(runs) == 1
+    assert f.experimental_get_tracing_count() == 1

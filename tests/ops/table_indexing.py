@@ -1,0 +1,49 @@
+"""Op-table rows of the indexing primitives (src/tapeflow/ops/indexing.py): getitem,
+gather, their transposes (bound directly: their rules are what the others' reverse
+rules run) and check_indices (no derivative); gather_nd and gather with batch_dims,
+composites built on gather.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import tapeflow as tf
+from tapeflow.core import bind
+from tapeflow.ops.indexing import gather_transpose_p, getitem_transpose_p
+
+from op_table import NondiffRow, Row, args, normal, uniform
+
+_IDX = np.array([2, 0, 2, 1, 2])
+_KEY = (slice(None, None, -1), None, slice(1, 3))
+_ND_IDX = np.array([[1, 2], [0, 0], [1, 2], [2, 3]])    # a repeated tuple: the gradient adds up
+_ND_BATCH_IDX = np.array([[[1], [0], [1]], [[2], [2], [0]]])  # batch_dims=1 over (2, 3, 4)
+_BATCH_IDX = np.array([[3, 0, 3], [1, 2, 2]])            # gather batch_dims=1, axis=2
+_TABLE = np.arange(12.).reshape(3, 4)
+
+ROWS: list = [
+    Row("getitem", lambda x: x[::-1, tf.newaxis, 1:3], args(normal(3, 4)), lambda x: x[_KEY]),
+    Row("getitem_transpose", lambda g: bind(getitem_transpose_p, g, key=_KEY, shape=(3, 4)),
+        args(normal(3, 1, 2)), None),
+    Row("gather", lambda p: tf.gather(p, _IDX, axis=1), args(normal(2, 3, 2)),
+        lambda p: np.take(p, _IDX, axis=1)),
+    Row("gather_transpose", lambda g: bind(gather_transpose_p, g, tf.constant(_IDX), axis=0,
+                                           shape=(3, 2)), args(normal(5, 2)), None),
+    Row("gather_nd", lambda p: tf.gather_nd(p, _ND_IDX), args(normal(3, 4, 2)),
+        lambda p: p[tuple(_ND_IDX.T)], prims=("gather", "reshape")),
+    Row("gather_nd_batch_dims", lambda p: tf.gather_nd(p, _ND_BATCH_IDX, batch_dims=1),
+        args(normal(2, 3, 4)), lambda p: np.stack([p[b][_ND_BATCH_IDX[b, :, 0]] for b in range(2)]),
+        prims=("gather", "reshape")),
+    Row("gather_batch_dims", lambda p: tf.gather(p, _BATCH_IDX, axis=2, batch_dims=1),
+        args(normal(2, 3, 4, 2)),
+        lambda p: np.stack([np.take(p[b], _BATCH_IDX[b], axis=1) for b in range(2)]),
+        prims=("gather", "transpose", "reshape")),
+]
+
+NONDIFF_ROWS: list = [
+    # Indices from floats (truncated); a gather_nd from a constant table carries no derivative.
+    NondiffRow("check_indices", lambda x: tf.gather_nd(_TABLE, tf.cast(x, tf.int32)),
+               args(uniform(0.0, 2.99, 5, 2)), lambda x: _TABLE[tuple(x.astype(int).T)]),
+]
+
+EXEMPT: dict = {}

@@ -1,0 +1,38 @@
+"""Op-table rows of the pooling primitives (src/tapeflow/ops/pooling.py): max_pool2d and
+its two companions, the reverse rule's primitive and that one's own derivative, bound
+directly with overlapping windows.
+
+Random inputs give every window one clear maximum. avg_pool2d, a composite (a
+convolution with a constant filter), has its row here too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import tapeflow as tf
+from tapeflow.core import bind
+from tapeflow.ops.pooling import max_pool2d_grad_grad_p, max_pool2d_grad_p
+
+from op_table import Row, args, normal, pool_reference
+
+_POOL = {"ksize": (3, 2), "strides": (2, 1), "pads": ((1, 1), (0, 1))}  # overlapping windows
+
+ROWS: list = [
+    Row("max_pool2d", lambda x: tf.nn.max_pool2d(x, 2, 2, "VALID"), args(normal(2, 4, 5, 3)),
+        lambda x: pool_reference(x, (2, 2), (2, 2), "VALID", np.max)),
+    Row("max_pool2d_same_overlapping", lambda x: tf.nn.max_pool2d(x, 3, [1, 2, 1, 1], "SAME"),
+        args(normal(1, 5, 4, 2)), lambda x: pool_reference(x, (3, 3), (2, 1), "SAME", np.max),
+        prims=("max_pool2d",)),
+    Row("max_pool2d_grad", lambda x, g: bind(max_pool2d_grad_p, x, g, **_POOL),
+        args(normal(2, 6, 4, 2), normal(2, 3, 4, 2)), None),
+    Row("max_pool2d_grad_grad", lambda x, t: bind(max_pool2d_grad_grad_p, x, t, **_POOL),
+        args(normal(2, 6, 4, 2), normal(2, 6, 4, 2)), None),
+    # average pooling is a convolution with a constant filter
+    Row("avg_pool2d", lambda x: tf.nn.avg_pool2d(x, [2, 3], 2, "SAME"), args(normal(2, 5, 5, 2)),
+        lambda x: pool_reference(x, (2, 3), (2, 2), "SAME", np.mean), prims=("conv2d",)),
+]
+
+NONDIFF_ROWS: list = []
+
+EXEMPT: dict = {}

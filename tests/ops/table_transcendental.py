@@ -1,0 +1,68 @@
+"""Op-table rows of the transcendental primitives (src/tapeflow/ops/transcendental.py):
+pow, exp and log (and expm1, log1p), the trigonometric and hyperbolic functions and
+their inverses, atan2, sigmoid, softplus and erf.
+
+Each unary function also has a row on complex inputs (`<name>_complex`, built by
+`complex_row`); tf.nn.softplus is tf.math.softplus.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import tapeflow as tf
+from op_table import Row, args, away_from_zero, complex_row, normal, scaled_normal, uniform
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+# NumPy references of the unary ops that also have a row on complex inputs
+_COMPLEX_UNARY = {
+    "expm1": np.expm1,
+    "log1p": np.log1p,
+    "tan": np.tan,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
+}
+
+ROWS: list = [
+    Row("pow", tf.pow, args(uniform(0.5, 2.0, 3, 4), normal(4)), np.power),
+    Row("exp", tf.exp, args(normal(5)), np.exp),
+    Row("log", tf.math.log, args(uniform(0.5, 3.0, 5)), np.log),
+    Row("sin", tf.sin, args(normal(5)), np.sin),
+    Row("cos", tf.cos, args(normal(5)), np.cos),
+    Row("tanh", tf.tanh, args(normal(5)), np.tanh),
+    Row("sigmoid", tf.sigmoid, args(normal(5)), lambda x: 1 / (1 + np.exp(-x))),
+    # unary, on each function's domain
+    Row("expm1", tf.math.expm1, args(normal(5)), np.expm1),
+    Row("log1p", tf.math.log1p, args(uniform(-0.7, 3.0, 5)), np.log1p),
+    Row("tan", tf.math.tan, args(uniform(-1.2, 1.2, 5)), np.tan),
+    Row("asin", tf.math.asin, args(uniform(-0.9, 0.9, 5)), np.arcsin),
+    Row("acos", tf.math.acos, args(uniform(-0.9, 0.9, 5)), np.arccos),
+    Row("atan", tf.math.atan, args(normal(5)), np.arctan),
+    Row("sinh", tf.math.sinh, args(normal(5)), np.sinh),
+    Row("cosh", tf.math.cosh, args(normal(5)), np.cosh),
+    Row("asinh", tf.math.asinh, args(normal(5)), np.arcsinh),
+    Row("acosh", tf.math.acosh, args(uniform(1.2, 4.0, 5)), np.arccosh),
+    Row("atanh", tf.math.atanh, args(uniform(-0.9, 0.9, 5)), np.arctanh),
+    Row("softplus", tf.math.softplus, args(lambda rng: rng.standard_normal(6) * 4),
+        lambda x: np.logaddexp(0, x)),
+    Row("erf", tf.math.erf, args(normal(5)), _erf),
+    # binary
+    Row("atan2", tf.math.atan2, args(normal(3, 4), away_from_zero(4)), np.arctan2),
+    # complex inputs
+    *[complex_row(name, ref) for name, ref in _COMPLEX_UNARY.items()],
+    Row("softplus_nn", tf.nn.softplus, args(scaled_normal(3.0, 6)),
+        lambda x: np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x))), prims=("softplus",)),
+]
+
+NONDIFF_ROWS: list = []
+
+EXEMPT: dict = {}

@@ -1,0 +1,88 @@
+"""The elementwise ops beyond the op table: rounding, sign, sqrt, rsqrt, reciprocal and
+clip_by_value at their edges (TensorFlow's values and gradients there), and bad
+arguments. Also here, for every family: an op under both tf.math and the top level is
+the same function in both (most of those ops are elementwise).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tapeflow.errors import InvalidArgumentError
+
+from ops_helpers import value_and_grads
+
+
+# ------------------------------------------------------------------ names and namespaces
+@pytest.mark.parametrize("name", sorted(set(tf.ops.namespace("math")) & set(tf.ops.namespace("tf"))))
+def test_every_op_is_in_both_namespaces(name):
+    assert getattr(tf, name) is getattr(tf.math, name)
+
+
+# ------------------------------------------------------------------ bad input
+def test_clip_by_value_bounds_must_broadcast_to_t():
+    with pytest.raises(InvalidArgumentError, match="clip_value_min"):
+        tf.clip_by_value(tf.constant([1., 2.]), tf.zeros([3]), 1.)
+    with pytest.raises(InvalidArgumentError, match="clip_value_max"):
+        tf.clip_by_value(tf.constant([1., 2.]), 0., tf.ones([2, 2]))
+
+
+# ------------------------------------------------------------------ TensorFlow's values
+def test_round_is_bankers_rounding_and_keeps_integers():
+    x = tf.constant([0.5, 1.5, 2.5, -0.5, -1.5, 2.4999, 2.5001])
+    np.testing.assert_array_equal(tf.round(x), [0., 2., 2., -0., -2., 2., 3.])
+    ints = tf.constant([1, -2])
+    assert tf.round(ints) is ints
+
+
+@pytest.mark.parametrize("op", [tf.math.floor, tf.math.ceil, tf.round])
+def test_piecewise_constant_ops_have_no_gradient_as_tensorflow(op):
+    x = tf.constant([0.3, 1.7, -2.5])
+    with tf.autodiff.ForwardAccumulator(x, tf.ones_like(x)) as acc:
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = op(x)
+            z = y + x
+    assert tape.gradient(y, x) is None
+    np.testing.assert_array_equal(tape.gradient(z, x), [1., 1., 1.])
+    assert acc.jvp(y) is None
+    zeros = tape.gradient(y, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    np.testing.assert_array_equal(zeros, [0., 0., 0.])
+
+
+def test_sign_gradient_is_zeros_as_tensorflow():
+    _, (g,) = value_and_grads(tf.sign, np.array([-1., 0., 2.]))
+    np.testing.assert_array_equal(g, [0., 0., 0.])
+
+
+def test_sqrt_at_zero_has_an_infinite_gradient_and_does_not_crash():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        y, (g,) = value_and_grads(tf.sqrt, np.array([0., 4.]))
+    np.testing.assert_array_equal(y, [0., 2.])
+    np.testing.assert_array_equal(g, [np.inf, 0.25])
+
+
+def test_rsqrt_and_reciprocal_gradients_are_zero_where_the_cotangent_is_zero():
+    """TensorFlow's kernels: an element that does not reach the loss gets 0, not inf * 0."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _, (g,) = value_and_grads(lambda x: tf.math.rsqrt(x)[0], np.array([1., 0.]))
+        np.testing.assert_array_equal(g, [-0.5, 0.])
+        _, (g,) = value_and_grads(lambda x: tf.math.reciprocal(x)[0], np.array([2., 0.]))
+        np.testing.assert_array_equal(g, [-0.25, 0.])
+        _, (g,) = value_and_grads(tf.math.rsqrt, np.array([0.]))
+        np.testing.assert_array_equal(g, [-np.inf])
+
+
+def test_clip_by_value_gradient_passes_inside_the_closed_interval_as_tensorflow():
+    y, (gt, glo, ghi) = value_and_grads(tf.clip_by_value, np.array([-1., 0., 0.5, 1., 2.]),
+                                        np.array(0.), np.array(1.))
+    np.testing.assert_array_equal(y, [0., 0., 0.5, 1., 1.])
+    np.testing.assert_array_equal(gt, [0., 1., 1., 1., 0.])
+    assert float(glo) == 1. and float(ghi) == 1.
+    np.testing.assert_array_equal(tf.clip_by_value(tf.constant([1, 5]), 0, 3), [1, 3])

@@ -1,0 +1,115 @@
+"""gather and gather_nd beyond the op table: TensorFlow's documented results, batch_dims,
+gradients of repeated indices, vmap over parameters and indices, and index checks that
+hold for every example under vmap and at every replay of a traced function.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tapeflow.errors import InvalidArgumentError
+
+from ops_helpers import numpy_grads
+
+
+# ------------------------------------------------------------------ gather_nd
+def test_gather_nd_as_documented():
+    p = tf.constant([[1., 2.], [3., 4.]])
+    np.testing.assert_array_equal(tf.gather_nd(p, [[0, 0], [1, 1]]), [1., 4.])
+    np.testing.assert_array_equal(tf.gather_nd(p, [[1], [0]]), [[3., 4.], [1., 2.]])
+    np.testing.assert_array_equal(tf.gather_nd(p, [[[0, 1]], [[1, 0]]]), [[2.], [3.]])
+    assert tf.gather_nd(p, tf.zeros([3, 0], tf.int32)).shape.as_list() == [3, 2, 2]
+    z = tf.zeros([5, 7, 3])
+    idx = [[0, 1], [1, 0], [2, 4], [3, 2], [4, 1]]
+    assert tf.gather_nd(z, idx).shape.as_list() == [5, 3]
+    assert tf.gather_nd(z, [[1], [0], [4], [2], [1]], batch_dims=1).shape.as_list() == [5, 3]
+
+
+def test_gather_nd_repeated_indices_accumulate_densely():
+    (g,) = numpy_grads(lambda p: tf.gather_nd(p, [[1], [1], [2], [1]]), np.zeros(4))
+    assert isinstance(g, np.ndarray)
+    np.testing.assert_array_equal(g, [0., 3., 1., 0.])
+
+
+def test_gather_nd_vmap_over_params_and_indices_equals_loop():
+    rng = np.random.default_rng(0)
+    ps = rng.standard_normal((3, 4, 5))
+    idx = rng.integers(0, 4, (3, 6, 2)) % [4, 5]
+    got = tf.vmap(tf.gather_nd)(tf.constant(ps), tf.constant(idx))
+    want = np.stack([ps[b][tuple(idx[b].T)] for b in range(3)])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("idx", [[[0, 4]], [[3, 0]], [[-1, 0]]])
+def test_gather_nd_out_of_range_indices_raise(idx):
+    with pytest.raises(InvalidArgumentError, match=r"gather_nd: `indices`\[0\]"):
+        tf.gather_nd(tf.zeros([3, 4]), idx)
+
+
+def test_gather_nd_checks_every_example_under_vmap_and_every_replay():
+    p = tf.zeros([3, 4])
+    bad = tf.constant([[[1, 2]], [[0, 4]]])  # example 0 is valid, example 1 is not
+    with pytest.raises(InvalidArgumentError, match="out of bounds"):
+        tf.vmap(lambda i: tf.gather_nd(p, i))(bad)
+    f = tf.function(lambda i: tf.gather_nd(p, i))
+    f(tf.constant([[1, 2]]))
+    with pytest.raises(InvalidArgumentError, match="out of bounds"):
+        f(tf.constant([[2, 7]]))
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda: tf.gather_nd(tf.zeros([3]), 0), InvalidArgumentError),
+    (lambda: tf.gather_nd(tf.zeros([3]), [[0, 0]]), InvalidArgumentError),
+    (lambda: tf.gather_nd(tf.zeros([3]), [[0.]]), TypeError),
+    (lambda: tf.gather_nd(tf.zeros([2, 3]), tf.zeros([3, 1], tf.int32), batch_dims=1),
+     InvalidArgumentError),
+    (lambda: tf.gather_nd(tf.zeros([2, 3]), tf.zeros([2, 1], tf.int32), batch_dims=2),
+     InvalidArgumentError),
+])
+def test_gather_nd_bad_input(call, error):
+    with pytest.raises(error, match="gather_nd"):
+        call()
+
+
+# ------------------------------------------------------------------ gather
+def test_gather_batch_dims_matches_a_loop_and_defaults():
+    rng = np.random.default_rng(1)
+    p = rng.standard_normal((2, 3, 5))
+    idx = rng.integers(0, 5, (2, 3, 4))
+    got = tf.gather(p, idx, axis=2, batch_dims=2)
+    want = np.stack([np.stack([p[a, b][idx[a, b]] for b in range(3)]) for a in range(2)])
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(tf.gather(p, idx, axis=-1, batch_dims=-1), want)
+    idx1 = rng.integers(0, 3, (2, 4))
+    want1 = np.stack([p[b][idx1[b]] for b in range(2)])  # axis defaults to batch_dims
+    np.testing.assert_array_equal(tf.gather(p, idx1, batch_dims=1), want1)
+    np.testing.assert_array_equal(tf.gather(p, [2, 0], axis=1), p[:, [2, 0]])
+
+
+def test_gather_batch_dims_gradient_accumulates():
+    (g,) = numpy_grads(lambda p: tf.gather(p, [[1, 1, 0], [2, 2, 2]], batch_dims=1),
+                       np.zeros((2, 3)))
+    np.testing.assert_array_equal(g, [[1., 2., 0.], [0., 0., 3.]])
+
+
+def test_gather_checks_every_example_under_vmap_and_every_replay():
+    p = tf.constant([1., 2., 3.])
+    with pytest.raises(InvalidArgumentError, match="out of bounds"):
+        tf.vmap(lambda i: tf.gather(p, i))(tf.constant([[0], [-1]]))
+    f = tf.function(lambda i: tf.gather(p, i))
+    f(tf.constant([0]))
+    with pytest.raises(InvalidArgumentError, match="out of bounds"):
+        f(tf.constant([-1]))
+
+
+@pytest.mark.parametrize("call", [
+    lambda: tf.gather(tf.zeros([2, 3]), [[0], [5]], batch_dims=1),
+    lambda: tf.gather(tf.zeros([2, 3]), [[0], [1], [0]], batch_dims=1),
+    lambda: tf.gather(tf.zeros([2, 3, 4]), tf.zeros([2, 3], tf.int32), axis=1, batch_dims=2),
+    lambda: tf.gather(tf.zeros([2, 3]), tf.zeros([2], tf.int32), axis=2, batch_dims=1),
+])
+def test_gather_batch_dims_bad_input(call):
+    with pytest.raises(InvalidArgumentError, match="gather"):
+        call()

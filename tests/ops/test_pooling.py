@@ -1,0 +1,114 @@
+"""max_pool2d and avg_pool2d beyond the op table: where ties and padding send the
+gradient, SAME and explicit padding as TensorFlow computes them, overlapping windows,
+second derivatives, the aliases, the errors bad arguments raise, and a large batch in
+vectorized time.
+
+Values marked "TF" were printed by TensorFlow 2.21 (CPU) for the same inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tapeflow.errors import InvalidArgumentError, UnimplementedError
+
+from ops_helpers import numpy_value_and_grad
+
+
+def image(values, dtype=np.float64):
+    a = np.asarray(values, dtype)
+    return a.reshape((1,) + a.shape + (1,))
+
+
+def test_max_pool_gradient_ties_go_to_the_first_in_row_major_order():
+    for values, want in (([[1., 1.], [1., 1.]], [1., 0., 0., 0.]),
+                         ([[0., 2.], [2., 1.]], [0., 1., 0., 0.])):  # TF
+        _, g = numpy_value_and_grad(lambda t: tf.nn.max_pool2d(t, 2, 2, "VALID"), image(values))
+        np.testing.assert_array_equal(g.ravel(), want)
+
+
+def test_same_padding_values_as_tensorflow():
+    x = tf.constant(image(np.arange(9.).reshape(3, 3)))
+    np.testing.assert_array_equal(tf.nn.avg_pool2d(x, 2, 2, "SAME").numpy().ravel(),
+                                  [2., 3.5, 6.5, 8.])  # TF: means of unpadded elements only
+    np.testing.assert_array_equal(tf.nn.max_pool2d(x, 2, 2, "SAME").numpy().ravel(),
+                                  [4., 5., 7., 8.])  # TF
+
+
+def test_max_pool_overlapping_windows_accumulate_gradients():
+    x = image([[0., 1., 0.], [1., 9., 1.], [0., 1., 0.]])
+    y, g = numpy_value_and_grad(lambda t: tf.nn.max_pool2d(t, 2, 1, "VALID"), x)
+    np.testing.assert_array_equal(y.ravel(), [9., 9., 9., 9.])
+    np.testing.assert_array_equal(g[0, :, :, 0], [[0, 0, 0], [0, 4, 0], [0, 0, 0]])
+
+
+def test_max_pool_gradient_never_goes_to_padding():
+    x = image([[-np.inf, -np.inf], [-np.inf, -np.inf]])
+    y, g = numpy_value_and_grad(lambda t: tf.nn.max_pool2d(t, 3, 1, "SAME"), x)
+    assert np.all(y == -np.inf)
+    np.testing.assert_array_equal(g.ravel(), [4., 0., 0., 0.])  # every window's first unpadded
+
+
+def test_max_pool_explicit_padding_and_integers():
+    x = image(np.arange(16.).reshape(4, 4))
+    out = tf.nn.max_pool2d(x, 2, 2, [[0, 0], [1, 0], [1, 0], [0, 0]])
+    np.testing.assert_array_equal(out.numpy()[0, :, :, 0], [[0., 2.], [8., 10.]])
+    ints = tf.nn.max_pool2d(tf.constant(image([[1, -5], [3, 2]], np.int32)), 2, 1, "SAME")
+    assert ints.dtype == tf.int32
+    np.testing.assert_array_equal(ints.numpy()[0, :, :, 0], [[3, 2], [3, 2]])
+
+
+def test_pooling_second_derivatives_are_dense_zeros_as_tensorflow():
+    x = tf.constant(np.random.default_rng(0).standard_normal((1, 4, 4, 2)))
+    for pool in (tf.nn.max_pool2d, tf.nn.avg_pool2d):
+        with tf.GradientTape() as outer:
+            outer.watch(x)
+            with tf.GradientTape() as inner:
+                inner.watch(x)
+                y = tf.reduce_sum(pool(x, 2, 2, "VALID") ** 2)
+            g = inner.gradient(y, x)
+            z = tf.reduce_sum(g)
+        h = outer.gradient(z, x)
+        assert h is not None and h.shape == x.shape
+
+
+def test_pool_aliases_and_float16():
+    x = tf.ones([1, 4, 4, 2], tf.float16)
+    assert tf.nn.max_pool(x, 2, 2, "VALID").dtype == tf.float16
+    assert tf.nn.avg_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID").shape == (1, 2, 2, 2)
+    with pytest.raises(UnimplementedError, match="4-D"):
+        tf.nn.max_pool(tf.ones([1, 4, 2]), 2, 2, "VALID")
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: tf.nn.max_pool2d(tf.ones([1, 2, 2, 1]), 3, 1, "VALID"), "smaller than the window"),
+    (lambda: tf.nn.max_pool2d(tf.ones([2, 2, 1]), 2, 1, "VALID"), "rank 4"),
+    (lambda: tf.nn.max_pool2d(tf.ones([1, 4, 4, 1]), 2, 1, "VALID", "NCHW"), "NHWC"),
+    (lambda: tf.nn.max_pool2d(tf.ones([1, 4, 4, 1]), [2, 2, 2, 1], 1, "VALID"),
+     "batch and channel"),
+    (lambda: tf.nn.max_pool2d(tf.ones([1, 4, 4, 1]), 2, 1, "FULL"), "padding"),
+    (lambda: tf.nn.max_pool2d(tf.ones([1, 4, 4, 1]), 2, 1, [[0, 0], [2, 0], [0, 0], [0, 0]]),
+     "smaller than the window size"),
+    (lambda: tf.nn.avg_pool2d(tf.ones([1, 4, 4, 1]), 2, 1, [[0, 0], [1, 0], [0, 0], [0, 0]]),
+     "'SAME' or 'VALID'"),
+    (lambda: tf.nn.avg_pool2d(tf.ones([1, 4, 4, 1], tf.int32), 2, 1, "VALID"), "int32"),
+])
+def test_pooling_argument_errors(call, match):
+    with pytest.raises(InvalidArgumentError, match=match):
+        call()
+
+
+def test_max_pool_of_a_large_batch_is_vectorized():
+    """64x28x28x8, 2x2 windows: a loop over pixels would take seconds."""
+    import time
+
+    x = tf.constant(np.random.default_rng(0).standard_normal((64, 28, 28, 8)).astype(np.float32))
+    start = time.perf_counter()
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.nn.max_pool2d(x, 2, 2, "SAME")
+    g = tape.gradient(y, x)
+    assert time.perf_counter() - start < 1.0
+    assert float(tf.reduce_sum(g)) == y.shape.num_elements()
