@@ -28,6 +28,7 @@ Python reads of tensor values (`value_read`) and variable writes
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from typing import Any, Callable, Sequence
@@ -70,13 +71,17 @@ def registry() -> dict[str, "Primitive"]:
     return dict(_REGISTRY)
 
 
+# The files whose functions make primitives on behalf of their callers: this one and the
+# rule toolkit (a family such as `unary`).
+_MAKERS = (os.path.abspath(__file__),
+           os.path.join(os.path.dirname(os.path.abspath(__file__)), "ops", "structural.py"))
+
+
 def _definition_site() -> str:
-    """`file:line` of the code that defined a primitive, skipping the functions of this
-    module and of the rule toolkit (a family such as `unary` makes primitives on behalf
-    of its caller)."""
+    """`file:line` of the code that defined a primitive (not a maker function's)."""
     frame = sys._getframe(2)
     while (frame.f_back is not None and frame.f_code.co_name != "<module>"
-           and frame.f_code.co_filename.endswith(("core.py", "structural.py"))):
+           and os.path.abspath(frame.f_code.co_filename) in _MAKERS):
         frame = frame.f_back
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
