@@ -67,3 +67,16 @@ def test_all_lists_only_existing_names():
         missing = [n for n in module.__all__ if not hasattr(module, n)]
         assert not missing, (module.__name__, missing)
         assert len(module.__all__) == len(set(module.__all__)), module.__name__
+
+
+def test_each_family_declares_existing_names_in_known_namespaces():
+    """A typo in an EXPORTS entry must not drop an op from a namespace silently."""
+    seen: dict = {}
+    for family in tf.ops.FAMILIES:
+        for name, where in family.EXPORTS.items():
+            assert callable(getattr(family, name, None)), (family.__name__, name)
+            unknown = set(where.split()) - set(tf.ops.NAMESPACES)
+            assert not unknown, (family.__name__, name, unknown)
+            assert name not in seen, f"{name} is declared by {seen[name]} and {family.__name__}"
+            seen[name] = family.__name__
+    assert tf.ops.public_ops().keys() == seen.keys()

@@ -14,6 +14,7 @@ when first needed, not when it loads.
 from __future__ import annotations
 
 import itertools
+import types
 from typing import Any, Iterator
 
 import numpy as np
@@ -28,8 +29,8 @@ newaxis = None
 
 
 class _Later:
-    """Stands for tapeflow.core or tapeflow.ops (the global `name`) until first use, when
-    `_load` imports both and puts the modules themselves in their place."""
+    """Stands for `_core` or `_ops` (the global `name`) until first use, when `_load`
+    imports tapeflow.core and tapeflow.ops and puts the real ones in their place."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -42,11 +43,12 @@ class _Later:
 def _load() -> None:
     global _core, _ops
     from . import core, ops  # both import this module: loaded on first use (an import cycle)
-    _core, _ops = core, ops
+    _core = core
+    _ops = types.SimpleNamespace(**ops.public_ops())
 
 
-_core: Any = _Later("_core")
-_ops: Any = _Later("_ops")
+_core: Any = _Later("_core")  # tapeflow.core
+_ops: Any = _Later("_ops")    # every public op by name (ops.public_ops)
 
 
 class TensorShape(tuple):
@@ -225,42 +227,42 @@ class TensorBase:
         return f"tf.Tensor({_fmt_numpy(self._value)}, shape={self.shape}, dtype={self.dtype.name})"
 
     # Operators: each calls the tapeflow op, so tapes and accumulators see it.
-    def __add__(self, y): return _ops.elementwise.add(self, y)
-    def __radd__(self, x): return _ops.elementwise.add(x, self)
-    def __sub__(self, y): return _ops.elementwise.subtract(self, y)
-    def __rsub__(self, x): return _ops.elementwise.subtract(x, self)
-    def __mul__(self, y): return _ops.elementwise.multiply(self, y)
-    def __rmul__(self, x): return _ops.elementwise.multiply(x, self)
-    def __truediv__(self, y): return _ops.elementwise.truediv(self, y)
-    def __rtruediv__(self, x): return _ops.elementwise.truediv(x, self)
-    def __floordiv__(self, y): return _ops.elementwise.floordiv(self, y)
-    def __rfloordiv__(self, x): return _ops.elementwise.floordiv(x, self)
-    def __mod__(self, y): return _ops.elementwise.floormod(self, y)
-    def __rmod__(self, x): return _ops.elementwise.floormod(x, self)
-    def __pow__(self, y): return _ops.transcendental.pow(self, y)
-    def __rpow__(self, x): return _ops.transcendental.pow(x, self)
-    def __matmul__(self, y): return _ops.linalg.matmul(self, y)
-    def __rmatmul__(self, x): return _ops.linalg.matmul(x, self)
-    def __neg__(self): return _ops.elementwise.negative(self)
+    def __add__(self, y): return _ops.add(self, y)
+    def __radd__(self, x): return _ops.add(x, self)
+    def __sub__(self, y): return _ops.subtract(self, y)
+    def __rsub__(self, x): return _ops.subtract(x, self)
+    def __mul__(self, y): return _ops.multiply(self, y)
+    def __rmul__(self, x): return _ops.multiply(x, self)
+    def __truediv__(self, y): return _ops.truediv(self, y)
+    def __rtruediv__(self, x): return _ops.truediv(x, self)
+    def __floordiv__(self, y): return _ops.floordiv(self, y)
+    def __rfloordiv__(self, x): return _ops.floordiv(x, self)
+    def __mod__(self, y): return _ops.floormod(self, y)
+    def __rmod__(self, x): return _ops.floormod(x, self)
+    def __pow__(self, y): return _ops.pow(self, y)
+    def __rpow__(self, x): return _ops.pow(x, self)
+    def __matmul__(self, y): return _ops.matmul(self, y)
+    def __rmatmul__(self, x): return _ops.matmul(x, self)
+    def __neg__(self): return _ops.negative(self)
     def __pos__(self): return self
-    def __abs__(self): return _ops.complex.abs(self)
-    def __lt__(self, y): return _ops.elementwise.less(self, y)
-    def __le__(self, y): return _ops.elementwise.less_equal(self, y)
-    def __gt__(self, y): return _ops.elementwise.greater(self, y)
-    def __ge__(self, y): return _ops.elementwise.greater_equal(self, y)
-    def __and__(self, y): return _ops.elementwise.logical_and(self, y)
-    def __rand__(self, x): return _ops.elementwise.logical_and(x, self)
-    def __or__(self, y): return _ops.elementwise.logical_or(self, y)
-    def __ror__(self, x): return _ops.elementwise.logical_or(x, self)
-    def __xor__(self, y): return _ops.elementwise.logical_xor(self, y)
-    def __invert__(self): return _ops.elementwise.logical_not(self)
-    def __getitem__(self, key): return _ops.indexing.getitem(self, key)
+    def __abs__(self): return _ops.abs(self)
+    def __lt__(self, y): return _ops.less(self, y)
+    def __le__(self, y): return _ops.less_equal(self, y)
+    def __gt__(self, y): return _ops.greater(self, y)
+    def __ge__(self, y): return _ops.greater_equal(self, y)
+    def __and__(self, y): return _ops.logical_and(self, y)
+    def __rand__(self, x): return _ops.logical_and(x, self)
+    def __or__(self, y): return _ops.logical_or(self, y)
+    def __ror__(self, x): return _ops.logical_or(x, self)
+    def __xor__(self, y): return _ops.logical_xor(self, y)
+    def __invert__(self): return _ops.logical_not(self)
+    def __getitem__(self, key): return _ops.getitem(self, key)
 
     def __eq__(self, other):  # type: ignore[override]
         if other is None:  # as TensorFlow: comparing with None is a Python bool
             return False
         try:
-            return _ops.elementwise.equal(self, other)
+            return _ops.equal(self, other)
         except (TypeError, ValueError):
             return False
 
@@ -268,7 +270,7 @@ class TensorBase:
         if other is None:
             return True
         try:
-            return _ops.elementwise.not_equal(self, other)
+            return _ops.not_equal(self, other)
         except (TypeError, ValueError):
             return True
 
@@ -368,12 +370,12 @@ class Variable(TensorBase):
     def assign_add(self, delta: Any, use_locking: Any = None, name: Any = None,
                    read_value: bool = True) -> "Variable":
         """Add `delta` to the value in place of the variable. Returns the variable."""
-        return self.assign(_ops.elementwise.add(self.value(), delta))
+        return self.assign(_ops.add(self.value(), delta))
 
     def assign_sub(self, delta: Any, use_locking: Any = None, name: Any = None,
                    read_value: bool = True) -> "Variable":
         """Subtract `delta` from the value. Returns the variable."""
-        return self.assign(_ops.elementwise.subtract(self.value(), delta))
+        return self.assign(_ops.subtract(self.value(), delta))
 
     def __repr__(self) -> str:
         return (f"<tapeflow.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "

@@ -43,7 +43,7 @@ from . import structural, convert  # noqa: F401 - the bottom, imported by every 
 from . import (complex, conv, creation, decompositions, elementwise, indexing, linalg, nn,
                pooling, random, reduction, shape, transcendental)
 
-__all__ = ["FAMILIES", "NAMESPACES", "namespace"]
+__all__ = ["FAMILIES", "NAMESPACES", "namespace", "public_ops"]
 
 FAMILIES = (elementwise, transcendental, complex, indexing, shape, reduction, creation, linalg,
             decompositions, nn, conv, pooling, random)
@@ -57,3 +57,9 @@ def namespace(name: str) -> dict[str, Any]:
         raise ValueError(f"namespace: {name!r} is not one of {NAMESPACES}.")
     return {op: getattr(family, op) for family in FAMILIES
             for op, where in family.EXPORTS.items() if name in where.split()}
+
+
+def public_ops() -> dict[str, Any]:
+    """Every family's public ops by name, whatever their namespaces (Tensor's operators
+    call them; `getitem` is `x[key]`)."""
+    return {op: getattr(family, op) for family in FAMILIES for op in family.EXPORTS}
