@@ -549,3 +549,34 @@ def test_grad_of_grad_is_second_derivative():
     d2 = tf.grad(tf.grad(lambda a: tf.sin(a) * a))
     x = np.float64(0.7)
     np.testing.assert_allclose(d2(x), 2 * np.cos(x) - x * np.sin(x), rtol=1e-14)
+
+
+# ---------------------------------------------------------------- perturbation confusion
+# The argument a transform differentiates is a fresh tensor at every nesting level: a
+# captured tensor that is the very object passed as the argument stays a constant.
+_X = tf.constant(3.0, tf.float64)
+_ONE = tf.constant(1.0, tf.float64)
+
+
+@pytest.mark.parametrize("name, result, want", [
+    ("grad", lambda: tf.grad(lambda y: _X * y)(_X), 3.0),
+    ("value_and_grad", lambda: tf.value_and_grad(lambda y: _X * y)(_X)[1], 3.0),
+    ("jvp", lambda: tf.jvp(lambda y: _X * y, (_X,), (_ONE,))[1], 3.0),
+    ("vjp", lambda: tf.vjp(lambda y: _X * y, _X)[1](_ONE)[0], 3.0),
+    ("linearize", lambda: tf.linearize(lambda y: _X * y, _X)[1](_ONE), 3.0),
+    ("jacfwd", lambda: tf.jacfwd(lambda y: _X * y)(_X), 3.0),
+    ("jacrev", lambda: tf.jacrev(lambda y: _X * y)(_X), 3.0),
+    ("jacobian", lambda: tf.jacobian(lambda y: _X * y)(_X), 3.0),
+    ("hessian", lambda: tf.hessian(lambda y: _X * y * y)(_X), 6.0),
+    ("hvp", lambda: tf.hvp(lambda y: _X * y * y, (_X,), (_ONE,)), 6.0),
+    ("vmap", lambda: tf.vmap(lambda y: tf.grad(lambda z: y * z)(y))(tf.reshape(_X, [1]))[0], 3.0),
+])
+def test_a_captured_tensor_that_is_the_argument_is_a_constant(name, result, want):
+    assert float(result()) == want
+
+
+def test_nested_grads_keep_their_perturbations_apart():
+    # d/dx [x * d/dy (x + y)] = d/dx [x * 1] = 1 (JAX: 1.0)
+    assert float(tf.grad(lambda x: x * tf.grad(lambda y: x + y)(x))(1.0)) == 1.0
+    # the inner argument still carries the outer derivative: d/dx d/dy (x y^2)|y=x = 2
+    assert float(tf.grad(lambda x: tf.grad(lambda y: x * y * y)(x))(1.5)) == 6.0

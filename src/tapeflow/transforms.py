@@ -20,6 +20,7 @@ from .batching import one_hot_rows, vmap_chunks
 from .core import Zero, bind
 from .forward import ForwardAccumulator
 from .ops.convert import as_tensor
+from .ops.shape import identity_p
 from .ops.structural import reshape_p, shape_of, transpose_p
 from .tape import GradientTape, UnconnectedGradients
 from .tensor import Tensor, TensorBase, convert_to_tensor
@@ -41,14 +42,21 @@ def _argnums(argnums: int | Sequence[int], nargs: int, fname: str) -> tuple[int,
 
 
 def _diff_tree(tree: Any, fname: str, where: str) -> Any:
-    """Convert every leaf of an argument to a tensor and check it can carry derivatives."""
+    """Every leaf of an argument as a fresh tensor that can carry derivatives.
+
+    Fresh: the transform differentiates this very tensor, so it must be distinct from
+    anything the function closes over, at every nesting level (in ``grad(lambda y: x *
+    y)(x)`` the captured x is a constant: 3, not 6). It is an identity op, so recorders
+    outside the transform (an outer transform's tape, a trace, vmap) see it computed
+    from the caller's tensor: higher derivatives, tracing and batching go through it.
+    """
     def convert(x: Any) -> Tensor:
         t = as_tensor(x, fname, where)
         if t._value.dtype.kind not in "fc":
             raise TypeError(f"{fname}: {where} has dtype {t.dtype.name}; only floating and complex "
                             "arguments can be differentiated (cast it, or leave it out of "
                             "argnums).")
-        return t
+        return bind(identity_p, t)
     return nest.map_structure(convert, tree)
 
 
