@@ -367,3 +367,29 @@ def test_experimental_get_tracing_count():
     assert f.experimental_get_tracing_count() == 1
     f(_c(1.0, 2.0))
     assert f.experimental_get_tracing_count() == 2
+
+
+# ---------------------------------------------------------------- argument identity
+def test_the_same_tensor_passed_twice_is_two_inputs():
+    f = tf.function(lambda a, b: a - b)
+    t = tf.constant([1.0, 2.0])
+    np.testing.assert_array_equal(f(t, t).numpy(), [0.0, 0.0])
+    np.testing.assert_array_equal(f(tf.constant([5.0, 5.0]), tf.constant([1.0, 1.0])).numpy(),
+                                  [4.0, 4.0])
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_an_argument_that_is_also_captured_is_an_input_and_a_constant():
+    c = tf.constant([1.0, 2.0])
+    f = tf.function(lambda x: x * 10.0 + c)
+    np.testing.assert_array_equal(f(c).numpy(), [11.0, 22.0])
+    np.testing.assert_array_equal(f(tf.constant([3.0, 4.0])).numpy(), [31.0, 42.0])
+
+
+def test_gradient_through_a_first_call_whose_arguments_repeat():
+    f = tf.function(lambda a, b: a * b)
+    x = tf.constant(3.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x, x)
+    assert float(tape.gradient(y, x)) == 6.0

@@ -26,7 +26,8 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .. import nest
-from ..core import recording
+from ..core import bind, recording
+from ..ops.shape import identity_p
 from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor
 from .ir import Graph, Guard
 from .passes import optimize
@@ -223,9 +224,13 @@ class Function:
     def _trace(self, key: Any, leaves: list, args: tuple, kwargs: dict,
                failed: Guard | None) -> Any:
         graph = Graph(name=getattr(self._fn, "__name__", "fn"))
-        tracer = Tracer(graph, leaves, self._guards)
+        # Each tensor argument enters the trace as a tensor of its own, made by an identity
+        # op that recorders outside the trace see: the same tensor passed twice, or passed
+        # and also captured by the function, must not become one graph input.
+        inputs = [bind(identity_p, t) for t in leaves]
+        tracer = Tracer(graph, inputs, self._guards)
         pos = [0]
-        call_args, call_kwargs = _rebuild((list(args), kwargs), leaves, pos)
+        call_args, call_kwargs = _rebuild((list(args), kwargs), inputs, pos)
         with tracer:
             result = self._fn(*call_args, **call_kwargs)
             flat = [_output_leaf(o, i) for i, o in enumerate(nest.flatten(result))]
