@@ -596,3 +596,97 @@ def test_convert_to_tensor_of_variable_and_is_tensor():
     assert isinstance(t, tf.Tensor)
     np.testing.assert_array_equal(t, [1.0, 2.0])
     assert tf.is_tensor(v) and tf.is_tensor(t) and not tf.is_tensor(np.ones(2))
+
+
+# ---------------------------------------------------------------- constant of a tensor
+def test_constant_of_a_tensor_is_differentiable():
+    x = tf.constant([1.0, 2.0])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = tf.constant(x) * 2.0
+        z = tf.constant(x, dtype=tf.float64) * 3.0
+        w = tf.constant(tf.reduce_sum(x), shape=[2, 2])
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [2.0, 2.0])
+    np.testing.assert_array_equal(tape.gradient(z, x).numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(tape.gradient(w, x).numpy(), [4.0, 4.0])
+    assert z.dtype == tf.float64 and w.shape == (2, 2)
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: tf.constant(x),
+    lambda x: tf.constant(x, dtype=tf.float64),
+    lambda x: tf.constant(x, shape=[2, 1]),
+    lambda x: tf.convert_to_tensor(x),
+    lambda x: tf.Variable(x).read_value(),
+])
+def test_constant_of_a_traced_input_is_not_frozen(make):
+    f = tf.function(lambda x: make(x) * 2.0)
+    for value in ([1.0, 2.0], [5.0, -1.0]):
+        x = tf.constant(value)
+        np.testing.assert_allclose(np.asarray(f(x)).reshape(-1), np.multiply(value, 2.0))
+
+
+def test_constant_of_a_batched_value_under_vmap():
+    out = tf.vmap(lambda x: tf.constant(x) * 2.0)(tf.constant([[1.0, 2.0], [3.0, 4.0]]))
+    np.testing.assert_array_equal(out.numpy(), [[2.0, 4.0], [6.0, 8.0]])
+
+
+def test_a_variable_of_a_batched_value_raises_under_vmap():
+    with pytest.raises(tf.batching.BatchingError, match="tf.Variable"):
+        tf.vmap(lambda x: tf.Variable(x).read_value())(tf.constant([[1.0], [2.0]]))
+
+
+# ---------------------------------------------------------------- aliasing
+def test_a_tensor_does_not_share_the_callers_array():
+    a = np.array([1.0, 2.0])
+    made = [tf.convert_to_tensor(a), tf.constant(a), tf.reshape(a, [2]), tf.identity(a),
+            tf.add(a, 0.0), tf.Variable(a)]
+    a[0] = 50.0
+    for t in made:
+        assert float(np.asarray(t)[0]) == 1.0, t
+
+
+def test_writing_into_the_callers_array_keeps_a_recorded_gradient():
+    a = np.array([3.0, 4.0])
+    x = tf.constant([1.0, 2.0], tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(x * a)
+    a[:] = 0.0
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [3.0, 4.0])
+
+
+def test_numpy_returns_a_new_array():
+    t = tf.constant([1.0, 2.0])
+    v = tf.Variable([1.0, 2.0])
+    t.numpy()[0] = 50.0
+    v.numpy()[0] = 50.0
+    assert float(t[0]) == 1.0 and float(v[0]) == 1.0
+
+
+def test_numpy_views_of_a_tensor_are_read_only():
+    t = tf.constant([1.0, 2.0])
+    view = np.asarray(t)
+    with pytest.raises(ValueError, match="read-only"):
+        view[0] = 50.0
+    assert float(t[0]) == 1.0
+    np.asarray(t, dtype=np.float64)[0] = 7.0   # a converted copy is the caller's own
+    np.array(t)[0] = 7.0
+    assert float(t[0]) == 1.0
+
+
+def test_a_traced_call_does_not_share_a_numpy_argument():
+    f = tf.function(lambda x: x)
+    a = np.array([1.0, 2.0])
+    f(a)
+    out = f(a)                  # replayed: the identity passes its input through
+    a[0] = 50.0
+    assert float(out[0]) == 1.0
+
+
+@pytest.mark.parametrize("value, what", [("a", "strings"), ([1.0, "a"], "strings"),
+                                         (b"x", "bytes")])
+def test_non_numeric_values_are_refused_clearly(value, what):
+    for make in (tf.constant, tf.convert_to_tensor, tf.Variable):
+        with pytest.raises(TypeError, match=f"numbers and bools, not {what}"):
+            make(value)

@@ -206,8 +206,10 @@ def infer_numpy_dtype(value: Any) -> np.dtype:
         return np.dtype(np.int64)
     if kind == "c" and arr.dtype == np.complex128:
         return arr.dtype
-    if kind == "O":
-        raise TypeError(f"Cannot convert {value!r} to a tensor: it is not numeric.")
+    if kind not in "biufc":
+        what = {"U": "strings", "S": "bytes"}.get(kind, f"NumPy dtype {arr.dtype}")
+        raise TypeError(f"Cannot convert {value!r} to a tensor: tapeflow tensors hold numbers "
+                        f"and bools, not {what}.")
     return arr.dtype
 
 

@@ -150,11 +150,10 @@ class TensorBase:
         return "/job:localhost/replica:0/task:0/device:CPU:0"
 
     def numpy(self) -> Any:
-        """The value as a NumPy array (a NumPy scalar for rank 0), as TensorFlow.
-
-        It may share memory with the tensor: do not modify it in place.
-        """
-        return self._read_for_python("numpy()")
+        """The value as a new NumPy array (a NumPy scalar for rank 0), as TensorFlow:
+        writing into it changes neither the tensor nor a variable."""
+        value = self._read_for_python("numpy()")
+        return value.copy() if isinstance(value, np.ndarray) else value
 
     def _read_for_python(self, how: str) -> Any:
         # Recorders that must know about value reads (vmap, tracing) hear of them here.
@@ -165,7 +164,11 @@ class TensorBase:
         value = np.asarray(self._read_for_python("__array__"))
         if dtype is not None and value.dtype != dtype:
             return value.astype(dtype)
-        return value.copy() if copy else value
+        if copy:
+            return value.copy()
+        view = value.view()  # no copy, but a tensor is immutable: nobody writes through it
+        view.flags.writeable = False
+        return view
 
     def ref(self) -> Reference:
         return Reference(self)
@@ -219,12 +222,14 @@ class TensorBase:
         return int(value)
 
     def __format__(self, spec: str) -> str:
-        if spec and np.ndim(self._value) == 0:
-            return format(self._value.item(), spec)
+        value = self._read_for_python("format()")
+        if spec and np.ndim(value) == 0:
+            return format(value.item(), spec)
         return format(str(self), spec)
 
     def __str__(self) -> str:
-        return f"tf.Tensor({_fmt_numpy(self._value)}, shape={self.shape}, dtype={self.dtype.name})"
+        value = self._read_for_python("str()")
+        return f"tf.Tensor({_fmt_numpy(value)}, shape={self.shape}, dtype={self.dtype.name})"
 
     # Operators: each calls the tapeflow op, so tapes and accumulators see it.
     def __add__(self, y): return _ops.add(self, y)
@@ -293,10 +298,10 @@ class Tensor(TensorBase):
 
     def __repr__(self) -> str:
         return (f"<tapeflow.Tensor: shape={self.shape}, dtype={self.dtype.name}, "
-                f"numpy={_fmt_numpy(self._value)}>")
+                f"numpy={_fmt_numpy(self._read_for_python('repr()'))}>")
 
-    def __reduce__(self):
-        return (Tensor, (self._value,))
+    def __reduce__(self):  # pickle, copy.copy, copy.deepcopy
+        return (Tensor, (self._read_for_python("pickle"),))
 
 
 _variable_ids = itertools.count()
@@ -332,7 +337,8 @@ class Variable(TensorBase):
         if callable(initial_value):
             initial_value = initial_value()
         if isinstance(initial_value, TensorBase):
-            value = initial_value._value
+            # A Python read of the value: tracing guards it, vmap refuses it.
+            value = initial_value._read_for_python("tf.Variable()")
             if dtype is not None:
                 value = np.asarray(value, _dt.as_dtype(dtype)._np)
         else:
@@ -379,7 +385,7 @@ class Variable(TensorBase):
 
     def __repr__(self) -> str:
         return (f"<tapeflow.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
-                f"numpy={_fmt_numpy(self._value)}>")
+                f"numpy={_fmt_numpy(self._read_for_python('repr()'))}>")
 
     def __str__(self) -> str:
         return self.__repr__()
@@ -454,7 +460,11 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
     except (TypeError, ValueError) as e:
         raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {np_dtype}: {e}") from None
     if arr.ndim == 0:
-        arr = arr[()]
+        return Tensor(arr[()])
+    # A tensor is immutable: the caller's buffer (an array, or memory NumPy only wraps) is
+    # copied, so writing into it later changes no tensor and no recorded gradient.
+    if arr is value or not arr.flags.owndata:
+        arr = arr.copy()
     return Tensor(arr)
 
 
@@ -471,23 +481,42 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
                [0., 0.]], dtype=float32)
     """
     if isinstance(value, TensorBase):
-        arr = _as_tensor(value)._value
-        if dtype is not None:
-            arr = np.asarray(arr, _dt.as_dtype(dtype)._np)
-    elif dtype is not None and isinstance(value, (np.ndarray, np.generic)):
+        return _constant_of_tensor(_as_tensor(value), dtype, shape)
+    if dtype is not None and isinstance(value, (np.ndarray, np.generic)):
         arr = np.array(value, dtype=_dt.as_dtype(dtype)._np)
     else:
-        arr = np.array(convert_to_tensor(value, dtype)._value, copy=True)
+        arr = convert_to_tensor(value, dtype)._value
     if shape is not None:
-        shape = tuple(int(d) for d in shape)
+        shape = _constant_shape(shape, np.shape(arr), np.size(arr))
         if np.size(arr) == 1 and np.prod(shape, dtype=np.int64) != 1:
             arr = np.full(shape, np.asarray(arr).reshape(()), dtype=arr.dtype)
-        elif np.size(arr) == np.prod(shape, dtype=np.int64):
-            arr = np.reshape(arr, shape)
         else:
-            raise TypeError(f"constant: cannot give a value of shape {np.shape(arr)} "
-                            f"({np.size(arr)} elements) the shape {shape}.")
+            arr = np.reshape(arr, shape)
     if np.ndim(arr) == 0:
         arr = np.asarray(arr)[()]
     return Tensor(arr)
+
+
+def _constant_shape(shape: Any, value_shape: tuple, size: int) -> tuple:
+    shape = tuple(int(d) for d in shape)
+    if size == 1 or size == np.prod(shape, dtype=np.int64):
+        return shape
+    raise TypeError(f"constant: cannot give a value of shape {value_shape} ({size} elements) "
+                    f"the shape {shape}.")
+
+
+def _constant_of_tensor(t: Tensor, dtype: Any, shape: Any) -> Tensor:
+    """constant(t) is the tensor t as an op (an identity, or a cast to `dtype`), so tapes,
+    traces and vmap follow it: it is not frozen into a graph, and gradients flow through
+    it (as TensorFlow)."""
+    if dtype is not None and _dt.as_dtype(dtype)._np != t._value.dtype:
+        out = _ops.cast(t, dtype)
+    else:
+        out = _ops.identity(t)
+    if shape is None:
+        return out
+    shape = _constant_shape(shape, tuple(np.shape(t._value)), int(np.size(t._value)))
+    if np.size(t._value) == 1 and np.prod(shape, dtype=np.int64) != 1:
+        return _ops.broadcast_to(_ops.reshape(out, ()), shape)
+    return _ops.reshape(out, shape)
 

@@ -8,7 +8,9 @@ a read raises, naming the line. Frequent retracing warns, naming the line too.
 
 from __future__ import annotations
 
+import copy
 import os
+import pickle
 import warnings
 
 import numpy as np
@@ -249,3 +251,35 @@ def test_no_retracing_warning_for_few_traces():
         for k in range(3):
             traced(tf.constant(float(k)))
             traced(tf.constant(float(k)))
+
+
+# ---------------------------------------------------------------- every Python read guards
+def _pickled(x):
+    return pickle.loads(pickle.dumps(x))
+
+
+_READS = {
+    "str": lambda x: float(str(x).split("(")[1].split(",")[0]),
+    "repr": lambda x: float(repr(x).split("numpy=")[1].rstrip(">")),
+    "format": lambda x: float(format(x, ".3f")),
+    "f-string": lambda x: float(f"{x:.3f}"),
+    "copy": lambda x: copy.copy(x),
+    "deepcopy": lambda x: copy.deepcopy(x),
+    "pickle": _pickled,
+}
+
+
+@pytest.mark.parametrize("how", sorted(_READS))
+def test_every_python_read_of_a_traced_value_is_guarded(how):
+    read = _READS[how]
+    traced = tf.function(lambda x: tf.constant(read(x)) * 2.0)
+    for value in (1.5, 4.25, 1.5):
+        np.testing.assert_allclose(float(traced(tf.constant(value, tf.float64))), 2 * value)
+    assert traced.experimental_get_tracing_count() == 2   # one branch per value read
+
+
+@pytest.mark.parametrize("how", sorted(_READS))
+def test_every_python_read_raises_with_guards_error(how):
+    traced = tf.function(lambda x: tf.constant(_READS[how](x)) * 2.0, guards="error")
+    with pytest.raises(TracingError):
+        traced(tf.constant(1.5, tf.float64))

@@ -69,7 +69,7 @@ def _walk(x: Any, leaves: list) -> Any:
         leaves.append(x)
         return ("T", np.shape(x._value), x._value.dtype.str)
     if isinstance(x, np.ndarray) or isinstance(x, np.generic):
-        t = Tensor(x)
+        t = convert_to_tensor(x)  # a copy: the caller may write into the array later
         leaves.append(t)
         return ("T", np.shape(x), x.dtype.str)
     if isinstance(x, Variable):
