@@ -614,3 +614,43 @@ def test_tapes_in_concurrent_threads():
         th.join()
     assert not errors
     assert results == {2: 4.0, 5: 10.0}
+
+
+# ---------------------------------------------------------------- integer and bool outputs
+def _through_int(x):
+    """x -> an int32 result (3 x truncated) -> back to float: no derivative on the way."""
+    return tf.cast(tf.cast(x * 3.0, tf.int32), x.dtype)
+
+
+def test_no_gradient_flows_through_an_integer_output():
+    x = tf.constant([1.5, 2.0], tf.float64)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        as_int = tf.cast(x * 3.0, tf.int32)
+        as_bool = x > 1.7
+        back = _through_int(x) + x
+    assert tape.gradient(as_int, x) is None
+    assert tape.gradient(as_bool, x) is None
+    assert tape.jacobian(as_int, x) is None
+    np.testing.assert_array_equal(tape.gradient(back, x).numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(tape.jacobian(back, x).numpy(), np.eye(2))
+
+
+def _int_gradient(x):
+    """tape.gradient of an int32 result: None (TensorFlow's answer)."""
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.cast(x * 3.0, tf.int32)
+    return tape.gradient(y, x)
+
+
+def test_no_gradient_of_an_integer_output_traced_or_batched():
+    x = tf.constant([1.5, 2.0], tf.float64)
+    assert tf.function(_int_gradient)(x) is None
+    assert tf.vmap(_int_gradient)(tf.reshape(x, [2, 1])) is None
+
+
+@pytest.mark.parametrize("transform", [tf.jacrev, tf.jacfwd, tf.jacobian])
+def test_transforms_give_zero_jacobians_of_an_integer_output(transform):
+    got = transform(lambda v: tf.cast(v * 3.0, tf.int32))(tf.constant([1.5, 2.0], tf.float64))
+    assert not np.asarray(got).any()

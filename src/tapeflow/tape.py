@@ -171,13 +171,15 @@ class GradientTape(Recorder):
             self._watched = {}
 
     def _plan(self, sources: list) -> tuple[list, set]:
-        """The recorded ops on a path from some source, and the ids they reach."""
+        """The recorded ops on a path from some source, and the ids they reach. No
+        derivative flows through an integer or bool output (a cast to int, a
+        comparison): such an output is never reached, as in TensorFlow."""
         reach = {id(s) for s in sources if id(s) in self._watched}
         plan = []
         for entry in self._entries:
             if any(id(x) in reach for x in entry[1]):
                 plan.append(entry)
-                reach.update(id(o) for o in entry[2])
+                reach.update(id(o) for o in entry[2] if _differentiable(o))
         return plan, reach
 
     def _backward(self, plan: list, reach: set, targets: list, cts: list, sources: list) -> list:
