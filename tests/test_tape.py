@@ -654,3 +654,28 @@ def test_no_gradient_of_an_integer_output_traced_or_batched():
 def test_transforms_give_zero_jacobians_of_an_integer_output(transform):
     got = transform(lambda v: tf.cast(v * 3.0, tf.int32))(tf.constant([1.5, 2.0], tf.float64))
     assert not np.asarray(got).any()
+
+
+# ---------------------------------------------------------------- a target that is its source
+def test_gradient_of_a_source_with_respect_to_itself_is_ones():
+    v = tf.Variable([1.0, 2.0])
+    x = tf.constant([3.0, 4.0])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+    np.testing.assert_array_equal(tape.gradient(v, v).numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(tape.gradient(x, x).numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(tape.jacobian(v, v).numpy(), np.eye(2))
+    grads = tape.gradient([v, x], [v, x])
+    np.testing.assert_array_equal(grads[0].numpy(), [1.0, 1.0])
+
+
+def test_gradient_of_an_unwatched_source_with_respect_to_itself_is_none():
+    x = tf.constant([3.0, 4.0])
+    frozen = tf.Variable([1.0, 2.0], trainable=False)
+    with tf.GradientTape(persistent=True) as tape:
+        pass
+    assert tape.gradient(x, x) is None
+    assert tape.gradient(frozen, frozen) is None
+    with tf.GradientTape(watch_accessed_variables=False) as quiet:
+        v = tf.Variable([1.0])
+    assert quiet.gradient(v, v) is None

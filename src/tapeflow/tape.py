@@ -174,7 +174,10 @@ class GradientTape(Recorder):
         """The recorded ops on a path from some source, and the ids they reach. No
         derivative flows through an integer or bool output (a cast to int, a
         comparison): such an output is never reached, as in TensorFlow."""
-        reach = {id(s) for s in sources if id(s) in self._watched}
+        # A trainable variable counts as watched even if never read (the tape would have
+        # watched it at its first read): tape.gradient(v, v) is ones, as TensorFlow.
+        reach = {id(s) for s in sources if id(s) in self._watched or (
+            self._watch_accessed and type(s) is Variable and s._trainable and _differentiable(s))}
         plan = []
         for entry in self._entries:
             if any(id(x) in reach for x in entry[1]):
