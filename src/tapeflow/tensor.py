@@ -376,11 +376,13 @@ class Variable(TensorBase):
     def assign_add(self, delta: Any, use_locking: Any = None, name: Any = None,
                    read_value: bool = True) -> "Variable":
         """Add `delta` to the value in place of the variable. Returns the variable."""
+        delta = _convert_for_assign(self, delta, "assign_add")
         return self.assign(_ops.add(self.value(), delta))
 
     def assign_sub(self, delta: Any, use_locking: Any = None, name: Any = None,
                    read_value: bool = True) -> "Variable":
         """Subtract `delta` from the value. Returns the variable."""
+        delta = _convert_for_assign(self, delta, "assign_sub")
         return self.assign(_ops.subtract(self.value(), delta))
 
     def __repr__(self) -> str:
@@ -457,7 +459,7 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
                 np_dtype = hinted
     try:
         arr = np.asarray(value, dtype=np_dtype)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {np_dtype}: {e}") from None
     if arr.ndim == 0:
         return Tensor(arr[()])
@@ -498,7 +500,10 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
 
 
 def _constant_shape(shape: Any, value_shape: tuple, size: int) -> tuple:
-    shape = tuple(int(d) for d in shape)
+    dims = np.asarray(shape).reshape(-1)
+    if dims.size and (dims.dtype.kind not in "iu" or (dims < 0).any()):
+        raise TypeError(f"constant: `shape` must be non-negative integers; got {shape!r}.")
+    shape = tuple(int(d) for d in dims)
     if size == 1 or size == np.prod(shape, dtype=np.int64):
         return shape
     raise TypeError(f"constant: cannot give a value of shape {value_shape} ({size} elements) "

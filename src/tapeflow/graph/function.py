@@ -164,13 +164,17 @@ class Function:
                  guards: str = "retrace") -> None:
         if guards not in ("retrace", "error"):
             raise ValueError(f"function: guards must be 'retrace' or 'error'; got {guards!r}.")
+        if input_signature is not None and not isinstance(input_signature, (list, tuple)):
+            raise TypeError(f"function: `input_signature` must be a list or tuple of "
+                            f"TensorSpec, one per argument; got {input_signature!r} (wrap a "
+                            "single TensorSpec in a list).")
         self._fn = fn
         self._input_signature = None if input_signature is None else list(input_signature)
         self._guards = guards
         self._cache: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.RLock()
         self._trace_count = 0
-        self._retrace_reasons: list[str] = []
+        self._retrace_reasons: collections.Counter = collections.Counter()  # reason -> traces
         functools.update_wrapper(self, fn)
 
     # ------------------------------------------------------------------ calling
@@ -253,10 +257,10 @@ class Function:
             reason = f"the value read at {failed.where} changed (a guard failed)"
         else:
             reason = "a new input signature (tensor shapes/dtypes or Python argument values)"
-        self._retrace_reasons.append(reason)
+        self._retrace_reasons[reason] += 1  # a count per distinct reason: bounded
         if self._trace_count == RETRACE_WARN_AFTER + 1 or (
                 self._trace_count > RETRACE_WARN_AFTER and self._trace_count % 50 == 0):
-            common = collections.Counter(self._retrace_reasons).most_common(1)[0][0]
+            common = self._retrace_reasons.most_common(1)[0][0]
             warnings.warn(f"tapeflow.function {self.__name__!r} has been traced "
                           f"{self._trace_count} times, most often because of {common}. Frequent "
                           "retracing is slow: pass tensors instead of Python numbers, keep shapes "

@@ -57,7 +57,7 @@ def convert_like(x: Any, other: Tensor, op: str, arg: str) -> Tensor:
         return Tensor(target.type(x))  # the common `t * 2.0`: no array round trip
     try:
         return convert_to_tensor(x, dtype=target)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         raise TypeError(f"{op}: argument `{arg}`={x!r} cannot be converted to "
                         f"{_dt.from_numpy(target).name} to match the other operand: {e}") from None
 

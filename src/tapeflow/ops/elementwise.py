@@ -126,8 +126,18 @@ defvjp(minimum_p, lambda g, ans, x, y: multiply(g, float_mask(less_equal(x, y), 
        lambda g, ans, x, y: multiply(g, float_mask(greater(x, y), g)), broadcasting=True)
 batch_elementwise(minimum_p)
 
+def _checked_division(name: str, fn: np.ufunc) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """An integer division that raises on a zero divisor (as TensorFlow) instead of
+    NumPy's 0; inside the impl, so the check runs on every replay and every example."""
+    def impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        if y.dtype.kind in "iu" and not np.all(y):
+            raise InvalidArgumentError(f"{name}: integer division by zero (`y` has a zero).")
+        return fn(x, y)
+    return impl
+
+
 # ------------------------------------------------------------------ floormod: x - floor(x/y) y
-floormod_p = Primitive("floormod", np.mod)
+floormod_p = Primitive("floormod", _checked_division("floormod", np.mod))
 defjvp(floormod_p, lambda t, ans, x, y: t,
        lambda t, ans, x, y: negative(multiply(t, floordiv(x, y))), broadcasting=True)
 defvjp(floormod_p, lambda g, ans, x, y: g,
@@ -135,7 +145,8 @@ defvjp(floormod_p, lambda g, ans, x, y: g,
 batch_elementwise(floormod_p)
 
 # floordiv is piecewise constant: no derivative (as TensorFlow).
-floordiv_p = Primitive("floordiv", np.floor_divide, differentiable=False)
+floordiv_p = Primitive("floordiv", _checked_division("floordiv", np.floor_divide),
+                       differentiable=False)
 batch_elementwise(floordiv_p)
 
 # ------------------------------------------------------------------ square: 2x

@@ -175,7 +175,10 @@ def _normalize_key(key: Any) -> tuple:
         if k is None or k is Ellipsis or isinstance(k, (int, np.integer)) and not isinstance(k, bool):
             out.append(k if k is None or k is Ellipsis else int(k))
         elif isinstance(k, slice):
-            out.append(slice(*(None if v is None else _indexint_arg(v) for v in (k.start, k.stop, k.step))))
+            parts = [None if v is None else _index_int(v) for v in (k.start, k.stop, k.step)]
+            if parts[2] == 0:
+                raise InvalidArgumentError(f"getitem: slice step cannot be zero; got {k!r}.")
+            out.append(slice(*parts))
         elif isinstance(k, TensorBase) and np.ndim(k._value) == 0 and k._value.dtype.kind in "iu":
             out.append(int(k))  # a value read: tracing guards it (NOTE(value-reads))
         else:
@@ -185,7 +188,7 @@ def _normalize_key(key: Any) -> tuple:
     return tuple(out)
 
 
-def _indexint_arg(v: Any) -> int:
+def _index_int(v: Any) -> int:
     if isinstance(v, TensorBase):
         return int(v)  # a value read: tracing guards it
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) and not (

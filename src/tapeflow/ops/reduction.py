@@ -21,7 +21,8 @@ from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, check_dtype, normalize_axis
 from .complex import real
-from .elementwise import add, divide, equal, floordiv, is_finite, multiply, sqrt, square, subtract
+from .elementwise import (abs_p, add, divide, equal, floordiv, is_finite, multiply, sign_p, sqrt,
+                          square, subtract)
 from .indexing import getitem_p
 from .shape import concat_p, stop_gradient
 from .structural import (batch_along_axis, batch_reduction, conj_if_complex, defjvp,
@@ -176,6 +177,16 @@ def reduce_sum(input_tensor: Any, axis: Any = None, keepdims: bool = False,
     return bind(reduce_sum_p, x, axis=axis, keepdims=bool(keepdims))
 
 
+def _check_not_empty(x: Tensor, axis: tuple | None, op: str) -> None:
+    """An extremum over no values is undefined; over a non-empty axis of an empty tensor
+    it is an empty result."""
+    shape = shape_of(x)
+    empty = [a for a in (range(len(shape)) if axis is None else axis) if shape[a] == 0]
+    if empty:
+        raise InvalidArgumentError(f"{op}: axis {empty[0]} of `input_tensor` (shape {shape}) "
+                                   "is empty: there is no value to take the extremum of.")
+
+
 def reduce_max(input_tensor: Any, axis: Any = None, keepdims: bool = False,
                name: str | None = None) -> Tensor:
     """Maximum over `axis`. At ties the gradient is split equally among the maxima
@@ -187,8 +198,7 @@ def reduce_max(input_tensor: Any, axis: Any = None, keepdims: bool = False,
         array([5., 4.], dtype=float32)
     """
     x, axis = _reduce_args(input_tensor, axis, "reduce_max", "fiu")
-    if x._value.size == 0:
-        raise InvalidArgumentError("reduce_max: `input_tensor` is empty.")
+    _check_not_empty(x, axis, "reduce_max")
     return bind(reduce_max_p, x, axis=axis, keepdims=bool(keepdims))
 
 
@@ -202,14 +212,14 @@ def reduce_min(input_tensor: Any, axis: Any = None, keepdims: bool = False,
         array([1., 3.], dtype=float32)
     """
     x, axis = _reduce_args(input_tensor, axis, "reduce_min", "fiu")
-    if x._value.size == 0:
-        raise InvalidArgumentError("reduce_min: `input_tensor` is empty.")
+    _check_not_empty(x, axis, "reduce_min")
     return bind(reduce_min_p, x, axis=axis, keepdims=bool(keepdims))
 
 
 def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: bool = False,
                 name: str | None = None) -> Tensor:
-    """Mean over `axis`; integer tensors give the integer (floor) mean, as TensorFlow.
+    """Mean over `axis`; integer tensors give the integer mean truncated toward zero, as
+    TensorFlow.
 
     Example:
         >>> import tapeflow as tf
@@ -221,8 +231,10 @@ def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: bool = False,
     count = int(np.prod([shape[i] for i in (axis if axis is not None else range(len(shape)))],
                         dtype=np.int64))
     total = bind(reduce_sum_p, x, axis=axis, keepdims=bool(keepdims))
-    if x._value.dtype.kind in "iu":
+    if x._value.dtype.kind == "u":
         return floordiv(total, max(count, 1))
+    if x._value.dtype.kind == "i":  # truncated toward zero: |total| // count with total's sign
+        return multiply(floordiv(bind(abs_p, total), max(count, 1)), bind(sign_p, total))
     return multiply(total, 1.0 / count if count else np.nan)
 
 

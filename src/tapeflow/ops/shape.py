@@ -18,7 +18,7 @@ import numpy as np
 from ..core import Primitive, Zero, bind
 from ..errors import DTypeMismatchError, InvalidArgumentError
 from ..tensor import Tensor, TensorBase
-from .convert import as_tensor, binary_args, int_arg, int_list, normalize_axis
+from .convert import as_tensor, binary_args, convert_like, int_arg, int_list, normalize_axis
 from .indexing import gather_p, getitem_p, getitem_transpose_p
 from .structural import (batch_unary, broadcast_to_p, conj_p, instantiate, linear, move_to_front,
                          reshape_p, same_as_input, select_p, shape_of, transpose_p)
@@ -120,11 +120,11 @@ def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
         TensorShape([2, 2])
     """
     x = as_tensor(tensor, "reshape", "tensor")
-    target = [int(d) for d in (np.asarray(shape).reshape(-1).tolist()
-                               if not isinstance(shape, int) else [shape])]
+    target = int_list(shape, "reshape", "shape")
     size = np.size(x._value)
-    if target.count(-1) > 1:
-        raise InvalidArgumentError(f"reshape: `shape` {target} has more than one -1.")
+    if target.count(-1) > 1 or min(target, default=0) < -1:
+        raise InvalidArgumentError(f"reshape: `shape` {target} must hold non-negative sizes and "
+                                   "at most one -1 (the size that makes the count right).")
     if -1 in target:
         known = int(np.prod([d for d in target if d != -1], dtype=np.int64))
         if known == 0 or size % known:
@@ -151,8 +151,7 @@ def transpose(a: Any, perm: Sequence[int] | None = None, conjugate: bool = False
     """
     x = as_tensor(a, "transpose", "a")
     ndim = np.ndim(x._value)
-    perm = tuple(range(ndim))[::-1] if perm is None else tuple(int(p) % max(ndim, 1) for p in
-                                                               np.asarray(perm).tolist())
+    perm = tuple(range(ndim))[::-1] if perm is None else tuple(int_list(perm, "transpose", "perm"))
     if sorted(perm) != list(range(ndim)):
         raise InvalidArgumentError(f"transpose: `perm` must be a permutation of 0..{ndim - 1}; "
                                    f"got {perm}.")
@@ -170,7 +169,7 @@ def expand_dims(input: Any, axis: int, name: str | None = None) -> Tensor:  # no
     """
     x = as_tensor(input, "expand_dims", "input")
     shape = list(shape_of(x))
-    ax = int(axis)
+    ax = int_arg(axis, "expand_dims", "axis")
     if not -len(shape) - 1 <= ax <= len(shape):
         raise InvalidArgumentError(f"expand_dims: `axis`={axis} is out of range for a tensor of "
                                    f"rank {len(shape)} (valid: [{-len(shape) - 1}, {len(shape)}]).")
@@ -209,7 +208,7 @@ def broadcast_to(input: Any, shape: Any, name: str | None = None) -> Tensor:  # 
                [1., 2.]], dtype=float32)
     """
     x = as_tensor(input, "broadcast_to", "input")
-    target = tuple(int(d) for d in np.asarray(shape).reshape(-1).tolist())
+    target = tuple(int_list(shape, "broadcast_to", "shape"))
     try:
         np.broadcast_shapes(shape_of(x), target)
         if np.broadcast_shapes(shape_of(x), target) != target:
@@ -230,7 +229,7 @@ def _tensors(values: Any, op: str) -> list[Tensor]:
     for i, t in enumerate(ts):
         if t._value.dtype != first:
             ts[i] = as_tensor(values[i], op, f"values[{i}]") if isinstance(values[i], TensorBase) \
-                else Tensor(np.asarray(t._value, first))
+                else convert_like(values[i], ts[0], op, f"values[{i}]")
             if ts[i]._value.dtype != first:
                 raise DTypeMismatchError(f"{op}: values[0] has dtype {first} but values[{i}] "
                                          f"has dtype {t._value.dtype}.")
