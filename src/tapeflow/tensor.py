@@ -14,6 +14,7 @@ when first needed, not when it loads.
 from __future__ import annotations
 
 import itertools
+import threading
 import types
 from typing import Any, Iterator
 
@@ -325,7 +326,7 @@ class Variable(TensorBase):
         array([2., 4.], dtype=float32)
     """
 
-    __slots__ = ("_value", "_trainable", "_name", "_id", "__weakref__")
+    __slots__ = ("_value", "_trainable", "_name", "_id", "_lock", "__weakref__")
 
     def __init__(self, initial_value: Any = None, trainable: bool = True,
                  validate_shape: bool = True, caching_device: Any = None,
@@ -348,6 +349,9 @@ class Variable(TensorBase):
         self._trainable = bool(trainable)
         self._id = next(_variable_ids)
         self._name = name or "Variable"
+        # Held by every update (assign_add reads, adds and writes under it; a traced call
+        # that writes the variable holds it for the whole replay): updates are atomic.
+        self._lock = threading.RLock()
 
     @property
     def trainable(self) -> bool:
@@ -367,23 +371,26 @@ class Variable(TensorBase):
                read_value: bool = True) -> "Variable":
         """Replace the value; shape and dtype must match. Returns the variable."""
         new = _convert_for_assign(self, value, "assign")
-        _core.variable_written(self, new)  # tracing records the write
-        # A new buffer, never an in-place write: tensors read earlier keep their values, and
-        # a caller's array passed to assign is not aliased.
-        self._value = np.array(new._value, copy=True)
+        with self._lock:
+            _core.variable_written(self, new)  # tracing records the write
+            # A new buffer, never an in-place write: tensors read earlier keep their values,
+            # and a caller's array passed to assign is not aliased.
+            self._value = np.array(new._value, copy=True)
         return self
 
     def assign_add(self, delta: Any, use_locking: Any = None, name: Any = None,
                    read_value: bool = True) -> "Variable":
         """Add `delta` to the value in place of the variable. Returns the variable."""
         delta = _convert_for_assign(self, delta, "assign_add")
-        return self.assign(_ops.add(self.value(), delta))
+        with self._lock:  # read, add and write as one update
+            return self.assign(_ops.add(self.value(), delta))
 
     def assign_sub(self, delta: Any, use_locking: Any = None, name: Any = None,
                    read_value: bool = True) -> "Variable":
         """Subtract `delta` from the value. Returns the variable."""
         delta = _convert_for_assign(self, delta, "assign_sub")
-        return self.assign(_ops.subtract(self.value(), delta))
+        with self._lock:  # read, subtract and write as one update
+            return self.assign(_ops.subtract(self.value(), delta))
 
     def __repr__(self) -> str:
         return (f"<tapeflow.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
@@ -391,6 +398,10 @@ class Variable(TensorBase):
 
     def __str__(self) -> str:
         return self.__repr__()
+
+    def __reduce__(self):  # pickle, copy.copy, copy.deepcopy: a new variable, same value
+        return (Variable, (self._read_for_python("pickle"), self._trainable, True, None,
+                           self._name))
 
 
 def _convert_for_assign(var: Variable, value: Any, how: str) -> "Tensor":

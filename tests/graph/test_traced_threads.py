@@ -6,6 +6,8 @@ compute gradients, and concurrent first calls trace the function only once.
 
 from __future__ import annotations
 
+import copy
+import pickle
 import threading
 import time
 
@@ -102,3 +104,72 @@ def test_concurrent_first_calls_trace_once():
     _run_threads(worker)
     assert len(runs) == 1
     assert f.experimental_get_tracing_count() == 1
+
+
+# ---------------------------------------------------------------- atomic variable updates
+def test_concurrent_assign_add_is_atomic():
+    v = tf.Variable(0.0, dtype=tf.float64)
+
+    def worker(i):
+        for _ in range(2000):
+            v.assign_add(1.0)
+
+    _run_threads(worker)
+    assert float(v) == 16000.0
+
+
+def test_concurrent_assign_sub_and_add_is_atomic():
+    v = tf.Variable([0.0, 0.0], dtype=tf.float64)
+
+    def worker(i):
+        for _ in range(1000):
+            if i % 2:
+                v.assign_sub([1.0, 2.0])
+            else:
+                v.assign_add([2.0, 4.0])
+
+    _run_threads(worker)
+    np.testing.assert_array_equal(v.numpy(), [4000.0, 8000.0])
+
+
+def test_concurrent_traced_assign_add_is_atomic():
+    v = tf.Variable(0.0, dtype=tf.float64)
+    step = tf.function(lambda: v.assign_add(1.0).read_value())
+    step()
+
+    def worker(i):
+        for _ in range(1000):
+            step()
+
+    _run_threads(worker)
+    assert float(v) == 8001.0
+
+
+def test_concurrent_interpreted_replays_update_atomically():
+    v = tf.Variable(0.0, dtype=tf.float64)
+
+    @tf.function
+    def step(x):
+        v.assign_add(x)
+        return v.read_value() * x
+
+    step(tf.constant(1.0, tf.float64))
+
+    def worker(i):
+        x = tf.constant(1.0, tf.float64)
+        for _ in range(300):
+            with tf.GradientTape() as tape:  # a tape around the call: the re-binding replay
+                tape.watch(x)
+                step(x)
+
+    _run_threads(worker)
+    assert float(v) == 2401.0
+
+
+def test_a_variable_copies_as_a_new_variable():
+    v = tf.Variable([1.0, 2.0], name="w")
+    for twin in (copy.copy(v), copy.deepcopy(v), pickle.loads(pickle.dumps(v))):
+        assert twin is not v and twin.name == "w:0"
+        np.testing.assert_array_equal(twin.numpy(), [1.0, 2.0])
+        twin.assign([5.0, 6.0])
+        np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])

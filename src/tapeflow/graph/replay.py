@@ -6,7 +6,8 @@ checks, no per-node bookkeeping. Elementwise ufunc nodes write into the buffer
 of an input that dies with them when it is safe (the buffer was made by the
 graph, nothing else refers to it). Variable values live in locals during the
 replay and are written back at the end, after every guard has passed, so an
-abandoned replay changes nothing.
+abandoned replay changes nothing; a replay that writes variables holds their locks
+from its first read to its last write, so concurrent calls update them atomically.
 
 `interpret` replays by binding each node's primitive, so tapes, accumulators,
 vmap and an enclosing trace see every op: that is how a traced function stays
@@ -22,9 +23,9 @@ import numpy as np
 
 from ..core import bind
 from ..tensor import Tensor
-from .ir import Graph, Guard, Node
+from .ir import Assign, Graph, Guard, Node
 
-__all__ = ["GuardFailed", "compile_graph", "interpret"]
+__all__ = ["GuardFailed", "VariableLocks", "compile_graph", "interpret"]
 
 _HOW = {"bool": "bool()", "float": "float()", "int": "int()", "index": "__index__",
         "complex": "complex()", "array": "numpy()"}
@@ -36,6 +37,27 @@ class GuardFailed(Exception):
     def __init__(self, guard: Guard) -> None:
         super().__init__(guard.where)
         self.guard = guard
+
+
+class VariableLocks:
+    """The locks of the variables a replay writes, taken in one order (by variable id) for
+    the whole replay: concurrent calls update each variable atomically, never deadlock."""
+
+    def __init__(self, variables: list) -> None:
+        self.locks = [v._lock for v in sorted(variables, key=lambda v: v._id)]
+
+    def __enter__(self) -> None:
+        for lock in self.locks:
+            lock.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        for lock in reversed(self.locks):
+            lock.release()
+
+
+def _written(g: Graph) -> list:
+    """The variables the graph assigns to, once each."""
+    return [g.variables[i] for i in sorted({n.var for n in g.nodes if isinstance(n, Assign)})]
 
 
 def _reusable_buffers(g: Graph) -> dict[int, int]:
@@ -113,6 +135,9 @@ def compile_graph(g: Graph) -> Callable[..., list]:
     for i in sorted(written):
         lines.append(f"    V{i}._value = np.array(w{i}, copy=True)")
     lines.append(f"    return [{', '.join('None' if o is None else ref[o] for o in g.outputs)}]")
+    if written:
+        ns["locks"] = VariableLocks(_written(g))
+        lines = lines[:1] + ["    with locks:"] + ["    " + line for line in lines[1:]]
     src = "\n".join(lines) + "\n"
     code = compile(src, f"<tapeflow graph {g.name}>", "exec")
     exec(code, ns)  # noqa: S102 - our own generated straight-line code
@@ -140,6 +165,11 @@ def _replayed_grad_fn(n: Node, env: dict) -> Callable:
 
 def interpret(g: Graph, inputs: list[Tensor]) -> list:
     """Replay by binding each node: every active recorder sees the ops."""
+    with VariableLocks(_written(g)):
+        return _interpret(g, inputs)
+
+
+def _interpret(g: Graph, inputs: list[Tensor]) -> list:
     env: dict[int, Any] = dict(zip(g.inputs, inputs, strict=True))
     for s, value in g.constants.items():
         env[s] = Tensor(value)
