@@ -185,3 +185,15 @@ def test_boolean_reductions():
     np.testing.assert_array_equal(tf.reduce_any(x, axis=1, keepdims=True), [[True], [True]])
     empty = tf.zeros([0], tf.bool)
     assert bool(tf.reduce_all(empty)) and not bool(tf.reduce_any(empty))
+
+
+def test_reduce_std_at_zero_variance_is_nan_in_both_modes():
+    # TensorFlow's convention (sqrt has no derivative at 0); forward and reverse agree.
+    x = tf.constant([2.0, 2.0, 2.0], tf.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fwd, rev = tf.jacfwd(tf.math.reduce_std)(x), tf.jacrev(tf.math.reduce_std)(x)
+    assert np.isnan(fwd.numpy()).all() and np.isnan(rev.numpy()).all()
+    y = tf.constant([1.0, 2.0, 4.0], tf.float64)
+    np.testing.assert_allclose(tf.jacfwd(tf.math.reduce_std)(y).numpy(),
+                               tf.jacrev(tf.math.reduce_std)(y).numpy(), rtol=1e-14)
+    assert float(tf.math.reduce_std(y)) == np.std(y.numpy())

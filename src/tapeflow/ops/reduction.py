@@ -21,14 +21,14 @@ from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, check_dtype, normalize_axis
 from .complex import real
-from .elementwise import (abs_p, add, divide, equal, floordiv, is_finite, multiply, sign_p, sqrt,
+from .elementwise import (abs_p, add, divide, equal, floordiv, is_finite, multiply, sign_p,
                           square, subtract)
 from .indexing import getitem_p
 from .shape import concat_p, stop_gradient
 from .structural import (batch_along_axis, batch_reduction, conj_if_complex, defjvp,
                          defvjp, expand_reduced, float_mask, kept_shape, linear, reduce_sum_p,
                          reshape_p, select_p, shape_of, transpose_p, zeros_of)
-from .transcendental import exp, log
+from .transcendental import exp, log, pow
 
 
 # ------------------------------------------------------------------ reduce_max / reduce_min
@@ -314,15 +314,20 @@ def reduce_variance(input_tensor: Any, axis: Any = None, keepdims: bool = False,
 def reduce_std(input_tensor: Any, axis: Any = None, keepdims: bool = False,
                name: str | None = None) -> Tensor:
     """Population standard deviation over `axis`: sqrt(reduce_variance(x)). Where all
-    reduced values are equal the gradient is nan, as TensorFlow (sqrt is not
-    differentiable at 0).
+    reduced values are equal the derivative is nan in forward and reverse mode alike, as
+    TensorFlow (sqrt is not differentiable at 0).
 
     Example:
         >>> import tapeflow as tf
         >>> tf.math.reduce_std(tf.constant([1., 3.])).numpy()
         np.float32(1.0)
     """
-    return sqrt(_variance(input_tensor, axis, keepdims, "reduce_std"))
+    var = _variance(input_tensor, axis, keepdims, "reduce_std")
+    # var ** 0.5 rather than sqrt: sqrt's forward rule keeps a zero tangent zero at 0 (its
+    # reverse rule, a zero cotangent), but the tangent of var is zero at zero variance
+    # while the cotangent of std is not, so the two modes would disagree (0 against nan);
+    # the power's rules give nan in both.
+    return pow(var, Tensor(np.asarray(0.5, var._value.dtype)))
 
 
 def _bool_reduction(prim: Primitive, input_tensor: Any, axis: Any, keepdims: bool) -> Tensor:
