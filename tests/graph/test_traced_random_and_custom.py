@@ -13,6 +13,7 @@ import pytest
 from graph_helpers import X0, _c, _close
 
 import tapeflow as tf
+from tapeflow.graph import TracingError
 
 
 @pytest.fixture(autouse=True)
@@ -108,3 +109,35 @@ def test_recompute_grad_inside_replay_differentiated_from_outside():
         tape.watch(x)
         y = h(x)
     _close(tape.gradient(y, x), [np.cos(1.5) * 1.5 + np.sin(1.5)])
+
+
+def _reads_its_cotangent(scale_by_x):
+    @tf.custom_gradient
+    def f(x):
+        def grad(dy):
+            s = float(tf.reduce_max(dy))  # a value read while the grad_fn is traced
+            return dy * s * (x if scale_by_x else 3.0)
+        return x * 2.0, grad
+    return tf.function(lambda x: f(x))
+
+
+def _gradient(fn, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = fn(x)
+    return tape.gradient(y, x)
+
+
+def test_a_grad_fn_that_reads_its_cotangent_replays_under_a_tape():
+    g = _reads_its_cotangent(scale_by_x=False)
+    g(tf.constant([1.0, 2.0]))
+    for value in ([1.0, 2.0], [5.0, 6.0]):
+        np.testing.assert_array_equal(_gradient(g, tf.constant(value)).numpy(), [3.0, 3.0])
+
+
+def test_a_grad_fn_that_reads_a_value_and_closes_over_the_input():
+    g = _reads_its_cotangent(scale_by_x=True)
+    g(tf.constant([1.0, 2.0]))
+    np.testing.assert_array_equal(_gradient(g, tf.constant([1.0, 2.0])).numpy(), [1.0, 2.0])
+    with pytest.raises(TracingError, match="custom_gradient's grad_fn read a value"):
+        _gradient(g, tf.constant([5.0, 6.0]))

@@ -37,10 +37,12 @@ class Node:
 @dataclass
 class CustomBackward:
     """A custom grad_fn traced into a graph: inputs are the output cotangents, then the
-    values of `refs` (slots of the enclosing graph the grad_fn closed over)."""
+    values of `refs` (slots of the enclosing graph the grad_fn closed over), whose values
+    at trace time are `ref_values`."""
 
     graph: "Graph"
     refs: list[int]
+    ref_values: list = field(default_factory=list)
 
 
 @dataclass

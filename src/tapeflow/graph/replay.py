@@ -24,6 +24,7 @@ import numpy as np
 from ..core import bind
 from ..tensor import Tensor
 from .ir import Assign, Graph, Guard, Node
+from .trace import TracingError
 
 __all__ = ["GuardFailed", "VariableLocks", "compile_graph", "interpret"]
 
@@ -152,12 +153,32 @@ def _ident(name: str) -> str:
 
 def _replayed_grad_fn(n: Node, env: dict) -> Callable:
     """The node's custom grad_fn for this replay: its traced backward graph, reading the
-    values of this replay (not those of the traced call)."""
+    values of this replay (not those of the traced call).
+
+    The backward graph was traced on placeholder cotangents; if the user's grad_fn read a
+    value (a guard of that graph) and reads another one now, the graph does not apply.
+    Where this replay's forward values are those of the traced call, the user's grad_fn
+    itself is then exact (its closure holds those very values); otherwise it is an error
+    that says so, never a wrong number.
+    """
     refs = [env[r] for r in n.backward.refs]
     n_inputs = n.params["n_inputs"]
 
     def grad_fn(*cts: Any, variables: list | None = None) -> Any:
-        grads = interpret(n.backward.graph, list(cts) + refs)
+        try:
+            grads = interpret(n.backward.graph, list(cts) + refs)
+        except GuardFailed as failed:
+            same = all(np.array_equal(r._value, v, equal_nan=np.asarray(v).dtype.kind in "fc")
+                       for r, v in zip(refs, n.backward.ref_values, strict=True))
+            if not same:
+                raise TracingError(
+                    f"tapeflow.function: a custom_gradient's grad_fn read a value while it was "
+                    f"traced, at {failed.guard.where}, and this replay needs another value "
+                    "there at other inputs than the traced call's. A traced function's custom "
+                    "gradient cannot branch on values: use tf.where, or call it outside "
+                    "tf.function.") from None
+            original = n.params["grad_fn"]
+            return original(*cts, variables=variables) if variables else original(*cts)
         return (grads[:n_inputs], grads[n_inputs:]) if variables else grads
 
     return grad_fn

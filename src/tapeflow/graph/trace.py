@@ -66,6 +66,7 @@ class Tracer(Recorder):
         self.guards = guards
         self.outer = outer       # tracing a custom grad_fn inside another trace
         self.refs: list[int] = []  # outer slots this graph reads (its trailing inputs)
+        self.ref_values: list = []  # their values while tracing
         self._slots: dict[int, int] = {}
         self._keep: list = []   # holds every tensor with a slot, so ids stay unique
         for x in inputs:
@@ -89,6 +90,7 @@ class Tracer(Recorder):
             slot = g.new_slot(x._value)  # a value of the enclosing graph: an extra input
             g.inputs.append(slot)
             self.refs.append(outer_slot)
+            self.ref_values.append(x._value)
         elif isinstance(x, Variable):
             slot = g.new_slot(x._value)
             g.var_slots[slot] = len(g.variables)
@@ -122,7 +124,7 @@ class Tracer(Recorder):
             grads = call_grad_fn(params["grad_fn"], cts, list(inputs[n_in:n_in + n_vars]), n_in)
         sub.outputs = [None if g is None else tracer.slot_of(g) for g in grads]
         optimize(sub)
-        return CustomBackward(sub, tracer.refs)
+        return CustomBackward(sub, tracer.refs, tracer.ref_values)
 
     def on_read(self, tensor: Any, how: str) -> None:
         slot = self._slots.get(id(tensor))
