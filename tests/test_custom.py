@@ -279,3 +279,84 @@ def test_check_grads_detects_wrong_gradient_in_each_mode(modes):
 
     with pytest.raises(AssertionError):
         tf.testing.check_grads(wrong_identity, [np.array([0.5, -1.2, 2.0])], modes=modes)
+
+
+# ---------------------------------------------------------------- TensorFlow's conventions
+def test_results_may_be_python_numbers_and_numpy_arrays():
+    @tf.custom_gradient
+    def f(x):
+        return (np.array([1.0, 2.0]), 3.0), lambda dy0, dy1: dy0[0] + dy1
+    a, b = f(tf.constant(1.0))
+    np.testing.assert_array_equal(a.numpy(), [1.0, 2.0])
+    assert float(b) == 3.0
+
+
+def test_grad_fn_returns_one_gradient_per_argument_numbers_included():
+    @tf.custom_gradient
+    def scaled(x, k):
+        return x * k, lambda dy: (dy * k, dy * x)
+    x = tf.constant(2.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = scaled(x, 3.0)
+    assert float(tape.gradient(y, x)) == 3.0
+    g = tf.recompute_grad(lambda a, k: a * k)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = g(x, 3.0)
+    assert float(tape.gradient(y, x)) == 3.0
+
+
+def test_a_custom_gradient_inside_a_grad_fn_sets_the_second_derivative():
+    @tf.custom_gradient
+    def marked(g):
+        return tf.identity(g), lambda ddy: ddy * 100.0
+
+    @tf.custom_gradient
+    def square(x):
+        return x * x, lambda dy: marked(dy * 2.0 * x)
+
+    x = tf.constant(3.0)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = square(x)
+        g = inner.gradient(y, x)
+    assert float(g) == 6.0
+    assert float(outer.gradient(g, x)) == 200.0
+
+
+def test_an_exception_in_grad_fn_propagates_through_an_accumulator():
+    class Boom(Exception):
+        pass
+
+    @tf.custom_gradient
+    def f(x):
+        def grad(dy):
+            raise Boom("from grad_fn")
+        return x * 2.0, grad
+
+    x = tf.constant(1.0)
+    with pytest.raises(Boom, match="from grad_fn"):
+        with tf.autodiff.ForwardAccumulator(x, tf.constant(1.0)):
+            f(x)
+
+
+def test_the_tape_prunes_a_grad_fn_downstream_of_stop_gradient():
+    calls = []
+
+    @tf.custom_gradient
+    def f(x):
+        def grad(dy):
+            calls.append(1)
+            return dy
+        return x * 1.0, grad
+
+    x = tf.constant(1.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(tf.stop_gradient(x) * 2.0)
+        z = tf.stop_gradient(f(x)) + y + x
+    assert float(tape.gradient(z, x)) == 1.0
+    assert calls == []

@@ -617,3 +617,25 @@ def test_forward_and_reverse_agree_on_small_mlp():
 
     fd = (shifted(+1) - shifted(-1)) / (2 * eps)
     np.testing.assert_allclose(jv, fd, rtol=1e-5, atol=1e-8)
+
+
+def test_integer_primals_have_no_tangent():
+    i, x = tf.constant([1, 2]), tf.constant(2.0)
+    with tf.autodiff.ForwardAccumulator([i, x], [tf.constant([1, 1]), tf.constant(1.0)]) as acc:
+        y = tf.cast(i, tf.float32) * x
+    assert acc.jvp(i) is None
+    np.testing.assert_array_equal(acc.jvp(y).numpy(), [1.0, 2.0])
+
+
+def test_an_out_of_order_exit_leaves_nothing_recording():
+    x = tf.constant(1.0)
+    acc, tape = FA(x, tf.constant(1.0)), tf.GradientTape()
+    acc.__enter__()
+    tape.__enter__()
+    with pytest.raises(RuntimeError, match="nest strictly"):
+        acc.__exit__(None, None, None)
+    assert not acc.active and not tape.active
+    assert tf.core.current_stack() == ()
+    y = x * 2.0                       # recorded by neither
+    assert acc.jvp(y) is None
+    tape.__exit__(None, None, None)   # already stopped: harmless

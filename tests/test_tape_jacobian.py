@@ -281,3 +281,12 @@ def test_jacobian_loop_without_pfor_gives_same_values(monkeypatch):
         y = tf.sin(x) * x
     np.testing.assert_allclose(tape.jacobian(y, x, experimental_use_pfor=False),
                                tape.jacobian(y, x), rtol=1e-12)
+
+
+def test_batch_jacobian_needs_a_source_of_rank_two():
+    x = tf.constant([1.0, 2.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * 2.0
+    with pytest.raises(ValueError, match="`source` \\(2,\\) must have rank >= 2"):
+        tape.batch_jacobian(y, x)

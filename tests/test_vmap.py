@@ -537,9 +537,16 @@ def test_batching_error_is_a_not_implemented_error():
     assert issubclass(BatchingError, NotImplementedError)
 
 
-def test_function_returning_non_tensor_raises_type_error():
-    with pytest.raises(TypeError, match="float"):
-        tf.vmap(lambda a: 3.0)(np.ones((2, 3)))
+def test_function_returning_numbers_or_arrays_gives_them_per_example():
+    # As JAX: a Python number or NumPy array output is the same for every example.
+    np.testing.assert_array_equal(tf.vmap(lambda a: 3.0)(np.ones((2, 3))).numpy(), [3.0, 3.0])
+    out = tf.vmap(lambda a: (a, np.array([1.0, 2.0])))(np.ones((2, 3)))
+    np.testing.assert_array_equal(out[1].numpy(), [[1.0, 2.0], [1.0, 2.0]])
+
+
+def test_function_returning_a_non_numeric_output_raises_type_error():
+    with pytest.raises(TypeError, match="vmap: argument `output 0 of the function`"):
+        tf.vmap(lambda a: "three")(np.ones((2, 3)))
 
 
 @pytest.fixture

@@ -284,9 +284,8 @@ def _run(f: Callable, args: tuple, tensors: list, size: int, out_axes: Any,
         if o is None:  # e.g. an unconnected gradient
             result.append(None)
             continue
-        if not isinstance(o, TensorBase):
-            raise TypeError(f"vmap: output {j} of the function is a {type(o).__name__}; "
-                            "vmap functions must return tensors (or structures of them).")
+        if not isinstance(o, TensorBase):  # a Python number or NumPy array (as JAX)
+            o = as_tensor(o, "vmap", f"output {j} of the function")
         entry = batcher.lookup(o)
         if ax is None:
             if entry is not None:

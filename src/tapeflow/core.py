@@ -203,13 +203,20 @@ class Recorder:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        if not self.active:
+            return  # already stopped (by an out-of-order exit of a recorder outside it)
         stack = _state.stack
         if not stack or stack[-1] is not self:
             if self in stack:
+                # Out of order: this recorder and the ones entered after it stop (nothing
+                # goes on recording half-nested), and the error says so.
                 inner = stack[stack.index(self) + 1:]
-                raise RuntimeError(f"{type(self).__name__} exited while inner recorders are "
+                _state.stack = stack[:stack.index(self)]
+                for rec in (self,) + inner:
+                    rec.active = False
+                raise RuntimeError(f"{type(self).__name__} exited while inner recorders were "
                                    f"still active ({', '.join(type(r).__name__ for r in inner)}): "
-                                   "recorders must nest strictly.")
+                                   "recorders must nest strictly; all of them have stopped.")
             raise RuntimeError(f"{type(self).__name__} is not active on this thread.")
         _state.stack = stack[:-1]
         self.active = False

@@ -128,11 +128,27 @@ custom_gradient_p.jvp = _custom_jvp
 custom_gradient_p.batch = _custom_batch
 
 
+def _as_input(x: Any, f: Callable, what: str) -> Tensor:
+    """An argument or result of a custom_gradient function as a tensor (a variable read;
+    Python numbers and NumPy arrays converted, as TensorFlow)."""
+    if type(x) is Tensor:
+        return x
+    if isinstance(x, Variable):
+        return x.value()
+    try:
+        return as_tensor(x, "custom_gradient", what)
+    except TypeError as e:
+        raise TypeError(f"custom_gradient: {getattr(f, '__name__', 'f')}'s {what} is a "
+                        f"{type(x).__name__}, which is not a tensor and does not convert to one: "
+                        f"{e}") from None
+
+
 def custom_gradient(f: Callable | None = None) -> Callable:
     """Decorator giving `f` a hand-written gradient, as `tf.custom_gradient`.
 
-    `f(*x)` returns ``(y, grad_fn)``; ``grad_fn(*dy)`` returns the gradients
-    with respect to the tensor arguments. If `f` reads trainable variables,
+    `f(*x)` returns ``(y, grad_fn)``; ``grad_fn(*dy)`` returns one gradient per
+    (flattened) positional argument of `f`, Python numbers included, None where there is
+    none. `y` may hold Python numbers and NumPy arrays (converted to tensors). If `f` reads trainable variables,
     `grad_fn` must accept ``variables=`` and return ``(input_grads, variable_grads)``.
     Forward-mode JVPs through `f` are the transpose of `grad_fn`.
 
@@ -160,13 +176,11 @@ def custom_gradient(f: Callable | None = None) -> Callable:
         # derivative) but not from vmap and tracing, which must compute or record it.
         with substack(lambda r: r.sees_custom_forward, extra=(watcher,)):
             result, grad_fn = f(*args, **kwargs)
-        flat_out = nest.flatten(result)
-        for i, o in enumerate(flat_out):
-            if not isinstance(o, TensorBase):
-                raise TypeError(f"custom_gradient: {f.__name__} must return (tensors, grad_fn); "
-                                f"output {i} is a {type(o).__name__}.")
-        inputs = [a if type(a) is Tensor else a.value() if isinstance(a, Variable) else a
-                  for a in nest.flatten(list(args)) if isinstance(a, TensorBase)]
+        flat_out = [_as_input(o, f, f"output {i}") for i, o in enumerate(nest.flatten(result))]
+        # Every positional argument is an input, Python numbers and arrays included (as
+        # TensorFlow): grad_fn returns one gradient per flattened argument.
+        inputs = [_as_input(a, f, f"argument {i}")
+                  for i, a in enumerate(nest.flatten(list(args)))]
         arg_ids = {id(a) for a in nest.flatten(list(args))}
         variables = [v for k, v in watcher.variables.items() if k not in arg_ids]
         if variables and "variables" not in inspect.signature(grad_fn).parameters and not any(
@@ -174,8 +188,7 @@ def custom_gradient(f: Callable | None = None) -> Callable:
             raise TypeError(f"custom_gradient: {f.__name__} reads the variables "
                             f"{[v.name for v in variables]}, so its grad_fn must accept a "
                             "`variables` keyword argument and return (input_grads, variable_grads).")
-        results = [o if type(o) is Tensor else o.value() for o in flat_out]
-        outs = bind(custom_gradient_p, *inputs, *variables, *results, grad_fn=grad_fn,
+        outs = bind(custom_gradient_p, *inputs, *variables, *flat_out, grad_fn=grad_fn,
                     n_inputs=len(inputs), n_vars=len(variables))
         return nest.pack_sequence_as(result, outs)
 
@@ -203,7 +216,8 @@ def recompute_grad(f: Callable) -> Callable:
         result = f(*args)
 
         def grad_fn(*dys: Any, variables: list | None = None) -> Any:
-            sources = [a for a in args if isinstance(a, TensorBase)]
+            flat = nest.flatten(list(args))
+            sources = [a for a in flat if isinstance(a, TensorBase)]
             with GradientTape() as tape:
                 tape.watch(sources)
                 if variables:
@@ -212,7 +226,10 @@ def recompute_grad(f: Callable) -> Callable:
             grads = tape.gradient(again, sources + list(variables or []),
                                   output_gradients=list(dys) if len(dys) > 1 else dys[0])
             n = len(sources)
-            return (grads[:n], grads[n:]) if variables else grads[:n]
+            # One gradient per flattened argument; None for the non-tensor ones.
+            by_arg = {id(a): g for a, g in zip(sources, grads[:n], strict=True)}
+            input_grads = [by_arg.get(id(a)) for a in flat]
+            return (input_grads, grads[n:]) if variables else input_grads
 
         return result, grad_fn
 

@@ -59,8 +59,7 @@ class ForwardAccumulator(Recorder):
             raise TypeError(f"ForwardAccumulator: primals[{i}] is a {type(primal).__name__}; "
                             "expected a tf.Tensor or tf.Variable.")
         if primal._value.dtype.kind not in "fc":
-            raise ValueError(f"ForwardAccumulator: primals[{i}] has dtype {primal.dtype.name}; "
-                             "only floating and complex tensors have tangents.")
+            return  # integers and bools have no tangent: their JVP is None (as TensorFlow)
         if isinstance(tangent, TensorBase) and tangent._value.dtype != primal._value.dtype:
             raise DTypeMismatchError(f"ForwardAccumulator: tangents[{i}] has dtype "
                                      f"{tangent.dtype.name} but primals[{i}] has dtype "

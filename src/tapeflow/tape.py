@@ -377,9 +377,10 @@ class GradientTape(Recorder):
         (t,) = self._flat_targets(target)
         (s,) = self._flat_sources(source)
         ts, ss = shape_of(t), shape_of(s)
-        if not ts or not ss or ts[0] != ss[0]:
-            raise ValueError(f"GradientTape.batch_jacobian: `target` {ts} and `source` {ss} must "
-                             "both have rank >= 1 and the same first (batch) dimension.")
+        if len(ss) < 2 or not ts or ts[0] != ss[0]:
+            raise ValueError(f"GradientTape.batch_jacobian: `source` {ss} must have rank >= 2 "
+                             f"(a batch of examples, as TensorFlow) and `target` {ts} rank >= 1, "
+                             "with the same first (batch) dimension.")
         plan, reach = self._plan([s])
         b, inner = ts[0], int(np.prod(ts[1:], dtype=np.int64))
         # Cotangent j is 1 at element j of every example: rows [inner, b, *y].

@@ -132,9 +132,13 @@ def test_vectorized_batch_jacobian_equals_loop(row):
     """batch_jacobian of the vmapped row (examples independent) against per-example jacobians."""
     xs = _batched_inputs(row)
     ts = [tf.constant(x) for x in xs]
+    fn = row.fn
+    if np.ndim(xs[0]) == 1:  # a scalar per example: batch_jacobian needs a source of rank >= 2
+        ts[0] = tf.reshape(ts[0], [B, 1])
+        fn = lambda x0, *rest: row.fn(tf.reshape(x0, []), *rest)  # noqa: E731
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(ts[0])
-        y = tf.vmap(row.fn)(*ts)
+        y = tf.vmap(fn)(*ts)
     fast = tape.batch_jacobian(y, ts[0])
     slow = tape.batch_jacobian(y, ts[0], experimental_use_pfor=False)
     np.testing.assert_allclose(np.asarray(fast), np.asarray(slow), rtol=1e-13, atol=1e-14)
@@ -143,5 +147,6 @@ def test_vectorized_batch_jacobian_equals_loop(row):
         with tf.GradientTape() as t2:
             t2.watch(xb)
             yb = row.fn(xb, *[tf.constant(x[b]) for x in xs[1:]])
-        np.testing.assert_allclose(np.asarray(fast)[b], np.asarray(t2.jacobian(yb, xb)),
+        want = np.asarray(t2.jacobian(yb, xb))
+        np.testing.assert_allclose(np.asarray(fast)[b].reshape(want.shape), want,
                                    rtol=1e-12, atol=1e-13)
