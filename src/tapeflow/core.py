@@ -39,7 +39,7 @@ from .tensor import Tensor
 
 __all__ = ["Primitive", "Zero", "bind", "registry", "Recorder", "current_stack", "recording",
            "run_below", "call_below", "substack", "no_recorders", "value_read",
-           "variable_written", "read_variable_p"]
+           "variable_created", "variable_written", "read_variable_p"]
 
 
 class Zero:
@@ -167,7 +167,7 @@ class Recorder:
 
     Subclasses set what they take part in: `batching` recorders may claim ops (see `bind`);
     `watches_reads` ones hear of Python reads of tensor values (`on_read`),
-    `watches_writes` ones of variable writes (`on_write`); `sees_custom_forward` ones see
+    `watches_writes` ones of variable writes and creations (`on_write`, `on_create`); `sees_custom_forward` ones see
     the forward computation inside a custom_gradient function (vmap and tracing must;
     tapes and accumulators must not: the custom rule replaces its derivative).
     """
@@ -192,6 +192,9 @@ class Recorder:
         pass
 
     def on_write(self, var: Any, value: Tensor) -> None:
+        pass
+
+    def on_create(self, var: Any) -> None:
         pass
 
     def __enter__(self) -> Any:
@@ -291,6 +294,14 @@ def value_read(tensor: Any, how: str) -> None:
     for rec in _state.stack:
         if rec.watches_reads:
             rec.on_read(tensor, how)
+
+
+def variable_created(var: Any) -> None:
+    """A variable was made: tell the recorders that watch writes (a trace that makes
+    variables on a later call than its first is an error, as TensorFlow)."""
+    for rec in _state.stack:
+        if rec.watches_writes:
+            rec.on_create(var)
 
 
 def variable_written(var: Any, value: Tensor) -> None:

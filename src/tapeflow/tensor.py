@@ -352,6 +352,7 @@ class Variable(TensorBase):
         # Held by every update (assign_add reads, adds and writes under it; a traced call
         # that writes the variable holds it for the whole replay): updates are atomic.
         self._lock = threading.RLock()
+        _core.variable_created(self)
 
     @property
     def trainable(self) -> bool:

@@ -9,6 +9,7 @@ eager steps; a Variable passed as an argument is captured by reference too.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from graph_helpers import _c, _close
 
 import tapeflow as tf
@@ -142,3 +143,27 @@ def test_variable_argument_is_captured_by_reference():
     _close(f(b, _c(1.0, 1.0)), [3.0, 4.0])
     a.assign(np.array([5.0, 5.0]))
     _close(f(a, _c(2.0, 2.0)), [10.0, 10.0])
+
+
+def test_variables_made_on_the_first_call_only():
+    class Accumulate:
+        def __init__(self):
+            self.total = None
+
+        @tf.function
+        def __call__(self, x):
+            if self.total is None:  # made on the first call, captured by every graph after
+                self.total = tf.Variable(tf.zeros_like(x))
+            self.total.assign_add(x)
+            return self.total.read_value()
+
+    acc = Accumulate()
+    acc(tf.constant([1.0, 2.0]))
+    np.testing.assert_array_equal(acc(tf.constant([1.0, 2.0])).numpy(), [2.0, 4.0])
+
+
+def test_a_variable_made_by_a_later_trace_raises():
+    f = tf.function(lambda x: tf.Variable(x).read_value() * 2.0)
+    assert float(f(tf.constant(1.0))) == 2.0
+    with pytest.raises(ValueError, match="only supports variables made on its first call"):
+        f(tf.constant(3.0))   # the value read by tf.Variable changed: a second trace

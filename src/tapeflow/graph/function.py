@@ -238,6 +238,14 @@ class Function:
         with tracer:
             result = self._fn(*call_args, **call_kwargs)
             flat = [_output_leaf(o, i) for i, o in enumerate(nest.flatten(result))]
+        if tracer.created and self._trace_count:
+            # The first trace's variables are captured by every graph of the function; one
+            # made by a later trace would be a second variable where the code means one.
+            raise ValueError(f"tapeflow.function {self.__name__!r} made the variables "
+                             f"{tracer.created} while tracing again (not its first call): a "
+                             "traced function only supports variables made on its first call, "
+                             "as TensorFlow. Make them once, outside the function or on the "
+                             "first call only.")
         graph.outputs = [None if o is None else tracer.slot_of(o) for o in flat]
         graph.output_structure = result
         stats = optimize(graph)

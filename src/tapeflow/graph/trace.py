@@ -65,6 +65,7 @@ class Tracer(Recorder):
         self.graph = graph
         self.guards = guards
         self.outer = outer       # tracing a custom grad_fn inside another trace
+        self.created: list[str] = []  # names of the variables made while tracing
         self.refs: list[int] = []  # outer slots this graph reads (its trailing inputs)
         self.ref_values: list = []  # their values while tracing
         self._slots: dict[int, int] = {}
@@ -147,6 +148,9 @@ class Tracer(Recorder):
         else:
             expected = value.item() if hasattr(value, "item") else value
         self.graph.nodes.append(Guard(slot, kind, expected, where))
+
+    def on_create(self, var: Variable) -> None:
+        self.created.append(var.name)
 
     def on_write(self, var: Variable, value: Tensor) -> None:
         # Tracing runs for real, so the write happens too; the graph records it.
