@@ -58,7 +58,6 @@ def zeros_like(input: Any, dtype: Any = None, name: str | None = None) -> Tensor
         >>> tf.zeros_like(tf.constant([1., 2.])).numpy()
         array([0., 0.], dtype=float32)
     """
-
     x = as_tensor(input, "zeros_like", "input")
     dt = None if dtype is None else _dt.as_dtype(dtype)._np
     return Tensor(np.zeros_like(x._value, dtype=dt))
@@ -72,7 +71,6 @@ def ones_like(input: Any, dtype: Any = None, name: str | None = None) -> Tensor:
         >>> tf.ones_like(tf.constant([1, 2])).numpy()
         array([1, 1], dtype=int32)
     """
-
     x = as_tensor(input, "ones_like", "input")
     dt = None if dtype is None else _dt.as_dtype(dtype)._np
     return Tensor(np.ones_like(x._value, dtype=dt))

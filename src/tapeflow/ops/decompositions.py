@@ -493,7 +493,6 @@ def norm(tensor: Any, ord: Any = "euclidean", axis: Any = None,  # noqa: A002
         >>> tf.norm(x, ord=np.inf, axis=[0, 1]).numpy()
         np.float32(7.0)
     """
-
     x = as_tensor(tensor, "norm", "tensor")
     check_dtype(x, "fc", "norm", "tensor")
     shape = shape_of(x)
