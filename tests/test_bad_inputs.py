@@ -63,7 +63,22 @@ CASES = [
      E, r"reduce_max: axis 0 of `input_tensor` \(shape \(0, 2\)\) is empty"),
     ("tf.reduce_min of an empty tensor", lambda: tf.reduce_min(tf.zeros([2, 0])),
      E, r"reduce_min: axis 1 .* is empty"),
+    ("a tensor kept from inside a traced function, used after", lambda: _kept_from_a_trace() + 1.,
+     tf.errors.InaccessibleTensorError,
+     r"was made while tracing tapeflow.function 'keep' and is used after that trace ended"),
 ]
+
+
+def _kept_from_a_trace():
+    kept = []
+
+    @tf.function
+    def keep(x):
+        kept.append(x * 2.)
+        return x
+
+    keep(tf.constant(1.))
+    return kept[0]
 
 
 @pytest.mark.parametrize("what, call, error, message", CASES, ids=[c[0] for c in CASES])

@@ -38,7 +38,8 @@ import numpy as np
 from .tensor import Tensor
 
 __all__ = ["Primitive", "Zero", "bind", "registry", "Recorder", "current_stack", "recording",
-           "run_below", "call_below", "substack", "no_recorders", "value_read",
+           "run_below", "call_below", "substack", "no_recorders", "reading_records", "records_open",
+           "value_read",
            "variable_created", "variable_written", "read_variable_p"]
 
 
@@ -154,6 +155,7 @@ class Primitive:
 class _State(threading.local):
     def __init__(self) -> None:
         self.stack: tuple[Recorder, ...] = ()
+        self.records = 0  # depth of reading_records blocks
 
 
 _state = _State()
@@ -286,6 +288,25 @@ class substack:
 def no_recorders() -> run_below:
     """Run a block that no active recorder sees."""
     return run_below(0)
+
+
+class reading_records:
+    """A block that replays recorded ops (a tape's backward pass, a linearized JVP): it may
+    read the tensors of finished traces that the record holds (NOTE(out-of-scope) in
+    tensor.py)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        _state.records += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        _state.records -= 1
+
+
+def records_open() -> bool:
+    """Whether this thread is inside a `reading_records` block."""
+    return _state.records > 0
 
 
 def value_read(tensor: Any, how: str) -> None:

@@ -6,7 +6,7 @@ error from `TypeError`, so plain Python handlers catch them too.
 
 from __future__ import annotations
 
-__all__ = ["OpError", "InvalidArgumentError", "UnimplementedError"]
+__all__ = ["OpError", "InvalidArgumentError", "UnimplementedError", "InaccessibleTensorError"]
 
 
 class OpError(Exception):
@@ -32,3 +32,22 @@ class DTypeMismatchError(InvalidArgumentError, TypeError):
 
 class UnimplementedError(OpError, NotImplementedError):
     """The op exists but not for these arguments."""
+
+
+class InaccessibleTensorError(RuntimeError):
+    """A tensor made while tracing a `tapeflow.function` was used after that trace ended
+    (kept on an object, a global or a closure), as TensorFlow's error of that name.
+    Unlike TensorFlow's it is no ValueError: code that falls back on a ValueError (a failed
+    conversion) must not swallow it.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> kept = []
+        >>> f = tf.function(lambda x: kept.append(x * 2.) or x)
+        >>> _ = f(tf.constant(1.))
+        >>> try:
+        ...     kept[0] + 1.
+        ... except tf.errors.InaccessibleTensorError:
+        ...     print("out of scope")
+        out of scope
+    """

@@ -19,7 +19,7 @@ from . import nest
 from .core import Primitive, Recorder, Zero, call_below
 from .errors import DTypeMismatchError
 from .tape import UnconnectedGradients, _unconnected
-from .tensor import Tensor, TensorBase, convert_to_tensor
+from .tensor import OutOfScopeTensor, Tensor, TensorBase, convert_to_tensor
 
 __all__ = ["ForwardAccumulator"]
 
@@ -115,6 +115,8 @@ class ForwardAccumulator(Recorder):
             if not isinstance(x, TensorBase):
                 raise TypeError(f"ForwardAccumulator.jvp: expected tensors or variables; got a "
                                 f"{type(x).__name__}.")
+            if isinstance(x, OutOfScopeTensor):
+                x.value()  # raises: its tangent is the traced call's (NOTE(out-of-scope))
             t = self._tangents.get(id(x))
             if t is None and mode is UnconnectedGradients.ZERO:
                 return Tensor(np.zeros_like(x._value))

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import nest
 from .batching import one_hot_rows, vmap_chunks
-from .core import Primitive, Recorder, Zero, bind
+from .core import Primitive, Recorder, Zero, bind, reading_records
 from .ops.shape import concat_p
 from .ops.structural import add_any, reshape_p, shape_of, transpose_p
 from .tensor import Tensor, TensorBase, Variable, convert_to_tensor
@@ -179,13 +179,21 @@ class GradientTape(Recorder):
         reach = {id(s) for s in sources if id(s) in self._watched or (
             self._watch_accessed and type(s) is Variable and s._trainable and _differentiable(s))}
         plan = []
-        for entry in self._entries:
-            if any(id(x) in reach for x in entry[1]):
-                plan.append(entry)
-                reach.update(id(o) for o in entry[2] if _differentiable(o))
+        with reading_records():  # the record may hold tensors of a finished trace
+            for entry in self._entries:
+                if any(id(x) in reach for x in entry[1]):
+                    plan.append(entry)
+                    reach.update(id(o) for o in entry[2] if _differentiable(o))
         return plan, reach
 
     def _backward(self, plan: list, reach: set, targets: list, cts: list, sources: list) -> list:
+        # The record may hold tensors a traced function made on a first call inside this
+        # tape; their values are that call's, which is what the tape differentiates.
+        with reading_records():
+            return self._backward_pass(plan, reach, targets, cts, sources)
+
+    def _backward_pass(self, plan: list, reach: set, targets: list, cts: list,
+                       sources: list) -> list:
         keep = {id(s) for s in sources}
         acc: dict[int, Any] = {}
         for t, ct in zip(targets, cts, strict=True):

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import nest
 from .batching import one_hot_rows, vmap_chunks
-from .core import Zero, bind
+from .core import Zero, bind, reading_records
 from .forward import ForwardAccumulator
 from .ops.convert import as_tensor
 from .ops.shape import identity_p
@@ -248,14 +248,16 @@ def linearize(f: Callable, *primals: Any) -> tuple:
         tan: dict[int, Any] = {}
         for i, (x, t) in enumerate(zip(leaves, nest.flatten_up_to(list(trees), list(tangents)), strict=True)):
             tan[id(x)] = _tangent_like(t, x, "linearize: f_jvp", i)
-        for prim, inputs, outputs, params in plan:
-            found = [tan.get(id(x)) for x in inputs]
-            if all(t is None for t in found):
-                continue
-            ts = tuple(Zero.like(x) if t is None else t for x, t in zip(inputs, found, strict=True))
-            for o, t in zip(outputs, prim.jvp(ts, outputs, inputs, **params), strict=True):
-                if type(t) is not Zero:
-                    tan[id(o)] = t
+        with reading_records():  # the record may hold tensors of a finished trace
+            for prim, inputs, outputs, params in plan:
+                found = [tan.get(id(x)) for x in inputs]
+                if all(t is None for t in found):
+                    continue
+                ts = tuple(Zero.like(x) if t is None else t
+                           for x, t in zip(inputs, found, strict=True))
+                for o, t in zip(outputs, prim.jvp(ts, outputs, inputs, **params), strict=True):
+                    if type(t) is not Zero:
+                        tan[id(o)] = t
         return nest.map_structure(lambda o: _zero_if_none(tan.get(id(o)), o), out)
 
     return out, f_jvp

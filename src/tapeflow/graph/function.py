@@ -28,7 +28,7 @@ from .. import dtypes as _dt
 from .. import nest
 from ..core import bind, recording
 from ..ops.shape import identity_p
-from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor
+from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor, seal
 from .ir import Graph, Guard
 from .passes import optimize
 from .replay import GuardFailed, compile_graph, interpret
@@ -65,7 +65,7 @@ class TensorSpec:
 
 def _walk(x: Any, leaves: list) -> Any:
     """A hashable key of an argument structure; tensor leaves are appended to `leaves`."""
-    if type(x) is Tensor:
+    if isinstance(x, Tensor):  # one of a finished trace raises here (NOTE(out-of-scope))
         leaves.append(x)
         return ("T", np.shape(x._value), x._value.dtype.str)
     if isinstance(x, np.ndarray) or isinstance(x, np.generic):
@@ -94,7 +94,7 @@ def _object_key(x: Any) -> Any:
 
 def _rebuild(x: Any, leaves: list, pos: list) -> Any:
     """The argument structure with its tensor leaves replaced, in `_walk` order."""
-    if type(x) is Tensor or isinstance(x, (np.ndarray, np.generic)):
+    if isinstance(x, (Tensor, np.ndarray, np.generic)):
         pos[0] += 1
         return leaves[pos[0] - 1]
     if isinstance(x, (list, tuple)) and not isinstance(x, Variable):
@@ -235,18 +235,25 @@ class Function:
         tracer = Tracer(graph, inputs, self._guards)
         pos = [0]
         call_args, call_kwargs = _rebuild((list(args), kwargs), inputs, pos)
-        with tracer:
-            result = self._fn(*call_args, **call_kwargs)
-            flat = [_output_leaf(o, i) for i, o in enumerate(nest.flatten(result))]
-        if tracer.created and self._trace_count:
-            # The first trace's variables are captured by every graph of the function; one
-            # made by a later trace would be a second variable where the code means one.
-            raise ValueError(f"tapeflow.function {self.__name__!r} made the variables "
-                             f"{tracer.created} while tracing again (not its first call): a "
-                             "traced function only supports variables made on its first call, "
-                             "as TensorFlow. Make them once, outside the function or on the "
-                             "first call only.")
-        graph.outputs = [None if o is None else tracer.slot_of(o) for o in flat]
+        try:
+            with tracer:
+                result = self._fn(*call_args, **call_kwargs)
+                flat = [_output_leaf(o, i) for i, o in enumerate(nest.flatten(result))]
+            if tracer.created and self._trace_count:
+                # The first trace's variables are captured by every graph of the function;
+                # one made by a later trace would be a second variable where the code means
+                # one.
+                raise ValueError(f"tapeflow.function {self.__name__!r} made the variables "
+                                 f"{tracer.created} while tracing again (not its first call): "
+                                 "a traced function only supports variables made on its first "
+                                 "call, as TensorFlow. Make them once, outside the function or "
+                                 "on the first call only.")
+            graph.outputs = [None if o is None else tracer.slot_of(o) for o in flat]
+            # The caller gets tensors of its own (identity ops that recorders around the
+            # call see), so every tensor the trace made can go out of scope.
+            outs = [None if o is None else bind(identity_p, o) for o in flat]
+        finally:
+            seal(tracer.made, self.__name__)  # NOTE(out-of-scope) in tensor.py
         graph.output_structure = result
         stats = optimize(graph)
         cf = ConcreteFunction(graph, key, stats)
@@ -257,7 +264,7 @@ class Function:
         while len(self._cache) > MAX_SIGNATURES:
             self._cache.popitem(last=False)
         self._count_trace(failed)
-        return nest.pack_sequence_as(result, flat)
+        return nest.pack_sequence_as(result, outs)
 
     def _count_trace(self, failed: Guard | None) -> None:
         self._trace_count += 1
@@ -300,7 +307,7 @@ class Function:
 
 
 def _output_leaf(o: Any, i: int) -> Any:
-    if o is None or type(o) is Tensor:
+    if o is None or isinstance(o, Tensor):
         return o
     if isinstance(o, Variable):
         return o.value()

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core import bind
+from ..core import bind, reading_records
 from ..tensor import Tensor
 from .ir import Assign, Graph, Guard, Node
 from .trace import TracingError
@@ -178,7 +178,8 @@ def _replayed_grad_fn(n: Node, env: dict) -> Callable:
                     "gradient cannot branch on values: use tf.where, or call it outside "
                     "tf.function.") from None
             original = n.params["grad_fn"]
-            return original(*cts, variables=variables) if variables else original(*cts)
+            with reading_records():  # its closure holds the traced call's tensors
+                return original(*cts, variables=variables) if variables else original(*cts)
         return (grads[:n_inputs], grads[n_inputs:]) if variables else grads
 
     return grad_fn

@@ -69,15 +69,15 @@ class Tracer(Recorder):
         self.refs: list[int] = []  # outer slots this graph reads (its trailing inputs)
         self.ref_values: list = []  # their values while tracing
         self._slots: dict[int, int] = {}
-        self._keep: list = []   # holds every tensor with a slot, so ids stay unique
+        # Every tensor with a slot is held, so ids stay unique: those the trace made (its
+        # inputs and every op's outputs), and those it captured.
+        self.made: list = []
+        self._captured: list = []
         for x in inputs:
             slot = graph.new_slot(x._value)
             graph.inputs.append(slot)
-            self._bind_slot(x, slot)
-
-    def _bind_slot(self, x: Any, slot: int) -> None:
-        self._slots[id(x)] = slot
-        self._keep.append(x)
+            self._slots[id(x)] = slot
+            self.made.append(x)
 
     def slot_of(self, x: Any) -> int:
         """The slot of a tensor; tensors from outside the trace become constants and
@@ -99,7 +99,8 @@ class Tracer(Recorder):
         else:
             slot = g.new_slot(x._value)
             g.constants[slot] = x._value
-        self._bind_slot(x, slot)
+        self._slots[id(x)] = slot
+        self._captured.append(x)
         return slot
 
     def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
@@ -108,7 +109,8 @@ class Tracer(Recorder):
         outs = []
         for o in outputs:
             slot = self.graph.new_slot(o._value)
-            self._bind_slot(o, slot)
+            self._slots[id(o)] = slot
+            self.made.append(o)
             outs.append(slot)
         node = Node(prim, ins, dict(params), outs)
         self.graph.nodes.append(node)
