@@ -2,7 +2,8 @@
 
 Each row's function, its gradient (a tape inside the traced function) and its
 JVP (an accumulator inside) are traced at one input and replayed at another:
-the fast generated replay and the re-binding interpreter must both equal eager.
+the plan interpreter (cold graphs), the generated code (hot graphs) and the re-binding
+interpreter (recorders active) must all equal eager.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tapeflow.graph.replay import interpret
+from tapeflow.graph.replay import compile_graph, interpret, plan_runner
 
 from op_table import NONDIFF_ROWS, ROWS
 
@@ -47,9 +48,15 @@ def _check(fn, row):
     for w, g in zip(tf.nest.flatten(want), tf.nest.flatten(got), strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-13, atol=1e-13)
     cf = traced.get_concrete_function(*second)
-    slow = interpret(cf.graph, second)
-    for w, g in zip(tf.nest.flatten(want), slow, strict=True):
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-13, atol=1e-13)
+    arrays = [x._value for x in second]
+    # Every way a graph replays: the re-binding interpreter (recorders active), the plan
+    # interpreter (a cold graph) and the generated code (a hot one).
+    for name, outs in (("interpret", interpret(cf.graph, second)),
+                       ("plan", plan_runner(cf.graph)(*arrays)),
+                       ("compiled", compile_graph(cf.graph)(*arrays))):
+        for w, g in zip(tf.nest.flatten(want), outs, strict=True):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-13, atol=1e-13,
+                                       err_msg=name)
 
 
 @pytest.mark.parametrize("row", ROWS + NONDIFF_ROWS, ids=lambda r: r.name)

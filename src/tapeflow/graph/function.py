@@ -16,6 +16,7 @@ code eagerly.
 from __future__ import annotations
 
 import collections
+import gc
 import functools
 import threading
 import warnings
@@ -31,7 +32,7 @@ from ..ops.shape import identity_p
 from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor, seal
 from .ir import Graph, Guard
 from .passes import optimize
-from .replay import GuardFailed, compile_graph, interpret
+from .replay import GuardFailed, Replay, interpret
 from .trace import Tracer, TracingError
 
 __all__ = ["function", "Function", "ConcreteFunction", "TensorSpec", "TracingError"]
@@ -119,7 +120,7 @@ class ConcreteFunction:
         self.graph = graph
         self.pass_stats = pass_stats
         self._template = arg_template
-        self._compiled = compile_graph(graph)
+        self._replay = Replay(graph)
 
     @property
     def inputs(self) -> list[int]:
@@ -134,7 +135,7 @@ class ConcreteFunction:
             outs = interpret(self.graph, tensors)  # recorders are active: let them see every op
         else:
             outs = [None if a is None else Tensor(a)
-                    for a in self._compiled(*[t._value for t in tensors])]
+                    for a in self._replay(*[t._value for t in tensors])]
         return nest.pack_sequence_as(self.graph.output_structure, outs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -235,6 +236,10 @@ class Function:
         tracer = Tracer(graph, inputs, self._guards)
         pos = [0]
         call_args, call_kwargs = _rebuild((list(args), kwargs), inputs, pos)
+        # A trace allocates a few objects per op and frees none until it ends: the cyclic
+        # collector would scan the growing graph again and again (quadratic in its size).
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             with tracer:
                 result = self._fn(*call_args, **call_kwargs)
@@ -252,11 +257,13 @@ class Function:
             # The caller gets tensors of its own (identity ops that recorders around the
             # call see), so every tensor the trace made can go out of scope.
             outs = [None if o is None else bind(identity_p, o) for o in flat]
+            graph.output_structure = result
+            stats = optimize(graph)
+            cf = ConcreteFunction(graph, key, stats)
         finally:
             seal(tracer.made, self.__name__)  # NOTE(out-of-scope) in tensor.py
-        graph.output_structure = result
-        stats = optimize(graph)
-        cf = ConcreteFunction(graph, key, stats)
+            if collecting:
+                gc.enable()
         branches = self._cache.setdefault(key, [])
         branches.append(cf)
         del branches[:-MAX_BRANCHES]

@@ -89,9 +89,12 @@ class Graph:
 
     def new_slot(self, value: Any) -> int:
         slot = self.next_slot
-        self.next_slot += 1
-        self.avals[slot] = (tuple(np.shape(value)), np.asarray(value).dtype if not
-                            hasattr(value, "dtype") else value.dtype)
+        self.next_slot = slot + 1
+        try:  # an array or NumPy scalar (the common case, once per op while tracing)
+            self.avals[slot] = (value.shape, value.dtype)
+        except AttributeError:
+            value = np.asarray(value)
+            self.avals[slot] = (value.shape, value.dtype)
         return slot
 
     # ------------------------------------------------------------------ inspection

@@ -38,41 +38,6 @@ def _hashable(v: Any) -> Any:
     return ("id", id(v))
 
 
-def _rename(slot: Any, alias: dict[int, int]) -> Any:
-    while slot in alias:
-        slot = alias[slot]
-    return slot
-
-
-def _rename_node(n: Node, alias: dict[int, int]) -> None:
-    n.inputs = [_rename(i, alias) for i in n.inputs]
-    if n.backward is not None:
-        n.backward.refs = [_rename(r, alias) for r in n.backward.refs]
-
-
-def _fold_and_simplify(g: Graph) -> None:
-    alias: dict[int, int] = {}
-    kept = []
-    for n in g.nodes:
-        if isinstance(n, Node):
-            _rename_node(n, alias)
-            if not _is_effectful(n) and n.inputs and all(i in g.constants for i in n.inputs):
-                values = n.prim.impl(*[g.constants[i] for i in n.inputs], **n.params)
-                values = values if n.prim.multiple_results else [values]
-                for o, v in zip(n.outputs, values, strict=True):
-                    g.constants[o] = v
-                continue
-            same = _simplified(g, n)
-            if same is not None:
-                alias[n.outputs[0]] = same
-                continue
-        elif isinstance(n, (Guard, Assign)):
-            n.slot = _rename(n.slot, alias)
-        kept.append(n)
-    g.nodes = kept
-    g.outputs = [_rename(o, alias) if o is not None else None for o in g.outputs]
-
-
 def _simplified(g: Graph, n: Node) -> int | None:
     """An input slot the node's single output equals exactly, if its primitive says so."""
     rule = n.prim.simplify
@@ -82,33 +47,57 @@ def _simplified(g: Graph, n: Node) -> int | None:
 
     def same(i: int) -> bool:
         s, d = g.avals[n.inputs[i]]
-        return s == shape and np.dtype(d) == np.dtype(dtype)
+        return s == shape and d == dtype
 
     k = rule([g.constants.get(i) for i in n.inputs], same, **n.params)
     return None if k is None else n.inputs[k]
 
 
-def _cse(g: Graph) -> None:
+def _fold_simplify_cse(g: Graph) -> None:
+    """One walk over the nodes: fold ops on constants, drop ops whose `simplify` rule says
+    the output is an input, merge repeated (primitive, inputs, params). `alias` maps a
+    dropped output to the slot that replaces it; its targets are never aliased themselves
+    (they are inputs already renamed, or outputs of kept nodes), so one lookup renames."""
     alias: dict[int, int] = {}
     seen: dict[Any, list[int]] = {}
+    constants = g.constants
     kept = []
     for n in g.nodes:
-        if isinstance(n, Node):
-            _rename_node(n, alias)
+        if type(n) is Node:
+            if alias:
+                n.inputs = [alias.get(i, i) for i in n.inputs]
+                if n.backward is not None:
+                    n.backward.refs = [alias.get(r, r) for r in n.backward.refs]
+            prim = n.prim
+            if prim.stateful:  # random draws: never folded, dropped or merged
+                kept.append(n)
+                continue
+            if n.inputs and all(i in constants for i in n.inputs):
+                values = prim.impl(*[constants[i] for i in n.inputs], **n.params)
+                values = values if prim.multiple_results else [values]
+                for o, v in zip(n.outputs, values, strict=True):
+                    constants[o] = v
+                continue
+            if prim.simplify is not None:
+                same = _simplified(g, n)
+                if same is not None:
+                    alias[n.outputs[0]] = same
+                    continue
             # A variable read is not merged with an earlier one: a write may lie between.
-            if not _is_effectful(n) and not n.prim.reads_variable:
-                key = (n.prim, tuple(n.inputs), _hashable(n.params))
+            if not prim.reads_variable:
+                params = n.params
+                key = (prim, tuple(n.inputs), _hashable(params) if params else ())
                 prev = seen.get(key)
                 if prev is not None:
                     for o, p in zip(n.outputs, prev, strict=True):
                         alias[o] = p
                     continue
                 seen[key] = n.outputs
-        elif isinstance(n, (Guard, Assign)):
-            n.slot = _rename(n.slot, alias)
+        else:  # Guard or Assign
+            n.slot = alias.get(n.slot, n.slot)
         kept.append(n)
     g.nodes = kept
-    g.outputs = [_rename(o, alias) if o is not None else None for o in g.outputs]
+    g.outputs = [alias.get(o, o) if o is not None else None for o in g.outputs]
 
 
 def _dce(g: Graph) -> None:
@@ -131,7 +120,6 @@ def _dce(g: Graph) -> None:
 def optimize(g: Graph) -> dict[str, int]:
     """Run the passes in place; returns the node counts before and after."""
     before = g.count()
-    _fold_and_simplify(g)
-    _cse(g)
+    _fold_simplify_cse(g)
     _dce(g)
     return {"before": before, "after": g.count()}

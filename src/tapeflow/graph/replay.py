@@ -17,6 +17,7 @@ differentiable from outside. Fast replay is checked against it in the tests.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -26,7 +27,7 @@ from ..tensor import Tensor
 from .ir import Assign, Graph, Guard, Node
 from .trace import TracingError
 
-__all__ = ["GuardFailed", "VariableLocks", "compile_graph", "interpret"]
+__all__ = ["GuardFailed", "Replay", "VariableLocks", "compile_graph", "interpret", "plan_runner"]
 
 _HOW = {"bool": "bool()", "float": "float()", "int": "int()", "index": "__index__",
         "complex": "complex()", "array": "numpy()"}
@@ -94,8 +95,39 @@ def _reusable_buffers(g: Graph) -> dict[int, int]:
     return reuse
 
 
+FREE_AT_BYTES = 1 << 16  # a replay drops a buffer this large as soon as its last use is done
+# Replays of a graph run by the plan interpreter before it is compiled to Python code.
+# CPython compiles about 20 us a node; the interpreter costs about 0.2 us a node more per
+# call than compiled code: compiling after this many calls bounds the overhead of either
+# choice by about the cost of the other.
+COMPILE_AFTER = 64
+
+
+def _last_uses(g: Graph) -> dict[int, list[int]]:
+    """node index -> the slots to drop after it: large node outputs (FREE_AT_BYTES), not
+    graph outputs, whose last use that node is (or the node that made them, if unused)."""
+    keep = {o for o in g.outputs if o is not None} | set(g.constants) | set(g.var_slots)
+    last: dict[int, int] = {}
+    for k, n in enumerate(g.nodes):
+        if isinstance(n, Node):
+            for s in n.inputs:
+                last[s] = k
+            for s in n.outputs:
+                last.setdefault(s, k)
+        else:
+            last[n.slot] = k
+    drop: dict[int, list[int]] = {}
+    for s, k in last.items():
+        shape, dtype = g.avals[s]
+        if s not in keep and math.prod(shape) * np.dtype(dtype).itemsize >= FREE_AT_BYTES:
+            drop.setdefault(k, []).append(s)
+    return drop
+
+
 def compile_graph(g: Graph) -> Callable[..., list]:
-    """A Python function: input arrays -> output arrays, with the graph's guards inline."""
+    """A Python function: input arrays -> output arrays, with the graph's guards inline.
+    Large intermediate buffers are dropped after their last use, so a replay's peak memory
+    is what the computation needs at once, not the whole graph's."""
     ns: dict[str, Any] = {"GuardFailed": GuardFailed, "np": np}
     ref: dict[int, str] = {s: f"v{s}" for s in g.inputs}
     for s, value in g.constants.items():
@@ -108,7 +140,10 @@ def compile_graph(g: Graph) -> Callable[..., list]:
         ref[s] = f"w{i}"
     written = set()
     reuse = _reusable_buffers(g)
+    drop = _last_uses(g)
     for k, n in enumerate(g.nodes):
+        if k - 1 in drop:
+            lines.append(f"    del {', '.join(ref[s] for s in drop[k - 1])}")
         if isinstance(n, Node):
             args = ", ".join(ref[i] for i in n.inputs)
             for o in n.outputs:
@@ -133,6 +168,8 @@ def compile_graph(g: Graph) -> Callable[..., list]:
         else:  # Assign: the variable's value from here on
             lines.append(f"    w{n.var} = {ref[n.slot]}")
             written.add(n.var)
+    if len(g.nodes) - 1 in drop:
+        lines.append(f"    del {', '.join(ref[s] for s in drop[len(g.nodes) - 1])}")
     for i in sorted(written):
         lines.append(f"    V{i}._value = np.array(w{i}, copy=True)")
     lines.append(f"    return [{', '.join('None' if o is None else ref[o] for o in g.outputs)}]")
@@ -145,6 +182,116 @@ def compile_graph(g: Graph) -> Callable[..., list]:
     fn = ns[f"replay_{_ident(g.name)}"]
     fn.source = src
     return fn
+
+
+# Step codes of the plan interpreter.
+_CALL1, _CALL2, _CALL, _MULTI, _PASS, _GUARD, _ASSIGN, _DROP = range(8)
+
+
+def plan_runner(g: Graph) -> Callable[..., list]:
+    """A function: input arrays -> output arrays, that runs the graph by walking a list of
+    steps (no code generation): what a cold graph replays with. Same semantics as
+    `compile_graph`: guards checked in order, variables read at the start and written
+    after the last guard (under their locks), large buffers dropped after their last use."""
+    steps: list[tuple] = []
+    drop = _last_uses(g)
+    for k, n in enumerate(g.nodes):
+        if isinstance(n, Node):
+            fn = functools.partial(n.prim.impl, **n.params) if n.params else n.prim.impl
+            ins, outs = tuple(n.inputs), tuple(n.outputs)
+            if n.prim.is_identity:
+                steps.append((_PASS, None, ins[0], outs[0]))
+            elif n.prim.multiple_results:
+                steps.append((_MULTI, fn, ins, outs))
+            elif len(ins) == 1:
+                steps.append((_CALL1, fn, ins[0], outs[0]))
+            elif len(ins) == 2:
+                steps.append((_CALL2, fn, ins, outs[0]))
+            else:
+                steps.append((_CALL, fn, ins, outs[0]))
+        elif isinstance(n, Guard):
+            steps.append((_GUARD, n, n.slot, None))
+        else:
+            slots = tuple(v for v, i in g.var_slots.items() if i == n.var)
+            steps.append((_ASSIGN, None, n.slot, (n.var, slots)))
+        if k in drop:
+            steps.append((_DROP, None, tuple(drop[k]), None))
+    size = g.next_slot
+    inputs, outputs = list(g.inputs), list(g.outputs)
+    constants = list(g.constants.items())
+    var_slots = list(g.var_slots.items())
+    written = _written(g)
+    locks = VariableLocks(written) if written else None
+
+    def run(*arrays: Any) -> list:
+        env: list = [None] * size
+        for s, a in zip(inputs, arrays):
+            env[s] = a
+        for s, value in constants:
+            env[s] = value
+        if locks is None:
+            return _walk(env)
+        with locks:
+            return _walk(env)
+
+    def _walk(env: list) -> list:
+        for s, i in var_slots:
+            env[s] = g.variables[i]._value
+        pending: dict[int, Any] = {}
+        for code, fn, a, b in steps:
+            if code == _CALL1:
+                env[b] = fn(env[a])
+            elif code == _CALL2:
+                env[b] = fn(env[a[0]], env[a[1]])
+            elif code == _PASS:
+                env[b] = env[a]
+            elif code == _CALL:
+                env[b] = fn(*[env[i] for i in a])
+            elif code == _MULTI:
+                for o, v in zip(b, fn(*[env[i] for i in a])):
+                    env[o] = v
+            elif code == _DROP:
+                for s in a:
+                    env[s] = None
+            elif code == _GUARD:
+                value = env[a]
+                if not fn.holds(value):
+                    raise GuardFailed(fn)
+            else:  # _ASSIGN: the variable's value from here on (its reads see it too)
+                pending[b[0]] = env[a]
+                for s in b[1]:
+                    env[s] = env[a]
+        for i, value in pending.items():
+            g.variables[i]._value = np.array(value, copy=True)
+        return [None if o is None else env[o] for o in outputs]
+
+    return run
+
+
+class Replay:
+    """Runs a graph on arrays: by `plan_runner` while cold, then (after COMPILE_AFTER
+    calls) by the code `compile_graph` generates. Tracing pays neither code generation
+    nor CPython's compile(), which cost more than a short-lived graph ever replays."""
+
+    def __init__(self, g: Graph) -> None:
+        self.graph = g
+        self.calls = 0
+        self._compiled: Callable[..., list] | None = None
+        self._fn = plan_runner(g)
+
+    def __call__(self, *arrays: Any) -> list:
+        if self._compiled is None:
+            self.calls += 1
+            if self.calls > COMPILE_AFTER:
+                return self.compiled()(*arrays)
+        return self._fn(*arrays)
+
+    def compiled(self) -> Callable[..., list]:
+        """The generated code (compiled now if not yet); `.source` holds its text."""
+        if self._compiled is None:
+            self._compiled = compile_graph(self.graph)
+            self._fn = self._compiled
+        return self._compiled
 
 
 def _ident(name: str) -> str:

@@ -105,13 +105,17 @@ class Tracer(Recorder):
 
     def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
                 level: int) -> None:
-        ins = [self.slot_of(x) for x in inputs]
+        slots = self._slots
+        ins = [slots.get(id(x)) for x in inputs]
+        if None in ins:
+            ins = [self.slot_of(x) for x in inputs]
+        new_slot = self.graph.new_slot
         outs = []
         for o in outputs:
-            slot = self.graph.new_slot(o._value)
-            self._slots[id(o)] = slot
-            self.made.append(o)
+            slot = new_slot(o._value)
+            slots[id(o)] = slot
             outs.append(slot)
+        self.made.extend(outputs)
         node = Node(prim, ins, dict(params), outs)
         self.graph.nodes.append(node)
         if prim.user_gradient:

@@ -254,7 +254,13 @@ def batch_along_axis(prim: Primitive) -> None:
 # (Primitive.simplify), NaNs and signed zeros included.
 def constant_is(c: Any, test: Callable[[np.ndarray], np.ndarray]) -> bool:
     """Whether `c` is a known, non-empty constant whose every entry passes `test`."""
-    return c is not None and np.size(c) > 0 and bool(np.all(test(np.asarray(c))))
+    if c is None:
+        return False
+    arr = np.asarray(c)
+    if arr.size == 0:
+        return False
+    passed = test(arr)
+    return bool(passed) if arr.ndim == 0 else bool(passed.all())
 
 
 def _signed_zero(negative: bool) -> Callable[[np.ndarray], np.ndarray]:
