@@ -123,3 +123,20 @@ def test_holomorphic_ops_follow_the_convention(name, deriv):
 def test_sigmoid_and_tanh_are_the_math_ops():
     assert tf.nn.sigmoid is tf.math.sigmoid and tf.nn.tanh is tf.math.tanh
     assert tf.nn.softplus is tf.math.softplus
+
+
+def test_sigmoid_without_scipy_matches_scipys_expit():
+    """The NumPy fallback (SciPy absent) agrees with the one-call expit to a few ulp, keeps
+    float32, and takes NumPy scalars (rank 0)."""
+    special = pytest.importorskip("scipy.special")
+    from tapeflow.ops.transcendental import _sigmoid_numpy
+
+    for dtype, ulps in ((np.float64, 4), (np.float32, 4)):
+        x = np.concatenate([np.linspace(-80, 80, 4001), [0.0, -0.0]]).astype(dtype)
+        got, want = _sigmoid_numpy(x), special.expit(x)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=ulps * np.finfo(dtype).eps, atol=0)
+        for v in (dtype(-3.5), dtype(2.0)):
+            assert type(_sigmoid_numpy(v)) is dtype
+            np.testing.assert_allclose(_sigmoid_numpy(v), special.expit(v),
+                                       rtol=ulps * np.finfo(dtype).eps)

@@ -161,6 +161,8 @@ def int_list(value: Any, op: str, arg: str) -> list[int]:
         >>> int_list([[1, 2], [3, 4]], "pad", "paddings")
         [1, 2, 3, 4]
     """
+    if type(value) in (list, tuple) and all(type(v) is int for v in value):
+        return list(value)  # the common case, without an array round trip
     arr = np.asarray(value)
     if arr.size and arr.dtype.kind not in "iu":
         raise TypeError(f"{op}: `{arg}` must be integers; got {value!r}.")

@@ -11,6 +11,8 @@ rules of their own.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any, Sequence
 
 import numpy as np
@@ -121,17 +123,17 @@ def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
     """
     x = as_tensor(tensor, "reshape", "tensor")
     target = int_list(shape, "reshape", "shape")
-    size = np.size(x._value)
+    size = x._value.size
     if target.count(-1) > 1 or min(target, default=0) < -1:
         raise InvalidArgumentError(f"reshape: `shape` {target} must hold non-negative sizes and "
                                    "at most one -1 (the size that makes the count right).")
     if -1 in target:
-        known = int(np.prod([d for d in target if d != -1], dtype=np.int64))
+        known = math.prod(d for d in target if d != -1)
         if known == 0 or size % known:
             raise InvalidArgumentError(f"reshape: cannot reshape a tensor of {size} elements "
                                        f"(shape {shape_of(x)}) to {target}.")
         target[target.index(-1)] = size // known
-    if int(np.prod(target, dtype=np.int64)) != size:
+    if math.prod(target) != size:
         raise InvalidArgumentError(f"reshape: cannot reshape a tensor of {size} elements "
                                    f"(shape {shape_of(x)}) to {target}.")
     target = tuple(target)
