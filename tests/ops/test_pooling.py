@@ -112,3 +112,50 @@ def test_max_pool_of_a_large_batch_is_vectorized():
     g = tape.gradient(y, x)
     assert time.perf_counter() - start < 1.0
     assert float(tf.reduce_sum(g)) == y.shape.num_elements()
+
+
+def _reference_argmax(x, ksize, strides, pads):
+    """The argmax by the definition: np.argmax over every window's values, row-major
+    (padding filled with the lowest value and never chosen, unless a window is padding
+    and lowest values only: then its first unpadded element)."""
+    from tapeflow.ops import pooling
+    xp = pooling._pad_fill(x, pads, pooling._lowest(x.dtype))
+    oh, ow = pooling._out_hw(x.shape, ksize, strides, pads)
+    inside = pooling._pad_fill(np.ones(x.shape, bool), pads, False)
+    out = np.zeros(x.shape[:-3] + (oh, ow, x.shape[-1]), np.intp)
+    for idx in np.ndindex(*out.shape):
+        *lead, r, c, ch = idx
+        window = xp[tuple(lead) + (slice(r * strides[0], r * strides[0] + ksize[0]),
+                                   slice(c * strides[1], c * strides[1] + ksize[1]), ch)]
+        valid = inside[tuple(lead) + (slice(r * strides[0], r * strides[0] + ksize[0]),
+                                      slice(c * strides[1], c * strides[1] + ksize[1]), ch)]
+        k = int(np.argmax(window.reshape(-1)))
+        if not valid.reshape(-1)[k]:
+            k = int(np.argmax(valid.reshape(-1)))
+        out[idx] = k
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_max_pool_argmax_matches_its_definition_with_ties_nans_and_padding(seed):
+    from tapeflow.ops import pooling
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        ksize = tuple(int(k) for k in rng.integers(1, 4, 2))
+        strides = tuple(int(s) for s in rng.integers(1, 3, 2))
+        pads = tuple((int(rng.integers(0, k)), int(rng.integers(0, k))) for k in ksize)
+        x = rng.integers(-2, 3, (2, int(rng.integers(3, 7)), int(rng.integers(3, 7)), 2)) * 1.0
+        x[rng.random(x.shape) < 0.15] = np.nan if seed % 2 else -np.inf
+        np.testing.assert_array_equal(pooling._argmax(x, ksize, strides, pads),
+                                      _reference_argmax(x, ksize, strides, pads))
+
+
+def test_max_pool_gradient_of_infinite_cotangents_stays_finite_elsewhere():
+    x = tf.constant(np.arange(16.).reshape(1, 4, 4, 1))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.nn.max_pool2d(x, 2, 2, "VALID")
+    g = tape.gradient(y, x, output_gradients=tf.constant([[[[np.inf], [1.]], [[2.], [3.]]]], tf.float64))
+    want = np.zeros((4, 4))
+    want[1, 1], want[1, 3], want[3, 1], want[3, 3] = np.inf, 1., 2., 3.
+    np.testing.assert_array_equal(g.numpy()[0, :, :, 0], want)

@@ -18,6 +18,7 @@ offsets (9 for a 3x3 kernel), never over pixels.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -52,27 +53,53 @@ def _pad(x: np.ndarray, pads: tuple) -> np.ndarray:
     return np.pad(x, width)
 
 
+# The three implementations run over blocks of examples whose im2col matrix (or, for the
+# input gradient, kernel-offset blocks and output) stays in cache, about 2 MiB at once:
+# one block for small batches, and time linear in the batch size beyond (no cache cliff).
+_CACHE_BYTES = 1 << 21
+
+
+def _block_size(n: int, per_example_bytes: int) -> int:
+    return max(1, min(n, _CACHE_BYTES // max(1, per_example_bytes)))
+
+
 def _conv_impl(x: np.ndarray, w: np.ndarray, strides: tuple, dilations: tuple,
                pads: tuple) -> np.ndarray:
     kh, kw, c, o = w.shape[-4:]
+    n = x.shape[-4]
     oh = _out_size(x.shape[-3], kh, strides[0], dilations[0], pads[0])
     ow = _out_size(x.shape[-2], kw, strides[1], dilations[1], pads[1])
-    cols = _windows(_pad(x, pads), kh, kw, oh, ow, strides, dilations)   # [..., N, OH, OW, K]
-    lead = cols.shape[:-3]
-    flat = cols.reshape(lead[:-1] + (lead[-1] * oh * ow, kh * kw * c))  # [..., N*OH*OW, K]
-    out = np.matmul(flat, w.reshape(w.shape[:-4] + (kh * kw * c, o)))
-    return out.reshape(out.shape[:-2] + (lead[-1], oh, ow, o))
+    xp = _pad(x, pads)
+    wm = w.reshape(w.shape[:-4] + (kh * kw * c, o))
+    lead = np.broadcast_shapes(x.shape[:-4], w.shape[:-4])
+    out = np.empty(lead + (n, oh, ow, o), np.result_type(x, w))
+    step = _block_size(n, oh * ow * kh * kw * c * x.itemsize)
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        cols = _windows(xp[..., start:stop, :, :, :], kh, kw, oh, ow, strides, dilations)
+        flat = cols.reshape(cols.shape[:-4] + ((stop - start) * oh * ow, kh * kw * c))
+        res = np.matmul(flat, wm)  # [..., n*OH*OW, O]
+        out[..., start:stop, :, :, :] = res.reshape(res.shape[:-2] + (stop - start, oh, ow, o))
+    return out
 
 
 def _filter_grad_impl(x: np.ndarray, g: np.ndarray, strides: tuple, dilations: tuple,
                       pads: tuple, filter_shape: tuple) -> np.ndarray:
     kh, kw, c, o = filter_shape
-    oh, ow = g.shape[-3], g.shape[-2]
-    cols = _windows(_pad(x, pads), kh, kw, oh, ow, strides, dilations)
-    n = cols.shape[-4]
-    flat = cols.reshape(cols.shape[:-4] + (n * oh * ow, kh * kw * c))
-    gm = g.reshape(g.shape[:-4] + (n * oh * ow, o))
-    out = np.matmul(np.swapaxes(flat, -1, -2), gm)  # [..., K, O]
+    n, oh, ow = g.shape[-4], g.shape[-3], g.shape[-2]
+    xp = _pad(x, pads)
+    out = None
+    step = _block_size(n, oh * ow * kh * kw * c * x.itemsize)
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        cols = _windows(xp[..., start:stop, :, :, :], kh, kw, oh, ow, strides, dilations)
+        flat = cols.reshape(cols.shape[:-4] + ((stop - start) * oh * ow, kh * kw * c))
+        gm = g[..., start:stop, :, :, :].reshape(g.shape[:-4] + ((stop - start) * oh * ow, o))
+        part = np.matmul(np.swapaxes(flat, -1, -2), gm)  # [..., K, O]
+        out = part if out is None else np.add(out, part, out=out)
+    if out is None:  # no examples
+        lead = np.broadcast_shapes(x.shape[:-4], g.shape[:-4])
+        return np.zeros(lead + (kh, kw, c, o), np.result_type(x, g))
     return out.reshape(out.shape[:-2] + (kh, kw, c, o))
 
 
@@ -80,35 +107,46 @@ def _input_grad_impl(g: np.ndarray, w: np.ndarray, strides: tuple, dilations: tu
                      pads: tuple, input_shape: tuple) -> np.ndarray:
     kh, kw, c, o = w.shape[-4:]
     n, oh, ow = g.shape[-4], g.shape[-3], g.shape[-2]
-    gm = g.reshape(g.shape[:-4] + (n * oh * ow, o))
-    if c > 1:
-        # One GEMM straight into kernel-offset-major blocks [..., KH*KW, N*OH*OW, C]: each
-        # offset's contribution is then read contiguously by the adds below (about twice
-        # as fast as strided reads of an im2col layout when C > 1).
-        wt = np.ascontiguousarray(np.swapaxes(w.reshape(w.shape[:-4] + (kh * kw, c, o)), -1, -2))
-        taps = np.matmul(gm[..., None, :, :], wt)
-        lead = taps.shape[:-3]
-        taps = taps.reshape(lead + (kh, kw, n, oh, ow, c))
-
-        def block(i: int, j: int) -> np.ndarray:
-            return taps[..., i, j, :, :, :, :]
-    else:
-        cols = np.matmul(gm, np.swapaxes(w.reshape(w.shape[:-4] + (kh * kw * c, o)), -1, -2))
-        lead = cols.shape[:-2]
-        cols = cols.reshape(lead + (n, oh, ow, kh, kw, c))
-
-        def block(i: int, j: int) -> np.ndarray:
-            return cols[..., :, :, :, i, j, :]
     h, wd = input_shape[-3], input_shape[-2]
     hp, wp = h + sum(pads[0]), wd + sum(pads[1])
+    lead = np.broadcast_shapes(g.shape[:-4], w.shape[:-4])
     out = np.zeros(lead + (n, hp, wp, c), dtype=np.result_type(g, w))
+    # The weights as [..., KH*KW, O, C] (C > 1) or [..., KH*KW, O] (C = 1), made once.
+    if c > 1:
+        wt = np.ascontiguousarray(np.swapaxes(w.reshape(w.shape[:-4] + (kh * kw, c, o)), -1, -2))
+    else:
+        wt = w.reshape(w.shape[:-4] + (kh * kw, o))
+    step = _block_size(n, (kh * kw * oh * ow + hp * wp) * c * out.itemsize * math.prod(lead))
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        _input_grad_block(g[..., start:stop, :, :, :], wt, out[..., start:stop, :, :, :],
+                          (kh, kw, c), strides, dilations)
+    return out[..., pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd, :]
+
+
+def _input_grad_block(g: np.ndarray, wt: np.ndarray, out: np.ndarray, kernel: tuple,
+                      strides: tuple, dilations: tuple) -> None:
+    """Add the input gradient of examples `g` [..., n, OH, OW, O] into `out` (padded)."""
+    kh, kw, c = kernel
+    n, oh, ow, o = g.shape[-4:]
+    gm = g.reshape(g.shape[:-4] + (n * oh * ow, o))
+    # One GEMM straight into kernel-offset-major blocks [..., KH*KW, n*OH*OW, C]: each
+    # offset's contribution is then read contiguously by the adds below (strided reads of
+    # an im2col layout touch a cache line per element when C is small).
+    if c > 1:
+        taps = np.matmul(gm[..., None, :, :], wt)
+        lead = taps.shape[:-3]
+    else:
+        taps = np.matmul(wt, np.swapaxes(gm, -1, -2))  # [..., KH*KW, n*OH*OW]
+        lead = taps.shape[:-2]
+    taps = taps.reshape(lead + (kh, kw, n, oh, ow, c))
     sh, sw = strides
     for i in range(kh):  # one strided add per kernel offset
         r0 = i * dilations[0]
         for j in range(kw):
             c0 = j * dilations[1]
-            out[..., r0:r0 + sh * (oh - 1) + 1:sh, c0:c0 + sw * (ow - 1) + 1:sw, :] += block(i, j)
-    return out[..., pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd, :]
+            out[..., r0:r0 + sh * (oh - 1) + 1:sh, c0:c0 + sw * (ow - 1) + 1:sw, :] += \
+                taps[..., i, j, :, :, :, :]
 
 
 conv2d_p = Primitive("conv2d", _conv_impl)

@@ -74,18 +74,37 @@ def _max_pool_impl(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> 
 
 
 def _argmax(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
-    """[..., N, OH, OW, C]: the row-major offset of each window's first maximum."""
+    """[..., N, OH, OW, C]: the row-major offset of each window's first maximum (a NaN
+    counts as the maximum, as np.argmax)."""
     xp = _pad_fill(x, pads, _lowest(x.dtype))
     oh, ow = _out_hw(x.shape, ksize, strides, pads)
-    stacked = np.stack([xp[_window_slice(i, j, oh, ow, strides)] for i, j in _offsets(ksize)])
-    arg = np.argmax(stacked, axis=0)
+    nan = x.dtype.kind == "f" and bool(np.isnan(x).any())
+    # A running maximum over the offsets, in order: a later offset wins only if strictly
+    # greater (the first maximum keeps ties), and then its offset is the largest yet, so
+    # the argmax is a running maximum too. Branch-free ufuncs only: np.argmax over a
+    # stacked copy reads across a non-contiguous axis, and masked copies with a random
+    # mask mispredict at every element; either is several times slower.
+    n_off = ksize[0] * ksize[1]
+    idx = np.uint8 if n_off < 256 else np.intp
+    top = arg = None
+    for k, (i, j) in enumerate(_offsets(ksize)):
+        v = xp[_window_slice(i, j, oh, ow, strides)]
+        if top is None:
+            top = v.copy()
+            arg = np.zeros(v.shape, idx)
+            continue
+        better = v > top
+        if nan:  # the first NaN wins, and nothing beats it
+            better |= np.isnan(v) & ~np.isnan(top)
+        np.maximum(top, v, out=top)  # NaN-propagating: a NaN, once seen, stays the top
+        np.maximum(arg, better.view(np.uint8) * idx(k), out=arg, casting="unsafe")
     if any(pads[0] + pads[1]):
         # A window whose unpadded values are all the lowest value ties with its padding:
         # the derivative goes to its first unpadded element, never to the padding.
-        top = np.take_along_axis(stacked, arg[None], axis=0)[0]
         tied = top == _lowest(x.dtype)
         if tied.any():
-            arg = np.where(tied, _first_unpadded(x.shape, ksize, strides, pads)[:, :, None], arg)
+            first = _first_unpadded(x.shape, ksize, strides, pads)[:, :, None]
+            arg = np.where(tied, first, arg).astype(arg.dtype)
     return arg
 
 
@@ -107,8 +126,9 @@ def _grad_impl(x: np.ndarray, g: np.ndarray, ksize: tuple, strides: tuple,
     lead = np.broadcast_shapes(arg.shape[:-4], g.shape[:-4])
     n, h, w, c = x.shape[-4:]
     out = np.zeros(lead + (n, h + sum(pads[0]), w + sum(pads[1]), c), dtype=g.dtype)
+    pick = _selector(g)
     for k, (i, j) in enumerate(_offsets(ksize)):  # one strided add per kernel offset
-        out[_window_slice(i, j, oh, ow, strides)] += np.where(arg == k, g, 0)
+        out[_window_slice(i, j, oh, ow, strides)] += pick(arg == k)
     return out[..., pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + w, :]
 
 
@@ -120,8 +140,16 @@ def _grad_grad_impl(x: np.ndarray, t: np.ndarray, ksize: tuple, strides: tuple,
     lead = np.broadcast_shapes(arg.shape[:-4], t.shape[:-4])
     out = np.zeros(lead + arg.shape[-4:], dtype=t.dtype)
     for k, (i, j) in enumerate(_offsets(ksize)):
-        np.copyto(out, tp[_window_slice(i, j, oh, ow, strides)], where=arg == k)
+        out += _selector(tp[_window_slice(i, j, oh, ow, strides)])(arg == k)
     return out
+
+
+def _selector(values: np.ndarray) -> Any:
+    """mask -> values where mask, else 0. A product with the mask is branch-free (a
+    select with a random mask is several times slower), exact where values are finite."""
+    if values.dtype.kind in "fc" and not np.isfinite(values).all():
+        return lambda mask: np.where(mask, values, 0)  # inf * 0 would be NaN
+    return lambda mask: values * mask
 
 
 max_pool2d_p = Primitive("max_pool2d", _max_pool_impl)
