@@ -182,7 +182,7 @@ def swish(x: Any) -> Any:
     Example:
         >>> import tapeflow as tf
         >>> tf.keras.activations.swish(tf.constant([-1., 0., 1.])).numpy()
-        array([-0.2689414,  0.       ,  0.7310586], dtype=float32)
+        array([-0.26894143,  0.        ,  0.7310586 ], dtype=float32)
     """
     x = _float(x, "swish")
     return x * ops.transcendental.sigmoid(x)
