@@ -181,8 +181,8 @@ def swish(x: Any) -> Any:
 
     Example:
         >>> import tapeflow as tf
-        >>> tf.keras.activations.swish(tf.constant([-1., 0., 1.])).numpy()
-        array([-0.26894143,  0.        ,  0.7310586 ], dtype=float32)
+        >>> tf.keras.activations.swish(tf.constant([-1., 0., 1.])).numpy().round(6)
+        array([-0.268941,  0.      ,  0.731059], dtype=float32)
     """
     x = _float(x, "swish")
     return x * ops.transcendental.sigmoid(x)
