@@ -37,7 +37,7 @@ import numpy as np
 
 from .tensor import Tensor
 
-__all__ = ["Primitive", "Zero", "bind", "registry", "Recorder", "current_stack", "recording",
+__all__ = ["Primitive", "Zero", "Husk", "bind", "registry", "Recorder", "current_stack", "recording",
            "run_below", "call_below", "substack", "no_recorders", "reading_records", "records_open",
            "value_read",
            "variable_created", "variable_written", "read_variable_p"]
@@ -54,6 +54,8 @@ class Zero:
 
     @classmethod
     def like(cls, x: Any) -> "Zero":
+        if type(x) is Husk:
+            return cls(x.shape, x.dtype)
         v = x._value
         return cls(np.shape(v), v.dtype)
 
@@ -62,6 +64,30 @@ class Zero:
 
     def __repr__(self) -> str:
         return f"Zero(shape={self.shape}, dtype={self.dtype})"
+
+
+class Husk:
+    """What a tape keeps of an op's input or output that the op's VJP rule never reads
+    (NOTE(saved-values) in tape): its shape and dtype, not its data, so the array can
+    be freed while the tape lives. Reading its value is an internal error, raised at
+    once: a rule that needs the data must say so (`vjp_reads` in ops/structural)."""
+
+    __slots__ = ("shape", "dtype", "_prim")
+
+    def __init__(self, x: Any, prim: str) -> None:
+        v = x._value
+        self.shape = np.shape(v)
+        self.dtype = v.dtype
+        self._prim = prim
+
+    @property
+    def _value(self) -> Any:
+        raise RuntimeError(f"internal error: the VJP rule of {self._prim!r} read a value that "
+                           "its declaration (vjp_reads) says it does not read; the tape did not "
+                           "keep it. Please report this.")
+
+    def __repr__(self) -> str:
+        return f"Husk(shape={self.shape}, dtype={self.dtype}, of={self._prim!r})"
 
 
 _REGISTRY: dict[str, "Primitive"] = {}

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import itertools
 import warnings
+import weakref
 from typing import Any, Iterator
 
 import numpy as np
 
 from . import nest
 from .batching import one_hot_rows, vmap_chunks
-from .core import Primitive, Recorder, Zero, bind, reading_records
+from .core import Husk, Primitive, Recorder, Zero, bind, reading_records
 from .ops.shape import concat_p
 from .ops.structural import add_any, reshape_p, shape_of, transpose_p
 from .tensor import Tensor, TensorBase, Variable, convert_to_tensor
@@ -73,10 +75,13 @@ class GradientTape(Recorder):
         self._persistent = bool(persistent)
         self._watch_accessed = bool(watch_accessed_variables)
         self._entries: list[tuple] = []
-        self._watched: dict[int, Any] = {}
+        # id(tensor) -> (weak reference, key): NOTE(saved-values).
+        self._watched: dict[int, tuple] = {}
+        self._keys = itertools.count()
         self._variables: dict[int, Variable] = {}
         self._paused = 0
         self._used = False
+        self._keep_all = False  # keep every input and output (linearize replays JVP rules)
 
     # ---------------------------------------------------------------- context
     # ``with tape:`` enters and leaves the recorder stack (Recorder.__enter__/__exit__ in
@@ -129,7 +134,7 @@ class GradientTape(Recorder):
                               f"floating or complex; got {x.dtype.name}. Its gradient will be None.",
                               stacklevel=2)
                 continue
-            self._watched[id(x)] = x
+            self._key(x)
             if isinstance(x, Variable):
                 self._variables[id(x)] = x
 
@@ -137,25 +142,61 @@ class GradientTape(Recorder):
         """The variables this tape watches, in the order it started watching them."""
         return tuple(self._variables.values())
 
+    # NOTE(saved-values): the record must not keep every intermediate array alive (a long
+    # chain would hold them all, where peers hold only what their backward passes read).
+    # An entry keeps the inputs and outputs its VJP rule reads for the inputs that need a
+    # cotangent (the rule's `reads`, ops/structural) and a Husk of the others. Tensors
+    # are named by keys, not id(): an id is reused once its tensor is freed, so the
+    # tape's map from id to key holds a weak reference and checks it on every lookup.
+    def _key(self, x: Any) -> int:
+        """x's key, made (x watched) if it has none."""
+        w = self._watched.get(id(x))
+        if w is not None and w[0]() is x:
+            return w[1]
+        key = next(self._keys)
+        self._watched[id(x)] = (weakref.ref(x), key)
+        return key
+
+    def _key_of(self, x: Any) -> int | None:
+        """x's key if this tape watches x, else None."""
+        w = self._watched.get(id(x))
+        return w[1] if w is not None and w[0]() is x else None
+
     def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
                 level: int) -> None:
         if self._paused or not prim.differentiable:
             return
         watched = self._watched
+        keys = []
         hit = False
         for x in inputs:
-            if id(x) in watched:
+            w = watched.get(id(x))
+            if w is not None and w[0]() is x:
+                keys.append(w[1])
                 hit = True
             elif self._watch_accessed and type(x) is Variable and x._trainable and _differentiable(x):
-                self._watched[id(x)] = x
+                keys.append(self._key(x))
                 self._variables[id(x)] = x
                 hit = True
+            else:
+                keys.append(None)
         if not hit:
             return
-        self._entries.append((prim, inputs, outputs, params))
-        for o in outputs:
-            if o._value.dtype.kind in "fc":
-                watched[id(o)] = o
+        out_keys = tuple(self._key(o) if o._value.dtype.kind in "fc" else None for o in outputs)
+        reads = None if self._keep_all else getattr(prim.vjp, "reads", None)
+        if reads is None:
+            saved_in, saved_out = inputs, outputs
+        else:
+            read_in: set = set()
+            read_out: set = set()
+            for k, (ins, outs) in zip(keys, reads):
+                if k is not None:
+                    read_in.update(ins)
+                    read_out.update(outs)
+            name = prim.name
+            saved_in = tuple(x if i in read_in else Husk(x, name) for i, x in enumerate(inputs))
+            saved_out = tuple(o if i in read_out else Husk(o, name) for i, o in enumerate(outputs))
+        self._entries.append((prim, tuple(keys), out_keys, saved_in, saved_out, params))
 
     # ---------------------------------------------------------------- backward
     def _check_usable(self, what: str) -> None:
@@ -171,19 +212,24 @@ class GradientTape(Recorder):
             self._watched = {}
 
     def _plan(self, sources: list) -> tuple[list, set]:
-        """The recorded ops on a path from some source, and the ids they reach. No
+        """The recorded ops on a path from some source, and the keys they reach. No
         derivative flows through an integer or bool output (a cast to int, a
-        comparison): such an output is never reached, as in TensorFlow."""
+        comparison): such an output has no key and is never reached, as in TensorFlow."""
         # A trainable variable counts as watched even if never read (the tape would have
         # watched it at its first read): tape.gradient(v, v) is ones, as TensorFlow.
-        reach = {id(s) for s in sources if id(s) in self._watched or (
-            self._watch_accessed and type(s) is Variable and s._trainable and _differentiable(s))}
+        reach = set()
+        for s in sources:
+            k = self._key_of(s)
+            if k is None and self._watch_accessed and type(s) is Variable and s._trainable \
+                    and _differentiable(s):
+                k = self._key(s)
+            if k is not None:
+                reach.add(k)
         plan = []
-        with reading_records():  # the record may hold tensors of a finished trace
-            for entry in self._entries:
-                if any(id(x) in reach for x in entry[1]):
-                    plan.append(entry)
-                    reach.update(id(o) for o in entry[2] if _differentiable(o))
+        for entry in self._entries:
+            if any(k in reach for k in entry[1]):
+                plan.append(entry)
+                reach.update(k for k in entry[2] if k is not None)
         return plan, reach
 
     def _backward(self, plan: list, reach: set, targets: list, cts: list, sources: list) -> list:
@@ -194,22 +240,24 @@ class GradientTape(Recorder):
 
     def _backward_pass(self, plan: list, reach: set, targets: list, cts: list,
                        sources: list) -> list:
-        keep = {id(s) for s in sources}
+        source_keys = [self._key_of(s) for s in sources]
+        keep = set(source_keys)
         acc: dict[int, Any] = {}
         for t, ct in zip(targets, cts, strict=True):
-            if id(t) in reach:
-                acc[id(t)] = add_any(acc.get(id(t)), ct)
-        for prim, inputs, outputs, params in reversed(plan):
-            out_cts = [acc.get(id(o)) if id(o) in keep else acc.pop(id(o), None) for o in outputs]
+            k = self._key_of(t)
+            if k is not None and k in reach:
+                acc[k] = add_any(acc.get(k), ct)
+        for prim, in_keys, out_keys, inputs, outputs, params in reversed(plan):
+            out_cts = [acc.get(k) if k in keep else acc.pop(k, None) for k in out_keys]
             if all(c is None for c in out_cts):
                 continue
-            needs = tuple(id(x) in reach for x in inputs)
+            needs = tuple(k in reach for k in in_keys)
             out_cts = tuple(Zero.like(o) if c is None else c for o, c in zip(outputs, out_cts, strict=True))
             in_cts = prim.vjp(out_cts, outputs, inputs, needs, **params)
-            for x, c, need in zip(inputs, in_cts, needs, strict=True):
+            for k, c, need in zip(in_keys, in_cts, needs, strict=True):
                 if need and c is not None:
-                    acc[id(x)] = add_any(acc.get(id(x)), c)
-        return [acc.get(id(s)) for s in sources]
+                    acc[k] = add_any(acc.get(k), c)
+        return [None if k is None else acc.get(k) for k in source_keys]
 
     def _flat_sources(self, sources: Any) -> list:
         flat = nest.flatten(sources)

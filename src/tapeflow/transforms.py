@@ -236,29 +236,34 @@ def linearize(f: Callable, *primals: Any) -> tuple:
     """
     args, trees = _split(primals, tuple(range(len(primals))), "linearize")
     leaves = nest.flatten(trees)
-    with GradientTape(persistent=True) as tape:
+    tape = GradientTape(persistent=True)
+    tape._keep_all = True  # the JVP rules replayed below read what the VJP rules may not
+    with tape:
         tape.watch(leaves)
         out = f(*args)
     plan, _ = tape._plan(leaves)
+    leaf_keys = [tape._key_of(x) for x in leaves]
+    out_keys = nest.map_structure(tape._key_of, out)
 
     def f_jvp(*tangents: Any) -> Any:
         if len(tangents) != len(primals):
             raise ValueError(f"linearize: f_jvp takes {len(primals)} tangent(s); got "
                              f"{len(tangents)}.")
         tan: dict[int, Any] = {}
-        for i, (x, t) in enumerate(zip(leaves, nest.flatten_up_to(list(trees), list(tangents)), strict=True)):
-            tan[id(x)] = _tangent_like(t, x, "linearize: f_jvp", i)
+        for i, (x, k, t) in enumerate(zip(leaves, leaf_keys, nest.flatten_up_to(
+                list(trees), list(tangents)), strict=True)):
+            tan[k] = _tangent_like(t, x, "linearize: f_jvp", i)
         with reading_records():  # the record may hold tensors of a finished trace
-            for prim, inputs, outputs, params in plan:
-                found = [tan.get(id(x)) for x in inputs]
+            for prim, in_keys, o_keys, inputs, outputs, params in plan:
+                found = [tan.get(k) for k in in_keys]
                 if all(t is None for t in found):
                     continue
                 ts = tuple(Zero.like(x) if t is None else t
                            for x, t in zip(inputs, found, strict=True))
-                for o, t in zip(outputs, prim.jvp(ts, outputs, inputs, **params), strict=True):
-                    if type(t) is not Zero:
-                        tan[id(o)] = t
-        return nest.map_structure(lambda o: _zero_if_none(tan.get(id(o)), o), out)
+                for k, t in zip(o_keys, prim.jvp(ts, outputs, inputs, **params), strict=True):
+                    if type(t) is not Zero and k is not None:
+                        tan[k] = t
+        return nest.map_structure(lambda o, k: _zero_if_none(tan.get(k), o), out, out_keys)
 
     return out, f_jvp
 

@@ -43,7 +43,7 @@ def _extremum(name: str, impl: Any) -> Primitive:
     defjvp(prim, lambda t, ans, x, axis, keepdims: bind(
         reduce_sum_p, multiply(t, weights(ans, x, axis, keepdims)), axis=axis, keepdims=keepdims))
     defvjp(prim, lambda g, ans, x, axis, keepdims: multiply(
-        expand_reduced(g, x, axis, keepdims), weights(ans, x, axis, keepdims)))
+        expand_reduced(g, shape_of(x), axis, keepdims), weights(ans, x, axis, keepdims)))
     batch_reduction(prim)
     return prim
 

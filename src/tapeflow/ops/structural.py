@@ -23,16 +23,18 @@ modules (elementwise, shape, reduction), beside the ops of the same kind.
 
 from __future__ import annotations
 
+import dis
+import inspect
 from typing import Any, Callable
 
 import numpy as np
 
-from ..core import Primitive, Zero, bind
+from ..core import Husk, Primitive, Zero, bind
 from ..tensor import Tensor
 
 __all__ = [
     # static helpers
-    "shape_of", "instantiate", "zeros_of", "ones_of",
+    "shape_of", "dtype_of", "instantiate", "zeros_of", "ones_of",
     # helpers built from the structural primitives
     "add_any", "unbroadcast", "broadcast_tangent", "conj_if_complex", "float_mask",
     "swap_last_axes", "move_axis", "move_to_front", "align_batched", "kept_shape",
@@ -52,8 +54,15 @@ Rule = Callable[..., Any]
 
 # ================================================================== static helpers
 def shape_of(x: Any) -> tuple:
-    """Static shape of a tensor or Zero (metadata only: NumPy allowed here)."""
-    return x.shape if type(x) is Zero else np.shape(x._value)
+    """Static shape of a tensor, Zero or Husk (metadata only: NumPy allowed here)."""
+    t = type(x)
+    return x.shape if t is Zero or t is Husk else np.shape(x._value)
+
+
+def dtype_of(x: Any) -> np.dtype:
+    """NumPy dtype of a tensor, Zero or Husk (metadata only)."""
+    t = type(x)
+    return x.dtype if t is Zero or t is Husk else x._value.dtype
 
 
 def instantiate(t: Any) -> Tensor:
@@ -106,7 +115,7 @@ def conj_if_complex(x: Tensor) -> Tensor:
 
 def float_mask(cond: Tensor, like: Tensor) -> Tensor:
     """A 0/1 tensor of `like`'s dtype from a bool tensor (the masks of max, min, relu)."""
-    return bind(cast_p, cond, dtype=like._value.dtype)
+    return bind(cast_p, cond, dtype=dtype_of(like))
 
 
 def swap_last_axes(x: Tensor) -> Tensor:
@@ -170,10 +179,13 @@ def defjvp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False) -> 
     prim.jvp = jvp
 
 
-def defvjp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False) -> None:
+def defvjp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False,
+           reads: tuple | None = None) -> None:
     """Reverse rule from one rule per argument: ``rule(g, ans, *primals, **params)``.
 
     With `broadcasting`, each cotangent is summed back to its argument's shape.
+    What each rule reads of the primals and the output is found from its code
+    (`vjp_reads`), unless `reads` gives it.
     """
     def vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, **params: Any) -> tuple:
         g = instantiate(cts[0])
@@ -189,7 +201,70 @@ def defvjp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False) -> 
             result.append(ct)
         return tuple(result)
 
+    if reads is None:
+        reads = rule_reads(rules, len(rules))
+    if reads is not None:
+        vjp.reads = reads  # type: ignore[attr-defined]
     prim.vjp = vjp
+
+
+# NOTE(saved-values): a tape keeps, of each recorded op, only the inputs and outputs
+# its VJP rule reads for the inputs that need a cotangent; the rest become Husks
+# (core), so a long chain does not hold every intermediate array. What a rule reads
+# is read off its code: a parameter its code never mentions is never read. The
+# analysis only errs on the side of keeping (a name mentioned but not used, a value
+# passed on to a helper), and a Husk raises if read, so a mistake is loud.
+def _unmentioned(fn: Any) -> set[str] | None:
+    """Names of `fn`'s positional parameters that its code never mentions (None when
+    `fn` cannot be analyzed: not a plain function, or one taking *args)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_flags & inspect.CO_VARARGS:
+        return None
+    params = code.co_varnames[:code.co_argcount]
+    mentioned = set(code.co_cellvars)
+    ins = [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
+    for k, i in enumerate(ins):
+        arg = i.argval
+        if isinstance(arg, str):
+            if not _metadata_read(ins, k):
+                mentioned.add(arg)
+        elif isinstance(arg, tuple):
+            mentioned.update(a for a in arg if isinstance(a, str))
+    return {p for p in params if p not in mentioned}
+
+
+_METADATA = ("shape_of", "dtype_of")
+
+
+def _metadata_read(ins: list, k: int) -> bool:
+    """Whether instruction k loads a local only to pass it alone to shape_of/dtype_of
+    (``shape_of(x)``: the load of the function, of x, then a call with one argument),
+    which a Husk answers."""
+    if ins[k].opname != "LOAD_FAST" or k == 0 or k + 1 == len(ins):
+        return False
+    before, after = ins[k - 1], ins[k + 1]
+    return (before.opname == "LOAD_GLOBAL" and before.argval in _METADATA
+            and after.opname in ("PRECALL", "CALL") and after.arg == 1)
+
+
+def rule_reads(rules: Any, n_inputs: int, offset: int = 2) -> tuple | None:
+    """What each of `rules` (``rule(g, ans, *primals)``, one per input) reads: per input,
+    (primal indices, output indices); None if some rule cannot be analyzed."""
+    out = []
+    for rule in rules:
+        if rule is None:
+            out.append(((), ()))
+            continue
+        unread = _unmentioned(rule)
+        if unread is None:
+            return None
+        names = rule.__code__.co_varnames[:rule.__code__.co_argcount]
+        if len(names) < offset + n_inputs:
+            return None
+        ins = tuple(j for j in range(n_inputs) if names[offset + j] not in unread)
+        outs = () if offset == 2 and names[1] in unread else (0,)
+        out.append((ins, outs))
+    return tuple(out)
 
 
 def linear(prim: Primitive, transpose: Rule) -> None:
@@ -198,7 +273,22 @@ def linear(prim: Primitive, transpose: Rule) -> None:
     JVP: the primitive applied to the tangent. VJP: ``transpose(g, x, **params)``.
     """
     defjvp(prim, lambda t, ans, x, **params: bind(prim, t, **params))
-    defvjp(prim, lambda g, ans, x, **params: transpose(g, x, **params))
+    # The rule reads what `transpose(g, x)` reads of x (often only its shape).
+    defvjp(prim, lambda g, ans, x, **params: transpose(g, x, **params),
+           reads=_reads_of(transpose, ("g", "x")))
+
+
+def _reads_of(deriv: Callable, names: tuple) -> tuple | None:
+    """`defvjp`'s `reads` for a one-input rule that passes ``names`` (from "g", "ans",
+    "x") to `deriv`: the input if deriv reads "x", the output if it reads "ans"."""
+    unread = _unmentioned(deriv)
+    if unread is None:
+        return None
+    params = deriv.__code__.co_varnames[:deriv.__code__.co_argcount]
+    if len(params) < len(names):
+        return None
+    read = {name for name, p in zip(names, params) if p not in unread}
+    return (((0,) if "x" in read else (), (0,) if "ans" in read else ()),)
 
 
 def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor]) -> Primitive:
@@ -210,7 +300,8 @@ def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor]) 
     """
     prim = Primitive(name, impl)
     defjvp(prim, lambda t, ans, x: bind(multiply_p, t, deriv(ans, x)))
-    defvjp(prim, lambda g, ans, x: bind(multiply_p, g, conj_if_complex(deriv(ans, x))))
+    defvjp(prim, lambda g, ans, x: bind(multiply_p, g, conj_if_complex(deriv(ans, x))),
+           reads=_reads_of(deriv, ("ans", "x")))
     batch_unary(prim)
     return prim
 
@@ -341,8 +432,8 @@ def _cast_tangent(t: Tensor, ans: Tensor, x: Tensor, dtype: np.dtype) -> Any:
 
 cast_p = Primitive("cast", _cast_impl)
 defjvp(cast_p, _cast_tangent)
-defvjp(cast_p, lambda g, ans, x, dtype: bind(cast_p, g, dtype=x._value.dtype)
-       if x._value.dtype.kind in "fc" else None)
+defvjp(cast_p, lambda g, ans, x, dtype: bind(cast_p, g, dtype=dtype_of(x))
+       if dtype_of(x).kind in "fc" else None)
 batch_unary(cast_p)
 cast_p.simplify = same_as_input
 
@@ -408,14 +499,14 @@ def kept_shape(shape: tuple, axis: tuple | None) -> tuple:
     return tuple(1 if i in axis else d for i, d in enumerate(shape))
 
 
-def expand_reduced(g: Tensor, x: Tensor, axis: tuple | None, keepdims: bool) -> Tensor:
-    """A reduction's cotangent broadcast back over the reduced axes of x."""
-    kept = kept_shape(shape_of(x), axis)
+def expand_reduced(g: Tensor, shape: tuple, axis: tuple | None, keepdims: bool) -> Tensor:
+    """A reduction's cotangent broadcast back over the reduced axes of an input of `shape`."""
+    kept = kept_shape(shape, axis)
     if not keepdims and shape_of(g) != kept:
         g = bind(reshape_p, g, shape=kept)
-    return broadcast_tangent(g, shape_of(x))
+    return broadcast_tangent(g, shape)
 
 
 reduce_sum_p = Primitive("reduce_sum", _sum_impl)
-linear(reduce_sum_p, lambda g, x, axis, keepdims: expand_reduced(g, x, axis, keepdims))
+linear(reduce_sum_p, lambda g, x, axis, keepdims: expand_reduced(g, shape_of(x), axis, keepdims))
 batch_reduction(reduce_sum_p)
