@@ -14,3 +14,16 @@ _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], dera
 settings.register_profile("ci", max_examples=100, **_COMMON)
 settings.register_profile("long", max_examples=2500, **_COMMON)
 settings.load_profile("ci")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _husk_every_unread_value(monkeypatch):
+    """Tapes keep the values of small ops whole (a Husk costs more than it saves); the
+    tests husk every value a rule says it does not read, so a wrong declaration is an
+    error in every test that reaches it (NOTE(saved-values) in tapeflow/tape.py)."""
+    from tapeflow import tape
+
+    monkeypatch.setattr(tape, "HUSK_AT_BYTES", 0)

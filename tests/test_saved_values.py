@@ -111,6 +111,7 @@ def test_a_husk_is_loud_when_a_rule_reads_it(monkeypatch):
     never computes with a stand-in."""
     mul = registry()["multiply"]
     monkeypatch.setattr(mul.vjp, "reads", (((), ()), ((), ())))
+    monkeypatch.setattr(mul.vjp, "kept", {})  # what the tape made of the real reads
     x = tf.constant([1.0, 2.0])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -157,3 +158,17 @@ def test_nested_tapes_keep_what_the_outer_tape_needs():
     h = outer.gradient(g, x).numpy()
     xv = x.numpy()
     np.testing.assert_allclose(h, 2 * np.cos(xv) * np.exp(xv), rtol=1e-6)
+
+
+def test_small_ops_keep_their_values_and_large_ones_drop_them(monkeypatch):
+    from tapeflow import tape as tape_module
+
+    monkeypatch.setattr(tape_module, "HUSK_AT_BYTES", 64 * 1024)
+    for n, husked in ((16, False), (1 << 15, True)):  # 128 bytes; 256 KiB
+        x = tf.constant(np.ones(n))
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.sin(x) + 1.0
+        kinds = [type(v) is Husk for entry in tape._entries for v in entry[3] + entry[4]]
+        assert any(kinds) == husked
+        np.testing.assert_allclose(tape.gradient(y, x).numpy(), np.cos(1.0))

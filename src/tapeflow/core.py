@@ -76,7 +76,7 @@ class Husk:
 
     def __init__(self, x: Any, prim: str) -> None:
         v = x._value
-        self.shape = np.shape(v)
+        self.shape = v.shape  # an ndarray or a NumPy scalar: both have shape and dtype
         self.dtype = v.dtype
         self._prim = prim
 

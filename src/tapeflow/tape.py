@@ -14,7 +14,6 @@ import contextlib
 import enum
 import itertools
 import warnings
-import weakref
 from typing import Any, Iterator
 
 import numpy as np
@@ -27,6 +26,11 @@ from .ops.structural import add_any, reshape_p, shape_of, transpose_p
 from .tensor import Tensor, TensorBase, Variable, convert_to_tensor
 
 __all__ = ["GradientTape", "UnconnectedGradients"]
+
+
+# Ops whose inputs and outputs are all smaller than this keep them all (NOTE(saved-values)).
+HUSK_AT_BYTES = 64 * 1024
+_KEYS = itertools.count()  # tensors' keys, shared by every tape (next() is atomic)
 
 
 class UnconnectedGradients(enum.Enum):
@@ -75,9 +79,7 @@ class GradientTape(Recorder):
         self._persistent = bool(persistent)
         self._watch_accessed = bool(watch_accessed_variables)
         self._entries: list[tuple] = []
-        # id(tensor) -> (weak reference, key): NOTE(saved-values).
-        self._watched: dict[int, tuple] = {}
-        self._keys = itertools.count()
+        self._watched: set[int] = set()  # keys of the watched tensors (NOTE(saved-values))
         self._variables: dict[int, Variable] = {}
         self._paused = 0
         self._used = False
@@ -114,7 +116,7 @@ class GradientTape(Recorder):
     def reset(self) -> None:
         """Forget everything recorded and watched, as if re-entering with a new tape."""
         self._entries = []
-        self._watched = {}
+        self._watched = set()
         self._variables = {}
         self._used = False
 
@@ -146,21 +148,21 @@ class GradientTape(Recorder):
     # chain would hold them all, where peers hold only what their backward passes read).
     # An entry keeps the inputs and outputs its VJP rule reads for the inputs that need a
     # cotangent (the rule's `reads`, ops/structural) and a Husk of the others. Tensors
-    # are named by keys, not id(): an id is reused once its tensor is freed, so the
-    # tape's map from id to key holds a weak reference and checks it on every lookup.
+    # are named by keys, not id(): an id is reused once its tensor is freed, a key never
+    # (a tensor gets one, from one counter for all tapes, when a tape first records it).
+    # Ops on small arrays keep everything: a Husk costs more time than it saves memory.
     def _key(self, x: Any) -> int:
-        """x's key, made (x watched) if it has none."""
-        w = self._watched.get(id(x))
-        if w is not None and w[0]() is x:
-            return w[1]
-        key = next(self._keys)
-        self._watched[id(x)] = (weakref.ref(x), key)
-        return key
+        """x's key, x watched from now on."""
+        k = x._key
+        if k is None:
+            k = x._key = next(_KEYS)
+        self._watched.add(k)
+        return k
 
     def _key_of(self, x: Any) -> int | None:
         """x's key if this tape watches x, else None."""
-        w = self._watched.get(id(x))
-        return w[1] if w is not None and w[0]() is x else None
+        k = x._key
+        return k if k in self._watched else None
 
     def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
                 level: int) -> None:
@@ -170,9 +172,9 @@ class GradientTape(Recorder):
         keys = []
         hit = False
         for x in inputs:
-            w = watched.get(id(x))
-            if w is not None and w[0]() is x:
-                keys.append(w[1])
+            k = x._key
+            if k in watched:
+                keys.append(k)
                 hit = True
             elif self._watch_accessed and type(x) is Variable and x._trainable and _differentiable(x):
                 keys.append(self._key(x))
@@ -182,21 +184,36 @@ class GradientTape(Recorder):
                 keys.append(None)
         if not hit:
             return
-        out_keys = tuple(self._key(o) if o._value.dtype.kind in "fc" else None for o in outputs)
-        reads = None if self._keep_all else getattr(prim.vjp, "reads", None)
-        if reads is None:
+        out_keys = []
+        for o in outputs:
+            if o._value.dtype.kind in "fc":
+                k = o._key
+                if k is None:
+                    k = o._key = next(_KEYS)
+                watched.add(k)
+                out_keys.append(k)
+            else:
+                out_keys.append(None)
+        vjp = prim.vjp
+        large = False
+        if not self._keep_all and hasattr(vjp, "reads"):
+            for t in inputs:
+                if t._value.nbytes >= HUSK_AT_BYTES:
+                    large = True
+                    break
+            else:
+                for t in outputs:
+                    if t._value.nbytes >= HUSK_AT_BYTES:
+                        large = True
+                        break
+        if not large:
             saved_in, saved_out = inputs, outputs
         else:
-            read_in: set = set()
-            read_out: set = set()
-            for k, (ins, outs) in zip(keys, reads):
-                if k is not None:
-                    read_in.update(ins)
-                    read_out.update(outs)
+            keep_in, keep_out = _kept(vjp, tuple(k is not None for k in keys), len(outputs))
             name = prim.name
-            saved_in = tuple(x if i in read_in else Husk(x, name) for i, x in enumerate(inputs))
-            saved_out = tuple(o if i in read_out else Husk(o, name) for i, o in enumerate(outputs))
-        self._entries.append((prim, tuple(keys), out_keys, saved_in, saved_out, params))
+            saved_in = tuple(x if keep else Husk(x, name) for x, keep in zip(inputs, keep_in))
+            saved_out = tuple(o if keep else Husk(o, name) for o, keep in zip(outputs, keep_out))
+        self._entries.append((prim, tuple(keys), tuple(out_keys), saved_in, saved_out, params))
 
     # ---------------------------------------------------------------- backward
     def _check_usable(self, what: str) -> None:
@@ -209,7 +226,7 @@ class GradientTape(Recorder):
         self._used = True
         if not self._persistent:
             self._entries = []
-            self._watched = {}
+            self._watched = set()
 
     def _plan(self, sources: list) -> tuple[list, set]:
         """The recorded ops on a path from some source, and the keys they reach. No
@@ -455,6 +472,22 @@ class GradientTape(Recorder):
             return zero if mode is UnconnectedGradients.ZERO else None
         rows = bind(transpose_p, rows, perm=(1, 0) + tuple(range(2, len(ss) + 1)))  # [b, inner, *x]
         return _reshape(rows, ts + ss[1:])
+
+
+def _kept(vjp: Any, needs: tuple, n_out: int) -> tuple:
+    """Which inputs and outputs a VJP rule with `reads` (ops/structural.rule_reads) reads
+    when the inputs in `needs` need cotangents: two tuples of bools, cached per rule."""
+    cache = vjp.__dict__.setdefault("kept", {})
+    hit = cache.get((needs, n_out))
+    if hit is None:
+        read_in, read_out = set(), set()
+        for need, (ins, outs) in zip(needs, vjp.reads, strict=True):
+            if need:
+                read_in.update(ins)
+                read_out.update(outs)
+        hit = cache[needs, n_out] = (tuple(i in read_in for i in range(len(needs))),
+                                     tuple(i in read_out for i in range(n_out)))
+    return hit
 
 
 def _jac_like(t: Any, s: Any) -> Tensor:

@@ -293,10 +293,12 @@ class Tensor(TensorBase):
         <tapeflow.Tensor: shape=(2,), dtype=float32, numpy=array([3., 6.], dtype=float32)>
     """
 
-    __slots__ = ("_value", "__weakref__")
+    # _key: the name tapes give the tensor once one records it (NOTE(saved-values) in tape).
+    __slots__ = ("_value", "_key", "__weakref__")
 
     def __init__(self, value: Any) -> None:
         self._value = value
+        self._key = None
 
     def __repr__(self) -> str:
         return (f"<tapeflow.Tensor: shape={self.shape}, dtype={self.dtype.name}, "
@@ -402,7 +404,7 @@ class Variable(TensorBase):
         array([2., 4.], dtype=float32)
     """
 
-    __slots__ = ("_value", "_trainable", "_name", "_id", "_lock", "__weakref__")
+    __slots__ = ("_value", "_trainable", "_name", "_id", "_lock", "_key", "__weakref__")
 
     def __init__(self, initial_value: Any = None, trainable: bool = True,
                  validate_shape: bool = True, caching_device: Any = None,
@@ -424,6 +426,7 @@ class Variable(TensorBase):
         self._value = np.array(value, copy=True)
         self._trainable = bool(trainable)
         self._id = next(_variable_ids)
+        self._key = None
         self._name = name or "Variable"
         # Held by every update (assign_add reads, adds and writes under it; a traced call
         # that writes the variable holds it for the whole replay): updates are atomic.
