@@ -157,3 +157,38 @@ def traced_jacobians(tf: Any, model: Callable[[Any], Any]) -> tuple[Any, Any]:
         return t.batch_jacobian(y, x)
 
     return jac, batch_jac
+
+
+def _numpy_conv_same_stride2(h: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """TensorFlow's conv2d, 3x3, stride 2, SAME, in NumPy: on 28 (and 14) SAME pads
+    0 before and 1 after, so output pixel o reads padded rows 2o..2o+2."""
+    n, height, width, _ = h.shape
+    hp = np.pad(h, ((0, 0), (0, 1), (0, 1), (0, 0)))
+    out = 0.0
+    for i in range(3):
+        for j in range(3):
+            out = out + hp[:, i:i + height:2, j:j + width:2, :] @ k[i, j]
+    return out
+
+
+def numpy_jacobians(w: dict[str, np.ndarray], xs: np.ndarray) -> np.ndarray:
+    """[n, 10, 784] Jacobians in float64 by NumPy alone, independent of every framework.
+
+    The network is linear between its ReLUs, so each convolution is written once as a
+    dense matrix (its action on the one-hot basis) and the Jacobian at an input is the
+    product of the layers' matrices with the ReLU masks of that input in between.
+    """
+    w64 = {k: v.astype(np.float64) for k, v in w.items()}
+    conv1 = _numpy_conv_same_stride2(np.eye(784).reshape(784, 28, 28, 1), w64["k1"])
+    conv1 = conv1.reshape(784, 1568)
+    conv2 = _numpy_conv_same_stride2(np.eye(1568).reshape(1568, 14, 14, 8), w64["k2"])
+    conv2 = conv2.reshape(1568, 784)
+    x = xs.astype(np.float64)
+    a1 = x @ conv1 + np.tile(w64["b1"], 196)
+    a2 = np.maximum(a1, 0) @ conv2 + np.tile(w64["b2"], 49)
+    a3 = np.maximum(a2, 0) @ w64["w3"] + w64["b3"]
+    # Back from the outputs: [n, 10, width] rows times each layer's mask and matrix.
+    rows = np.broadcast_to(w64["w4"].T, (len(x), 10, 64)) * (a3 > 0)[:, None, :]
+    rows = (rows @ w64["w3"].T) * (a2 > 0)[:, None, :]
+    rows = (rows @ conv2.T) * (a1 > 0)[:, None, :]
+    return rows @ conv1.T

@@ -84,36 +84,59 @@ def best_seconds_per_call(
     return min(runs) / number, number
 
 
-def numpy_chain(x: np.ndarray) -> np.ndarray:
+def chain(sin: Callable[[Any], Any], x: Any, n_ops: int = CHAIN_OPS) -> Any:
+    """The benchmark chain for any array library: alternating ``sin`` and ``* 1.0001``.
+
+    Only ``sin`` differs between libraries (``np.sin``, ``tf.sin``, ``torch.sin``...);
+    the product with a Python float keeps the input's dtype in all of them.
+    """
+    y = x
+    for i in range(n_ops):
+        y = sin(y) if i % 2 == 0 else y * SCALE
+    return y
+
+
+def numpy_chain(x: np.ndarray, n_ops: int = CHAIN_OPS) -> np.ndarray:
     """The benchmark chain written directly in NumPy: 1,000 ufunc calls."""
     y = x
-    for i in range(CHAIN_OPS):
+    for i in range(n_ops):
         y = np.sin(y) if i % 2 == 0 else np.multiply(y, SCALE)
     return y
 
 
-def numpy_chain_grad(x: np.ndarray) -> np.ndarray:
+def numpy_chain_grad(x: np.ndarray, n_ops: int = CHAIN_OPS) -> np.ndarray:
     """Hand-written forward and reverse pass of the chain, for reference."""
     saved = []
     y = x
-    for i in range(CHAIN_OPS):
+    for i in range(n_ops):
         if i % 2 == 0:
             saved.append(y)
             y = np.sin(y)
         else:
             y = np.multiply(y, SCALE)
     g = np.ones_like(y)
-    for i in reversed(range(CHAIN_OPS)):
+    for i in reversed(range(n_ops)):
         g = np.multiply(g, np.cos(saved.pop())) if i % 2 == 0 else np.multiply(g, SCALE)
     return g
 
 
-def tf_chain(t: Any) -> Any:
+def numpy_chain_jvp(x: np.ndarray, n_ops: int = CHAIN_OPS) -> np.ndarray:
+    """Hand-written forward mode of the chain with a tangent of ones: the same
+    elementwise derivative as `numpy_chain_grad`, keeping only the current value."""
+    y, t = x, np.ones_like(x)
+    for i in range(n_ops):
+        if i % 2 == 0:
+            t = np.multiply(t, np.cos(y))
+            y = np.sin(y)
+        else:
+            y = np.multiply(y, SCALE)
+            t = np.multiply(t, SCALE)
+    return t
+
+
+def tf_chain(t: Any, n_ops: int = CHAIN_OPS) -> Any:
     """The same chain in tapeflow: alternating ``tf.sin`` and ``* 1.0001``."""
-    y = t
-    for i in range(CHAIN_OPS):
-        y = tf.sin(y) if i % 2 == 0 else y * SCALE
-    return y
+    return chain(tf.sin, t, n_ops)
 
 
 def run(quick: bool) -> list[Row]:

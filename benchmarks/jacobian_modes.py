@@ -54,12 +54,33 @@ def reference(w1: np.ndarray, w2: np.ndarray, x: np.ndarray) -> np.ndarray:
     return (1 - y ** 2)[:, None] * (w2 * (1 - h ** 2)[None, :]) @ w1
 
 
-def tapeflow_cases(w1: np.ndarray, w2: np.ndarray, x: np.ndarray) -> dict[str, Callable]:
-    W1, W2 = tf.constant(w1), tf.constant(w2)
+def tf_api_f(api: Any, w1: np.ndarray, w2: np.ndarray) -> Callable[[Any], Any]:
+    """f written once against TensorFlow's API: `api` is tapeflow or TensorFlow."""
+    W1, W2 = api.constant(w1), api.constant(w2)
 
     def f(v: Any) -> Any:
-        h = tf.tanh(tf.matmul(W1, tf.reshape(v, [-1, 1])))
-        return tf.reshape(tf.tanh(tf.matmul(W2, h)), [-1])
+        h = api.tanh(api.matmul(W1, api.reshape(v, [-1, 1])))
+        return api.reshape(api.tanh(api.matmul(W2, h)), [-1])
+
+    return f
+
+
+def jax_f(w1: np.ndarray, w2: np.ndarray) -> Callable[[Any], Any]:
+    import jax.numpy as jnp
+
+    W1, W2 = jnp.asarray(w1), jnp.asarray(w2)
+    return lambda v: jnp.tanh(W2 @ jnp.tanh(W1 @ v))
+
+
+def torch_f(w1: np.ndarray, w2: np.ndarray) -> Callable[[Any], Any]:
+    import torch
+
+    W1, W2 = torch.from_numpy(w1), torch.from_numpy(w2)
+    return lambda v: torch.tanh(W2 @ torch.tanh(W1 @ v))
+
+
+def tapeflow_cases(w1: np.ndarray, w2: np.ndarray, x: np.ndarray) -> dict[str, Callable]:
+    f = tf_api_f(tf, w1, w2)
 
     def row_loop() -> Any:
         xt = tf.constant(x)
@@ -88,11 +109,7 @@ def jax_cases(w1: np.ndarray, w2: np.ndarray, x: np.ndarray) -> dict[str, Callab
     import jax
     import jax.numpy as jnp
 
-    W1, W2, X = jnp.asarray(w1), jnp.asarray(w2), jnp.asarray(x)
-
-    def f(v: Any) -> Any:
-        return jnp.tanh(W2 @ jnp.tanh(W1 @ v))
-
+    f, X = jax_f(w1, w2), jnp.asarray(x)
     fwd, rev = jax.jacfwd(f), jax.jacrev(f)
     jfwd, jrev = jax.jit(fwd), jax.jit(rev)
     jfwd(X).block_until_ready()
@@ -110,11 +127,7 @@ def torch_cases(w1: np.ndarray, w2: np.ndarray, x: np.ndarray) -> dict[str, Call
     from torch.func import jacfwd, jacrev
 
     torch.set_num_threads(2)
-    W1, W2, X = torch.from_numpy(w1), torch.from_numpy(w2), torch.from_numpy(x)
-
-    def f(v: Any) -> Any:
-        return torch.tanh(W2 @ torch.tanh(W1 @ v))
-
+    f, X = torch_f(w1, w2), torch.from_numpy(x)
     return {
         "torch.func jacfwd": lambda: jacfwd(f)(X),
         "torch.func jacrev": lambda: jacrev(f)(X),

@@ -99,76 +99,62 @@ class Case:
         self.setup, self.replay, self.note = setup, replay, note
 
 
-# ---------------------------------------------------------------------- tapeflow
-def tapeflow_cases(w: dict, xs: np.ndarray) -> tuple[list[Case], dict]:
+Runner = Callable[[np.ndarray], np.ndarray]  # inputs [n, 784] -> Jacobians [n, 10, 784]
+
+TF_EACH = "tapeflow eager tape.jacobian per input (vectorized)"
+TF_LOOP = "tapeflow eager tape.jacobian per input (row loop)"
+TF_BATCH = "tapeflow eager tape.batch_jacobian, all inputs"
+TF_REPLAY_EACH = "tapeflow function replay of tape.jacobian, per input"
+TF_REPLAY_BATCH = "tapeflow function replay of batch_jacobian, all inputs"
+TENSORFLOW_EAGER = "TensorFlow eager tape.jacobian per input"
+TENSORFLOW_EACH = "TensorFlow tf.function tape.jacobian per input"
+TENSORFLOW_BATCH = "TensorFlow tf.function batch_jacobian, all inputs"
+JAX_BATCH = "JAX jit(vmap(jacrev(f))), all inputs"
+TORCH_BATCH = "PyTorch torch.func vmap(jacrev(f)), all inputs"
+
+
+# ---------------------------------------------------------------------- runners
+# Each builder returns functions from the inputs to all their Jacobians (NumPy), nothing
+# run yet: the first call of a traced or compiled one pays the tracing / compiling, so
+# a caller can time that call apart (the cases below, and benchmarks/suite/seed.py).
+def tapeflow_runners(w: dict) -> tuple[dict[str, Runner], tuple[Any, Any]]:
+    """tapeflow's ways to the Jacobians, and the two traced functions (for graph stats)."""
     model = cnn.tapeflow_model(w)
-    cases = []
-
-    def eager_each(use_pfor: bool) -> Callable[[], np.ndarray]:
-        return lambda: cnn.jacobians_per_input(tf, model, xs, use_pfor)
-
-    def eager_batch() -> np.ndarray:
-        return cnn.batch_jacobians(tf, model, xs)
-
-    cases.append(Case("tapeflow eager tape.jacobian per input (vectorized)", "tapeflow",
-                      eager_each(True)))
-    cases.append(Case("tapeflow eager tape.jacobian per input (row loop)", "tapeflow",
-                      eager_each(False)))
-    cases.append(Case("tapeflow eager tape.batch_jacobian, all inputs", "tapeflow", eager_batch))
-
     jac, batch_jac = cnn.traced_jacobians(tf, model)
 
-    concrete_jac, trace_jac = timed(lambda: jac.get_concrete_function(tf.constant(xs[:1])))
-    xb = tf.constant(xs)
-    concrete_batch, trace_batch = timed(lambda: batch_jac.get_concrete_function(xb))
-
-    def replay_each() -> np.ndarray:
+    def replay_each(xs: np.ndarray) -> np.ndarray:
         return np.stack([np.asarray(jac(tf.constant(x[None])))[0, :, 0] for x in xs])
 
-    def replay_batch() -> np.ndarray:
-        return np.asarray(batch_jac(tf.constant(xs)))
-
-    cases.append(Case("tapeflow function replay of tape.jacobian, per input", "tapeflow",
-                      replay_each, trace_jac, replay=True))
-    cases.append(Case("tapeflow function replay of batch_jacobian, all inputs", "tapeflow",
-                      replay_batch, trace_batch, replay=True))
-    graphs = {"tape.jacobian per input": (jac, concrete_jac),
-              "batch_jacobian, all inputs": (batch_jac, concrete_batch)}
-    return cases, graphs
+    runners = {
+        TF_EACH: lambda xs: cnn.jacobians_per_input(tf, model, xs, True),
+        TF_LOOP: lambda xs: cnn.jacobians_per_input(tf, model, xs, False),
+        TF_BATCH: lambda xs: cnn.batch_jacobians(tf, model, xs),
+        TF_REPLAY_EACH: replay_each,
+        TF_REPLAY_BATCH: lambda xs: np.asarray(batch_jac(tf.constant(xs))),
+    }
+    return runners, (jac, batch_jac)
 
 
-# ---------------------------------------------------------------------- peers
-def tensorflow_cases(w: dict, xs: np.ndarray) -> list[Case]:
+def tensorflow_runners(w: dict) -> dict[str, Runner]:
     import tensorflow as real_tf
 
     # Eager tape.jacobian builds (and traces) a new pfor function at every call, and
     # TensorFlow warns about the retracing each time: that cost is what is measured.
     real_tf.get_logger().setLevel("ERROR")
     model = cnn.tensorflow_model(w)
-
-    def eager_each() -> np.ndarray:
-        return cnn.jacobians_per_input(real_tf, model, xs)
-
     jac, batch_jac = cnn.traced_jacobians(real_tf, model)
 
-    _, trace_jac = timed(lambda: jac(real_tf.constant(xs[:1])).numpy())
-    xb = real_tf.constant(xs)
-    _, trace_batch = timed(lambda: batch_jac(xb).numpy())
-
-    def function_each() -> np.ndarray:
+    def function_each(xs: np.ndarray) -> np.ndarray:
         return np.stack([jac(real_tf.constant(x[None])).numpy()[0, :, 0] for x in xs])
 
-    def function_batch() -> np.ndarray:
-        return batch_jac(real_tf.constant(xs)).numpy()
-
-    return [Case("TensorFlow eager tape.jacobian per input", "tensorflow", eager_each),
-            Case("TensorFlow tf.function tape.jacobian per input", "tensorflow",
-                 function_each, trace_jac),
-            Case("TensorFlow tf.function batch_jacobian, all inputs", "tensorflow",
-                 function_batch, trace_batch)]
+    return {
+        TENSORFLOW_EAGER: lambda xs: cnn.jacobians_per_input(real_tf, model, xs),
+        TENSORFLOW_EACH: function_each,
+        TENSORFLOW_BATCH: lambda xs: batch_jac(real_tf.constant(xs)).numpy(),
+    }
 
 
-def jax_cases(w: dict, xs: np.ndarray) -> list[Case]:
+def jax_runner(w: dict) -> Runner:
     import jax
     import jax.numpy as jnp
 
@@ -178,16 +164,10 @@ def jax_cases(w: dict, xs: np.ndarray) -> list[Case]:
         return model(x[None])[0]
 
     jac = jax.jit(jax.vmap(jax.jacrev(f)))
-    xj = jnp.asarray(xs)
-    _, compile_time = timed(lambda: jac(xj).block_until_ready())
-
-    def run() -> np.ndarray:
-        return np.asarray(jac(jnp.asarray(xs)))
-
-    return [Case("JAX jit(vmap(jacrev(f))), all inputs", "jax", run, compile_time)]
+    return lambda xs: np.asarray(jac(jnp.asarray(xs)))
 
 
-def torch_cases(w: dict, xs: np.ndarray) -> list[Case]:
+def torch_runner(w: dict) -> Runner:
     import torch
     from torch.func import jacrev, vmap
 
@@ -197,11 +177,47 @@ def torch_cases(w: dict, xs: np.ndarray) -> list[Case]:
         return model(x[None])[0]
 
     jac = vmap(jacrev(f))
+    return lambda xs: jac(torch.from_numpy(xs)).numpy()
 
-    def run() -> np.ndarray:
-        return jac(torch.from_numpy(xs)).numpy()
 
-    return [Case("PyTorch torch.func vmap(jacrev(f)), all inputs", "torch", run)]
+# ---------------------------------------------------------------------- tapeflow
+def tapeflow_cases(w: dict, xs: np.ndarray) -> tuple[list[Case], dict]:
+    runners, (jac, batch_jac) = tapeflow_runners(w)
+
+    def case(name: str, setup: float | None = None, replay: bool = False) -> Case:
+        fn = runners[name]
+        return Case(name, "tapeflow", lambda: fn(xs), setup, replay=replay)
+
+    concrete_jac, trace_jac = timed(lambda: jac.get_concrete_function(tf.constant(xs[:1])))
+    concrete_batch, trace_batch = timed(lambda: batch_jac.get_concrete_function(tf.constant(xs)))
+    cases = [case(TF_EACH), case(TF_LOOP), case(TF_BATCH),
+             case(TF_REPLAY_EACH, trace_jac, replay=True),
+             case(TF_REPLAY_BATCH, trace_batch, replay=True)]
+    graphs = {"tape.jacobian per input": (jac, concrete_jac),
+              "batch_jacobian, all inputs": (batch_jac, concrete_batch)}
+    return cases, graphs
+
+
+# ---------------------------------------------------------------------- peers
+def tensorflow_cases(w: dict, xs: np.ndarray) -> list[Case]:
+    runners = tensorflow_runners(w)
+    each, batch = runners[TENSORFLOW_EACH], runners[TENSORFLOW_BATCH]
+    _, trace_jac = timed(lambda: each(xs[:1]))
+    _, trace_batch = timed(lambda: batch(xs))
+    return [Case(TENSORFLOW_EAGER, "tensorflow", lambda: runners[TENSORFLOW_EAGER](xs)),
+            Case(TENSORFLOW_EACH, "tensorflow", lambda: each(xs), trace_jac),
+            Case(TENSORFLOW_BATCH, "tensorflow", lambda: batch(xs), trace_batch)]
+
+
+def jax_cases(w: dict, xs: np.ndarray) -> list[Case]:
+    run = jax_runner(w)
+    _, compile_time = timed(lambda: run(xs))
+    return [Case(JAX_BATCH, "jax", lambda: run(xs), compile_time)]
+
+
+def torch_cases(w: dict, xs: np.ndarray) -> list[Case]:
+    run = torch_runner(w)
+    return [Case(TORCH_BATCH, "torch", lambda: run(xs))]
 
 
 def peer_cases(w: dict, xs: np.ndarray) -> tuple[list[Case], dict]:
@@ -261,8 +277,7 @@ def run(n_inputs: int, repeat: int, min_total: float) -> dict:
                                       if fastest_peer else None)
     replays = [r for r in rows if r["replay"]]
     best_replay = min(replays, key=lambda r: r["seconds"])
-    tf_eager = next((r for r in rows if r["case"] == "TensorFlow eager tape.jacobian per input"),
-                    None)
+    tf_eager = next((r for r in rows if r["case"] == TENSORFLOW_EAGER), None)
     summary = {
         "best_tapeflow_replay": best_replay["case"],
         "best_tapeflow_replay_seconds": best_replay["seconds"],

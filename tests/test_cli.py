@@ -1,5 +1,6 @@
 """The command line: `tapeflow demo` reproduces the seed documents' numbers,
-and the dispatch benchmark runs end to end in its quick mode."""
+and the dispatch benchmark runs end to end in its quick mode (`tapeflow bench`, the
+whole suite, is tested in test_bench_suite.py)."""
 
 from __future__ import annotations
 
@@ -19,11 +20,6 @@ def test_demo_prints_documented_values(capsys):
     assert "MISMATCH" not in out
     assert "4.4417057" in out
     assert "10.094786" in out
-
-
-def test_bench_prints_how_to_run(capsys):
-    assert main(["bench"]) == 0
-    assert "benchmarks/dispatch.py" in capsys.readouterr().out
 
 
 def test_dispatch_benchmark_quick_runs(tmp_path):

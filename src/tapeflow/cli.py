@@ -4,11 +4,16 @@
 documents (the ``tf.autodiff.ForwardAccumulator`` docs and the
 ``GradientTape.jacobian`` question) with ``import tapeflow as tf`` and prints
 each computed value beside the value TensorFlow documents for it.
+
+``tapeflow bench`` runs the benchmark suite (``benchmarks/run.py`` of the source
+checkout the package is installed from) beside the installed peer frameworks.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 from typing import Any, Callable, Sequence, TextIO
 
@@ -198,17 +203,36 @@ def demo(out: TextIO | None = None) -> int:
     return 0 if r.ok else 1
 
 
-def bench(out: TextIO | None = None) -> int:
-    """Tell the user how to run the dispatch micro-benchmark.
+def suite_script() -> str | None:
+    """``benchmarks/run.py`` of the source checkout this package was installed from
+    (``pip install -e .``: the package is ``src/tapeflow`` of the checkout), or None
+    for an installed copy that has no checkout beside it."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    script = os.path.join(root, "benchmarks", "run.py")
+    return script if os.path.isfile(script) else None
 
-    The benchmark lives in the repository (``benchmarks/dispatch.py``), not in
-    the installed package, so this command only prints how to run it and
-    returns 0.
+
+def bench(options: Sequence[str] = (), out: TextIO | None = None) -> int:
+    """Run the benchmark suite with `options` (``--quick``, ``--only NAME``, ``--json
+    PATH``, ``--plot DIR``, ``--list``) and return its exit status.
+
+    The suite is ``benchmarks/run.py`` in the source checkout, not part of the
+    installed package; without a checkout this prints where to get it (to `out`) and
+    returns 1. It runs in a new Python process: the suite pins BLAS, OpenMP and XLA to
+    one thread through environment variables that only take effect before NumPy is
+    imported, and this process has imported it already. Its report goes to this
+    process's standard output.
     """
     out = sys.stdout if out is None else out
-    print("run python benchmarks/dispatch.py  (from the repository root; add --quick for a short run)",
-          file=out)
-    return 0
+    script = suite_script()
+    if script is None:
+        print("tapeflow bench runs the benchmark suite (benchmarks/run.py), which is part of "
+              "the source checkout, not of the installed package: clone the repository, "
+              "install it with pip install -e '.[bench]' (the peer frameworks are optional) "
+              "and run tapeflow bench there.", file=out)
+        return 1
+    out.flush()
+    return subprocess.call([sys.executable, script, *options])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -225,11 +249,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     sub.add_parser("demo", help="run the seed documents' examples and compare with TensorFlow's values")
-    sub.add_parser("bench", help="show how to run the dispatch micro-benchmark")
+    bench_parser = sub.add_parser(
+        "bench", help="run the benchmark suite beside the installed peers (from a source checkout)",
+        description="Run benchmarks/run.py: every workload with tapeflow and each installed peer "
+                    "(TensorFlow, JAX, PyTorch, autograd), a markdown table of medians and ratios.")
+    bench_parser.add_argument("--quick", action="store_true", help="a smoke run of a few minutes")
+    bench_parser.add_argument("--only", metavar="NAME[,NAME]", help="run only these workloads")
+    bench_parser.add_argument("--json", metavar="PATH", help="also write every result to PATH")
+    bench_parser.add_argument("--plot", metavar="DIR", help="save scaling figures in DIR (matplotlib)")
+    bench_parser.add_argument("--list", action="store_true", help="list the workloads")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo()
-    return bench()
+    options = ["--quick"] if args.quick else []
+    for flag, value in (("--only", args.only), ("--json", args.json), ("--plot", args.plot)):
+        if value is not None:
+            options += [flag, value]
+    if args.list:
+        options.append("--list")
+    return bench(options)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,174 @@
+"""What every workload of the suite shares: the Case record, the frameworks, the checks.
+
+A workload module exposes ``NAME``, ``TITLE``, ``ORDER`` and ``cases(size)``, which
+returns a list of `Case`; it may also expose ``sweep(size)``, which returns a `Sweep`
+for ``run.py --plot``. ``size`` is "full", "quick" (a smoke run) or "tiny" (the tests).
+Building the list runs nothing: a case's ``setup()`` builds its inputs and returns
+the zero-argument ``run``; the first call of ``run`` pays any tracing or compiling,
+later calls are the steady state; ``check(result)`` raises `WrongResult` unless the
+result matches a float64 reference computed independently of the framework.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCHMARKS = os.path.dirname(HERE)
+ROOT = os.path.dirname(BENCHMARKS)
+
+# The existing single-purpose benchmarks (cnn.py, seed_problem.py, ...) are plain
+# scripts in benchmarks/, imported by module name; and a checkout without
+# `pip install -e .` still finds tapeflow in src/.
+if BENCHMARKS not in sys.path:
+    sys.path.insert(0, BENCHMARKS)
+if importlib.util.find_spec("tapeflow") is None:
+    sys.path.insert(0, os.path.join(ROOT, "src"))
+
+SIZES = ("full", "quick", "tiny")
+FRAMEWORKS = ("tapeflow", "numpy", "tensorflow", "jax", "torch", "autograd")
+PEERS = ("tensorflow", "jax", "torch", "autograd")  # NumPy is the floor, not a peer
+LABELS = {"tapeflow": "tapeflow", "numpy": "NumPy", "tensorflow": "TensorFlow",
+          "jax": "JAX", "torch": "PyTorch", "autograd": "autograd"}
+
+
+@dataclass
+class Case:
+    """One contestant of a workload.
+
+    `group` names the problem within the workload (ratios compare cases of one group);
+    `mode` says how the framework runs it: "eager", "traced" (tapeflow or TensorFlow
+    function), "jit" (JAX), "by hand" (NumPy); `ops` divides times into per-op costs;
+    `metric` is "time" or "memory" (peak memory, measured in a fresh subprocess).
+    """
+
+    name: str
+    framework: str
+    setup: Callable[[], Callable[[], Any]]
+    check: Callable[[Any], None]
+    group: str = ""
+    mode: str = "eager"
+    ops: int = 1
+    metric: str = "time"
+
+
+@dataclass
+class Sweep:
+    """Cases at several sizes, for a figure: time against `xlabel` at each x; one line
+    per case name, one panel per case group."""
+
+    title: str
+    xlabel: str
+    filename: str
+    points: list[tuple[int, list[Case]]] = field(default_factory=list)
+
+
+class WrongResult(AssertionError):
+    """A framework computed a result that differs from the float64 reference."""
+
+
+class Unavailable(ImportError):
+    """A peer framework is not installed (or cannot be imported): its cases are skipped."""
+
+
+def size_of(size: str, table: dict[str, Any]) -> Any:
+    if size not in SIZES:
+        raise ValueError(f"size must be one of {SIZES}; got {size!r}")
+    return table[size]
+
+
+# ---------------------------------------------------------------------- frameworks
+@functools.cache
+def prepare(framework: str) -> str:
+    """Import a framework set to one thread, once; return its version.
+
+    Environment variables (set by run.py before NumPy is imported) cover BLAS, OpenMP
+    and XLA; the frameworks' own thread pools are set here, before their first op.
+    Raises `Unavailable` if the framework cannot be imported.
+    """
+    try:
+        module = importlib.import_module(framework)
+    except Exception as e:  # noqa: BLE001 - a broken peer install is skipped like a missing one
+        raise Unavailable(f"{framework} not available ({type(e).__name__}: {e})") from e
+    if framework == "torch":
+        module.set_num_threads(1)
+        try:
+            module.set_num_interop_threads(1)
+        except RuntimeError:  # only settable before torch's first parallel work
+            pass
+    elif framework == "tensorflow":
+        module.get_logger().setLevel("ERROR")
+        try:
+            module.config.threading.set_intra_op_parallelism_threads(1)
+            module.config.threading.set_inter_op_parallelism_threads(1)
+        except RuntimeError:  # the runtime already started; the env variables still hold
+            pass
+    elif framework == "jax":
+        # The float64 workloads must run in float64 in JAX too; float32 inputs stay
+        # float32 (every JAX case converts its inputs with their NumPy dtype).
+        module.config.update("jax_enable_x64", True)
+    elif framework == "numpy":
+        try:
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(1)  # in case the BLAS ignored the environment variables
+        except ImportError:
+            pass
+    return str(getattr(module, "__version__", "?"))
+
+
+def installed(framework: str) -> bool:
+    return importlib.util.find_spec(framework) is not None
+
+
+# ---------------------------------------------------------------------- results and checks
+def to_numpy(x: Any) -> Any:
+    """A framework's result as float64 NumPy arrays (lists and tuples kept as lists)."""
+    if isinstance(x, (list, tuple)):
+        return [to_numpy(v) for v in x]
+    if hasattr(x, "detach"):  # torch
+        x = x.detach().cpu()
+    return np.asarray(x, dtype=np.float64)
+
+
+def relative_error(got: Any, want: Any) -> float:
+    """max |got - want| / max |want| over every array of the structure."""
+    got, want = to_numpy(got), to_numpy(want)
+    if isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            raise WrongResult(f"expected {len(want)} arrays, got "
+                              f"{len(got) if isinstance(got, list) else 'one'}")
+        return max(relative_error(g, w) for g, w in zip(got, want))
+    if isinstance(got, list) or got.shape != want.shape:
+        shape = "a list" if isinstance(got, list) else got.shape
+        raise WrongResult(f"result has shape {shape}; expected {want.shape}")
+    if not np.all(np.isfinite(got)):
+        raise WrongResult("result has non-finite values")
+    scale = float(np.max(np.abs(want))) or 1.0
+    return float(np.max(np.abs(got - want))) / scale
+
+
+def close_to(reference: Callable[[], Any], rtol: float) -> Callable[[Any], None]:
+    """A check against a reference computed on first use (building a case list stays
+    cheap) and shared by all the cases that hold this check."""
+    want = functools.cache(reference)
+
+    def check(got: Any) -> None:
+        err = relative_error(got, want())
+        if not err <= rtol:
+            raise WrongResult(f"relative error {err:.2e} against the float64 reference "
+                              f"(tolerance {rtol:.0e})")
+
+    return check
+
+
+def split_by(cases: Sequence[Case], framework: str) -> list[Case]:
+    return [c for c in cases if c.framework == framework]
