@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import itertools
 import warnings
 from typing import Any, Iterator
 
@@ -23,14 +22,13 @@ from .batching import one_hot_rows, vmap_chunks
 from .core import Husk, Primitive, Recorder, Zero, bind, reading_records
 from .ops.shape import concat_p
 from .ops.structural import add_any, reshape_p, shape_of, transpose_p
-from .tensor import Tensor, TensorBase, Variable, convert_to_tensor
+from .tensor import Tensor, TensorBase, Variable, convert_to_tensor, key_of
 
 __all__ = ["GradientTape", "UnconnectedGradients"]
 
 
 # Ops whose inputs and outputs are all smaller than this keep them all (NOTE(saved-values)).
 HUSK_AT_BYTES = 64 * 1024
-_KEYS = itertools.count()  # tensors' keys, shared by every tape (next() is atomic)
 
 
 class UnconnectedGradients(enum.Enum):
@@ -148,14 +146,12 @@ class GradientTape(Recorder):
     # chain would hold them all, where peers hold only what their backward passes read).
     # An entry keeps the inputs and outputs its VJP rule reads for the inputs that need a
     # cotangent (the rule's `reads`, ops/structural) and a Husk of the others. Tensors
-    # are named by keys, not id(): an id is reused once its tensor is freed, a key never
-    # (a tensor gets one, from one counter for all tapes, when a tape first records it).
+    # are named by keys (tensor.key_of), not id(): an id is reused once its tensor is
+    # freed, a key never.
     # Ops on small arrays keep everything: a Husk costs more time than it saves memory.
     def _key(self, x: Any) -> int:
         """x's key, x watched from now on."""
-        k = x._key
-        if k is None:
-            k = x._key = next(_KEYS)
+        k = key_of(x)
         self._watched.add(k)
         return k
 
@@ -189,7 +185,7 @@ class GradientTape(Recorder):
             if o._value.dtype.kind in "fc":
                 k = o._key
                 if k is None:
-                    k = o._key = next(_KEYS)
+                    k = key_of(o)
                 watched.add(k)
                 out_keys.append(k)
             else:

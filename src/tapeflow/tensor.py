@@ -384,6 +384,17 @@ def seal(tensors: Any, name: str) -> None:
 
 
 _variable_ids = itertools.count()
+_keys = itertools.count()  # next() is atomic: threads never share a key
+
+
+def key_of(x: Any) -> int:
+    """A name for tensor or variable `x` that no other object ever has (an id is reused
+    once its object is freed): given on first request, kept in the `_key` slot. Tapes
+    and tracers name what they record by it, so they need not keep it alive."""
+    k = x._key
+    if k is None:
+        k = x._key = next(_keys)
+    return k
 
 
 class Variable(TensorBase):

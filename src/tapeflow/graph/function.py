@@ -261,7 +261,8 @@ class Function:
             stats = optimize(graph)
             cf = ConcreteFunction(graph, key, stats)
         finally:
-            seal(tracer.made, self.__name__)  # NOTE(out-of-scope) in tensor.py
+            # NOTE(out-of-scope) in tensor.py: the living ones (a dead one cannot leak)
+            seal([t for t in (r() for r in tracer.made) if t is not None], self.__name__)
             if collecting:
                 gc.enable()
         branches = self._cache.setdefault(key, [])

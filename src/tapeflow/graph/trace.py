@@ -19,13 +19,14 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import weakref
 from typing import Any
 
 import numpy as np
 
 from ..core import Primitive, Recorder, substack
 from ..custom import call_grad_fn
-from ..tensor import Tensor, Variable
+from ..tensor import Tensor, Variable, key_of
 from .ir import Assign, CustomBackward, Graph, Guard, Node
 from .passes import optimize
 
@@ -68,25 +69,24 @@ class Tracer(Recorder):
         self.created: list[str] = []  # names of the variables made while tracing
         self.refs: list[int] = []  # outer slots this graph reads (its trailing inputs)
         self.ref_values: list = []  # their values while tracing
+        # Tensors are named by key (tensor.key_of), not id, so the tracer need not keep
+        # them alive: a trace holds no more memory than the traced code (only constants).
         self._slots: dict[int, int] = {}
-        # Every tensor with a slot is held, so ids stay unique: those the trace made (its
-        # inputs and every op's outputs), and those it captured.
-        self.made: list = []
-        self._captured: list = []
+        self.made: list = []  # weak references to the tensors the trace made, to seal
         for x in inputs:
             slot = graph.new_slot(x._value)
             graph.inputs.append(slot)
-            self._slots[id(x)] = slot
-            self.made.append(x)
+            self._slots[key_of(x)] = slot
+            self.made.append(weakref.ref(x))
 
     def slot_of(self, x: Any) -> int:
         """The slot of a tensor; tensors from outside the trace become constants and
         variables become captures (read at each replay)."""
-        slot = self._slots.get(id(x))
+        slot = self._slots.get(x._key)
         if slot is not None:
             return slot
         g = self.graph
-        outer_slot = None if self.outer is None else self.outer._slots.get(id(x))
+        outer_slot = None if self.outer is None else self.outer._slots.get(x._key)
         if outer_slot is not None and not isinstance(x, Variable):
             slot = g.new_slot(x._value)  # a value of the enclosing graph: an extra input
             g.inputs.append(slot)
@@ -99,23 +99,22 @@ class Tracer(Recorder):
         else:
             slot = g.new_slot(x._value)
             g.constants[slot] = x._value
-        self._slots[id(x)] = slot
-        self._captured.append(x)
+        self._slots[key_of(x)] = slot
         return slot
 
     def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
                 level: int) -> None:
         slots = self._slots
-        ins = [slots.get(id(x)) for x in inputs]
+        ins = [slots.get(x._key) for x in inputs]
         if None in ins:
             ins = [self.slot_of(x) for x in inputs]
-        new_slot = self.graph.new_slot
+        new_slot, made = self.graph.new_slot, self.made
         outs = []
         for o in outputs:
             slot = new_slot(o._value)
-            slots[id(o)] = slot
+            slots[key_of(o)] = slot
             outs.append(slot)
-        self.made.extend(outputs)
+            made.append(weakref.ref(o))
         node = Node(prim, ins, dict(params), outs)
         self.graph.nodes.append(node)
         if prim.user_gradient:
@@ -134,7 +133,7 @@ class Tracer(Recorder):
         return CustomBackward(sub, tracer.refs, tracer.ref_values)
 
     def on_read(self, tensor: Any, how: str) -> None:
-        slot = self._slots.get(id(tensor))
+        slot = self._slots.get(tensor._key)
         if slot is None and isinstance(tensor, Variable):
             slot = self.slot_of(tensor)  # a captured variable: its value may change
         if slot is None or slot in self.graph.constants:
