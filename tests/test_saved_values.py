@@ -6,7 +6,6 @@ id reused by a new one is never mistaken for it."""
 from __future__ import annotations
 
 import gc
-import tracemalloc
 
 import numpy as np
 import pytest
@@ -15,45 +14,18 @@ import tapeflow as tf
 from tapeflow.core import Husk, registry
 from tapeflow.ops.structural import rule_reads, shape_of
 
-N = 1 << 17            # float32 elements per array: 512 KiB
-N_BLOCKS = 40          # five ops each: a 200-op chain
-ARRAY = N * 4
-
-
-def chain(x):
-    for _ in range(N_BLOCKS):
-        x = tf.sin(x)
-        x = x * 1.0001
-        x = tf.tanh(x)
-        x = x + 0.5
-        x = x * x
-    return tf.reduce_sum(x)
-
-
-def gradient_peak(x):
-    """Peak memory of an eager gradient of the chain, in arrays of its size."""
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            y = chain(x)
-        g = tape.gradient(y, x)
-        return g, (tracemalloc.get_traced_memory()[1] - base) / ARRAY
-    finally:
-        tracemalloc.stop()
+from chain_helpers import N, N_BLOCKS, grad_of_chain, peak_arrays
 
 
 def test_eager_reverse_mode_keeps_only_what_the_backward_pass_reads():
     x = tf.constant(np.random.default_rng(0).random(N, dtype=np.float32))
-    _, peak = gradient_peak(x)
+    _, peak = peak_arrays(grad_of_chain, x)
     # The backward pass reads three values per block (sin's input, tanh's output, the
     # square's input): 120 arrays, plus a few in flight. Keeping every op's inputs and
     # outputs held all 200; PyTorch's eager autograd holds 134 on this chain.
     assert peak <= 3 * N_BLOCKS + 6, peak
     small = tf.constant(np.random.default_rng(1).random(10))  # float64: no underflow
-    g, _ = gradient_peak(small)
+    g = grad_of_chain(small)
     np.testing.assert_allclose(g.numpy(), numpy_chain_gradient(small.numpy()), rtol=1e-10)
 
 

@@ -8,19 +8,11 @@ import numpy as np
 
 import tapeflow as tf
 
-
-def _chain(x, n_blocks):
-    for _ in range(n_blocks):
-        x = tf.sin(x)
-        x = x * 1.0001
-        x = tf.tanh(x)
-        x = x + 0.5
-        x = x * x
-    return x
+from chain_helpers import chain
 
 
 def _calls_to_trace(n_blocks):
-    f = tf.function(lambda a: _chain(a, n_blocks))
+    f = tf.function(lambda a: chain(a, n_blocks))
     x = tf.constant(np.linspace(0., 1., 8))
     count = [0]
 
