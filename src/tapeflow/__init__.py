@@ -14,6 +14,7 @@ Example:
     array([6., 0.], dtype=float32)
 """
 
+from . import allocator as _allocator
 from . import autodiff, dtypes, errors, extend, keras, linalg, math, nest, nn, random, testing
 from .batching import vmap
 from .custom import custom_gradient, recompute_grad
@@ -29,6 +30,8 @@ from .transforms import (grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, line
                          value_and_grad, vjp)
 
 __version__ = "0.1.0"
+
+_allocator.keep_freed_memory()  # NOTE(allocator): large temporaries reused, not refaulted
 
 _OPS = _namespace("tf")  # the ops at the top level, as each ops/ family declares them
 globals().update(_OPS)
