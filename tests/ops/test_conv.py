@@ -49,3 +49,22 @@ def test_an_empty_batch_gives_empty_results():
     assert conv._filter_grad_impl(x, y, (1, 1), (1, 1), ((1, 1), (1, 1)), w.shape).shape == w.shape
     assert not conv._filter_grad_impl(x, y, (1, 1), (1, 1), ((1, 1), (1, 1)), w.shape).any()
     assert conv._input_grad_impl(y, w, (1, 1), (1, 1), ((1, 1), (1, 1)), x.shape).shape == x.shape
+
+
+@pytest.mark.parametrize("geom", GEOMETRIES, ids=str)
+@pytest.mark.parametrize("lead", [(), (2,)], ids=["plain", "batched filters"])
+def test_offset_major_im2col_equals_windows(geom, lead, monkeypatch):
+    """Few channels gather im2col one kernel offset at a time (`_windows_t`); every
+    channel count, forced through either path, gives the same forward and filter grad."""
+    k, strides, dil, pads, c = geom
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(lead + (6, 9, 9, c))
+    w = rng.standard_normal(lead + (k, k, c, 4))
+    g = rng.standard_normal(conv._conv_impl(x, w, strides, dil, pads).shape)
+    results = []
+    for few in (0, 64):  # never, always
+        monkeypatch.setattr(conv, "_FEW_CHANNELS", few)
+        results.append((conv._conv_impl(x, w, strides, dil, pads),
+                        conv._filter_grad_impl(x, g, strides, dil, pads, w.shape[-4:])))
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

@@ -46,6 +46,29 @@ def _windows(xp: np.ndarray, kh: int, kw: int, oh: int, ow: int, strides: tuple,
     return view.reshape(xp.shape[:-3] + (oh, ow, kh * kw * xp.shape[-1]))
 
 
+def _windows_t(xp: np.ndarray, kh: int, kw: int, oh: int, ow: int, strides: tuple,
+               dilations: tuple) -> np.ndarray:
+    """[..., KH*KW*C, N*OH*OW]: `_windows` transposed, built one kernel offset at a time.
+    With few channels a window's elements are scattered (one C-sized run per offset),
+    so gathering each offset's plane whole is several times faster than copying windows;
+    the GEMMs then read this matrix transposed, at no cost."""
+    lead, n, c = xp.shape[:-4], xp.shape[-4], xp.shape[-1]
+    cols = np.empty(lead + (kh, kw, c, n, oh, ow), xp.dtype)
+    planes = np.moveaxis(xp, -1, -4)  # [..., C, N, H, W]
+    sh, sw = strides
+    for i in range(kh):
+        r0 = i * dilations[0]
+        for j in range(kw):
+            c0 = j * dilations[1]
+            cols[..., i, j, :, :, :, :] = planes[..., r0:r0 + sh * (oh - 1) + 1:sh,
+                                                 c0:c0 + sw * (ow - 1) + 1:sw]
+    return cols.reshape(lead + (kh * kw * c, n * oh * ow))
+
+
+# Up to this many input channels, im2col gathers per kernel offset (`_windows_t`).
+_FEW_CHANNELS = 2
+
+
 def _pad(x: np.ndarray, pads: tuple) -> np.ndarray:
     if not any(pads[0] + pads[1]):
         return x
@@ -76,8 +99,12 @@ def _conv_impl(x: np.ndarray, w: np.ndarray, strides: tuple, dilations: tuple,
     step = _block_size(n, oh * ow * kh * kw * c * x.itemsize)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        cols = _windows(xp[..., start:stop, :, :, :], kh, kw, oh, ow, strides, dilations)
-        flat = cols.reshape(cols.shape[:-4] + ((stop - start) * oh * ow, kh * kw * c))
+        block = xp[..., start:stop, :, :, :]
+        if c <= _FEW_CHANNELS:
+            flat = np.swapaxes(_windows_t(block, kh, kw, oh, ow, strides, dilations), -1, -2)
+        else:
+            cols = _windows(block, kh, kw, oh, ow, strides, dilations)
+            flat = cols.reshape(cols.shape[:-4] + ((stop - start) * oh * ow, kh * kw * c))
         res = np.matmul(flat, wm)  # [..., n*OH*OW, O]
         out[..., start:stop, :, :, :] = res.reshape(res.shape[:-2] + (stop - start, oh, ow, o))
     return out
@@ -92,10 +119,15 @@ def _filter_grad_impl(x: np.ndarray, g: np.ndarray, strides: tuple, dilations: t
     step = _block_size(n, oh * ow * kh * kw * c * x.itemsize)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        cols = _windows(xp[..., start:stop, :, :, :], kh, kw, oh, ow, strides, dilations)
-        flat = cols.reshape(cols.shape[:-4] + ((stop - start) * oh * ow, kh * kw * c))
+        block = xp[..., start:stop, :, :, :]
+        if c <= _FEW_CHANNELS:
+            flat_t = _windows_t(block, kh, kw, oh, ow, strides, dilations)
+        else:
+            cols = _windows(block, kh, kw, oh, ow, strides, dilations)
+            flat_t = np.swapaxes(cols.reshape(cols.shape[:-4] + ((stop - start) * oh * ow,
+                                                                 kh * kw * c)), -1, -2)
         gm = g[..., start:stop, :, :, :].reshape(g.shape[:-4] + ((stop - start) * oh * ow, o))
-        part = np.matmul(np.swapaxes(flat, -1, -2), gm)  # [..., K, O]
+        part = np.matmul(flat_t, gm)  # [..., K, O]
         out = part if out is None else np.add(out, part, out=out)
     if out is None:  # no examples
         lead = np.broadcast_shapes(x.shape[:-4], g.shape[:-4])
