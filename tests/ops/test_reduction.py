@@ -197,3 +197,25 @@ def test_reduce_std_at_zero_variance_is_nan_in_both_modes():
     np.testing.assert_allclose(tf.jacfwd(tf.math.reduce_std)(y).numpy(),
                                tf.jacrev(tf.math.reduce_std)(y).numpy(), rtol=1e-14)
     assert float(tf.math.reduce_std(y)) == np.std(y.numpy())
+
+
+@pytest.mark.parametrize("shape,axis", [((128, 24, 24, 6), (0, 1, 2)), ((7, 5, 3), (0,)),
+                                        ((1000, 7), (0,)), ((5, 1), (0,)), ((0, 4), (0,)),
+                                        ((2, 3, 4), (0, 1)), ((130, 70), (0,))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sums_over_leading_axes_with_few_kept_elements(shape, axis, dtype):
+    """reduce_sum folds narrow rows into wide ones (ops/structural.py): same shape and
+    dtype as np.sum, keepdims too, and at least as close to the exact sum."""
+    from tapeflow.ops.structural import _sum_impl
+
+    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    exact = np.sum(x.astype(np.longdouble), axis=axis)
+    for keepdims in (False, True):
+        got, numpy = _sum_impl(x, axis, keepdims), np.sum(x, axis=axis, keepdims=keepdims)
+        assert got.shape == numpy.shape and got.dtype == numpy.dtype
+    got = _sum_impl(x, axis, False)
+    terms = x.size // max(1, got.size)
+    bound = terms * np.finfo(dtype).eps * np.abs(x).max(initial=0)  # sequential summation's
+    np.testing.assert_allclose(got.astype(np.longdouble), exact, rtol=0, atol=bound)
+    if dtype == np.float32 and terms > 10_000:  # one long column sum: folding is closer
+        assert np.abs(got - exact).max() < np.abs(np.sum(x, axis=axis) - exact).max()
