@@ -144,3 +144,26 @@ def test_small_ops_keep_their_values_and_large_ones_drop_them(monkeypatch):
         kinds = [type(v) is Husk for entry in tape._entries for v in entry[3] + entry[4]]
         assert any(kinds) == husked
         np.testing.assert_allclose(tape.gradient(y, x).numpy(), np.cos(1.0))
+
+
+def test_an_integer_output_does_not_make_unwatched_inputs_reached():
+    """Tapes name integer outputs by no key; the plan must never treat "no key" as a
+    reached tensor, or ops on unwatched inputs would run their rules."""
+    calls = []
+
+    @tf.custom_gradient
+    def f(c):
+        def grad_fn(g):
+            calls.append(1)
+            return g * 2.0
+        return c * 2.0, grad_fn
+
+    x = tf.constant([1.0, 2.0])
+    c = tf.constant([3.0, 4.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        tf.cast(x, tf.int32)  # an output with no key
+        y = f(c)              # c is not watched
+        z = x * y
+    np.testing.assert_allclose(tape.gradient(z, x).numpy(), [6.0, 8.0])
+    assert calls == []

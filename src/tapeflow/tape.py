@@ -240,9 +240,11 @@ class GradientTape(Recorder):
                 reach.add(k)
         plan = []
         for entry in self._entries:
-            if any(k in reach for k in entry[1]):
+            if not reach.isdisjoint(entry[1]):  # some input reached (None never is)
                 plan.append(entry)
-                reach.update(k for k in entry[2] if k is not None)
+                reach.update(entry[2])
+                if None in entry[2]:  # an integer output has no key: nothing reaches it
+                    reach.discard(None)
         return plan, reach
 
     def _backward(self, plan: list, reach: set, targets: list, cts: list, sources: list) -> list:
@@ -260,12 +262,21 @@ class GradientTape(Recorder):
             k = self._key_of(t)
             if k is not None and k in reach:
                 acc[k] = add_any(acc.get(k), ct)
+        in_reach = reach.__contains__
         for prim, in_keys, out_keys, inputs, outputs, params in reversed(plan):
-            out_cts = [acc.get(k) if k in keep else acc.pop(k, None) for k in out_keys]
-            if all(c is None for c in out_cts):
-                continue
-            needs = tuple(k in reach for k in in_keys)
-            out_cts = tuple(Zero.like(o) if c is None else c for o, c in zip(outputs, out_cts, strict=True))
+            if len(out_keys) == 1:  # most ops: no lists to build
+                k = out_keys[0]
+                c = acc.get(k) if k in keep else acc.pop(k, None)
+                if c is None:
+                    continue
+                out_cts = (c,)
+            else:
+                found = [acc.get(k) if k in keep else acc.pop(k, None) for k in out_keys]
+                if all(c is None for c in found):
+                    continue
+                out_cts = tuple(Zero.like(o) if c is None else c
+                                for o, c in zip(outputs, found, strict=True))
+            needs = tuple(map(in_reach, in_keys))
             in_cts = prim.vjp(out_cts, outputs, inputs, needs, **params)
             for k, c, need in zip(in_keys, in_cts, needs, strict=True):
                 if need and c is not None:
