@@ -189,7 +189,9 @@ def defvjp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False,
     (`vjp_reads`), unless `reads` gives it.
     """
     def vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, **params: Any) -> tuple:
-        g = instantiate(cts[0])
+        g = cts[0]
+        if type(g) is Zero:
+            g = g.instantiate()
         ans = outs[0]
         result = []
         for rule, x, need in zip(rules, primals, needs, strict=True):
@@ -202,6 +204,19 @@ def defvjp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False,
             result.append(ct)
         return tuple(result)
 
+    def vjp_of_one(cts: tuple, outs: tuple, primals: tuple, needs: tuple,
+                   **params: Any) -> tuple:
+        # One input, no broadcasting (most primitives), without the loop: this runs once
+        # per op of every backward pass.
+        if not needs[0]:
+            return (None,)
+        g = cts[0]
+        if type(g) is Zero:
+            g = g.instantiate()
+        return (rules[0](g, outs[0], *primals, **params),)
+
+    if len(rules) == 1 and rules[0] is not None and not broadcasting:
+        vjp = vjp_of_one
     if reads is None:
         reads = rule_reads(rules, len(rules))
     if reads is not None:
