@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import blas
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor
@@ -105,7 +106,7 @@ def _conv_impl(x: np.ndarray, w: np.ndarray, strides: tuple, dilations: tuple,
         else:
             cols = _windows(block, kh, kw, oh, ow, strides, dilations)
             flat = cols.reshape(cols.shape[:-4] + ((stop - start) * oh * ow, kh * kw * c))
-        res = np.matmul(flat, wm)  # [..., n*OH*OW, O]
+        res = blas.matmul(flat, wm)  # [..., n*OH*OW, O]
         out[..., start:stop, :, :, :] = res.reshape(res.shape[:-2] + (stop - start, oh, ow, o))
     return out
 
@@ -127,7 +128,7 @@ def _filter_grad_impl(x: np.ndarray, g: np.ndarray, strides: tuple, dilations: t
             flat_t = np.swapaxes(cols.reshape(cols.shape[:-4] + ((stop - start) * oh * ow,
                                                                  kh * kw * c)), -1, -2)
         gm = g[..., start:stop, :, :, :].reshape(g.shape[:-4] + ((stop - start) * oh * ow, o))
-        part = np.matmul(flat_t, gm)  # [..., K, O]
+        part = blas.matmul(flat_t, gm)  # [..., K, O]
         out = part if out is None else np.add(out, part, out=out)
     if out is None:  # no examples
         lead = np.broadcast_shapes(x.shape[:-4], g.shape[:-4])
@@ -166,10 +167,10 @@ def _input_grad_block(g: np.ndarray, wt: np.ndarray, out: np.ndarray, kernel: tu
     # offset's contribution is then read contiguously by the adds below (strided reads of
     # an im2col layout touch a cache line per element when C is small).
     if c > 1:
-        taps = np.matmul(gm[..., None, :, :], wt)
+        taps = blas.matmul(gm[..., None, :, :], wt)
         lead = taps.shape[:-3]
     else:
-        taps = np.matmul(wt, np.swapaxes(gm, -1, -2))  # [..., KH*KW, n*OH*OW]
+        taps = blas.matmul(wt, np.swapaxes(gm, -1, -2))  # [..., KH*KW, n*OH*OW]
         lead = taps.shape[:-2]
     taps = taps.reshape(lead + (kh, kw, n, oh, ow, c))
     sh, sw = strides

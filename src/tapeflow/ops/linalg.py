@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import blas
 from ..core import Primitive, Zero, bind
 from ..errors import DTypeMismatchError, InvalidArgumentError, UnimplementedError
 from ..tensor import Tensor, TensorBase
@@ -37,7 +38,7 @@ def adjoint_of(x: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------ matmul: d(AB) = dA B + A dB
-matmul_p = Primitive("matmul", np.matmul)
+matmul_p = Primitive("matmul", blas.matmul)  # np.matmul, BLAS threads by size
 defjvp(matmul_p, lambda t, ans, a, b: bind(matmul_p, t, b),
        lambda t, ans, a, b: bind(matmul_p, a, t), broadcasting=True)
 defvjp(matmul_p, lambda g, ans, a, b: bind(matmul_p, g, adjoint_of(b)),     # G B^H

@@ -1,0 +1,71 @@
+"""NOTE(blas-threads) in tapeflow/blas.py: products small enough to stall on a busy machine
+run on one OpenBLAS thread, larger ones as OpenBLAS chooses; the thread count is always
+restored and no result changes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tapeflow import blas
+
+CONTROLS = blas._thread_controls()
+needs_openblas = pytest.mark.skipif(not CONTROLS or CONTROLS[0]() < 2,
+                                    reason="no multithreaded OpenBLAS to drive here")
+
+
+def _threads_during(monkeypatch, a, b):
+    """The OpenBLAS thread count while blas.matmul(a, b) runs its product."""
+    get = CONTROLS[0]
+    seen = []
+    real = np.matmul
+
+    def spy(x, y):
+        seen.append(get())
+        return real(x, y)
+
+    monkeypatch.setattr(blas.np, "matmul", spy)
+    blas.matmul(a, b)
+    return seen[0]
+
+
+@needs_openblas
+def test_a_mid_sized_product_runs_on_one_thread_and_the_count_is_restored(monkeypatch):
+    before = CONTROLS[0]()
+    a, b = np.ones((128, 128), np.float32), np.ones((128, 128), np.float32)  # 2^21
+    assert _threads_during(monkeypatch, a, b) == 1
+    assert CONTROLS[0]() == before
+
+
+@needs_openblas
+@pytest.mark.parametrize("n", [16, 1024], ids=["small", "large"])
+def test_small_and_large_products_are_left_to_openblas(monkeypatch, n):
+    before = CONTROLS[0]()
+    a = np.ones((n, n), np.float32)
+    assert _threads_during(monkeypatch, a, a) == before
+
+
+@needs_openblas
+def test_the_count_is_restored_when_the_product_fails():
+    before = CONTROLS[0]()
+    with pytest.raises(ValueError):
+        blas.matmul(np.ones((128, 128)), np.ones((129, 128)))
+    assert CONTROLS[0]() == before
+
+
+@pytest.mark.parametrize("shapes", [((128, 128), (128, 128)), ((3, 200, 64), (64, 96)),
+                                    ((300,), (300, 900)), ((64, 4096), (4096,)),
+                                    ((2, 3), (3, 4))], ids=str)
+def test_results_equal_numpys_bit_for_bit(shapes):
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    np.testing.assert_array_equal(blas.matmul(a, b), np.matmul(a, b))
+
+
+def test_without_openblas_or_switched_off_it_is_numpys_matmul(monkeypatch):
+    a = np.ones((128, 128))
+    monkeypatch.setattr(blas, "_controls", False)
+    np.testing.assert_array_equal(blas.matmul(a, a), np.matmul(a, a))
+    monkeypatch.setattr(blas, "_controls", None)
+    monkeypatch.setattr(blas, "ONE_THREAD_UP_TO", 0)
+    np.testing.assert_array_equal(blas.matmul(a, a), np.matmul(a, a))
