@@ -159,3 +159,36 @@ def test_max_pool_gradient_of_infinite_cotangents_stays_finite_elsewhere():
     want = np.zeros((4, 4))
     want[1, 1], want[1, 3], want[3, 1], want[3, 3] = np.inf, 1., 2., 3.
     np.testing.assert_array_equal(g.numpy()[0, :, :, 0], want)
+
+
+def _reference_grad(x, g, ksize, strides, pads):
+    """The max-pool gradient by its definition: each window's cotangent added at its
+    argmax (windows that overlap add up; padding is cut off)."""
+    from tapeflow.ops import pooling
+    arg = _reference_argmax(x, ksize, strides, pads)
+    n_h, n_w = x.shape[-3] + sum(pads[0]), x.shape[-2] + sum(pads[1])
+    out = np.zeros(x.shape[:-3] + (n_h, n_w, x.shape[-1]))
+    for idx in np.ndindex(*arg.shape):
+        *lead, r, c, ch = idx
+        i, j = divmod(int(arg[idx]), ksize[1])
+        out[tuple(lead) + (r * strides[0] + i, c * strides[1] + j, ch)] += g[idx]
+    return out[..., pads[0][0]:pads[0][0] + x.shape[-3], pads[1][0]:pads[1][0] + x.shape[-2], :]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_max_pool_gradient_matches_its_definition_apart_and_overlapping(seed):
+    """Windows apart (stride >= window: written in place) and overlapping (added)."""
+    from tapeflow.ops import pooling
+    rng = np.random.default_rng(seed)
+    for _ in range(15):
+        ksize = tuple(int(k) for k in rng.integers(1, 4, 2))
+        strides = tuple(int(k + rng.integers(-1, 2)) or 1 for k in ksize)
+        pads = tuple((int(rng.integers(0, k)), int(rng.integers(0, k))) for k in ksize)
+        x = rng.integers(-3, 4, (2, int(rng.integers(4, 8)), int(rng.integers(4, 8)), 2)) * 1.0
+        oh, ow = pooling._out_hw(x.shape, ksize, strides, pads)
+        g = rng.standard_normal((2, oh, ow, 2))
+        if seed % 2:
+            g[0, 0, 0, 0] = np.inf
+        # (overlapping windows add in another order than the reference: rounding only)
+        np.testing.assert_allclose(pooling._grad_impl(x, g, ksize, strides, pads),
+                                   _reference_grad(x, g, ksize, strides, pads), rtol=1e-14)

@@ -127,8 +127,15 @@ def _grad_impl(x: np.ndarray, g: np.ndarray, ksize: tuple, strides: tuple,
     n, h, w, c = x.shape[-4:]
     out = np.zeros(lead + (n, h + sum(pads[0]), w + sum(pads[1]), c), dtype=g.dtype)
     pick = _selector(g)
-    for k, (i, j) in enumerate(_offsets(ksize)):  # one strided add per kernel offset
-        out[_window_slice(i, j, oh, ow, strides)] += pick(arg == k)
+    # Windows that do not overlap (stride >= window, the usual 2x2/2) cover each pixel at
+    # most once: the product is written straight into place instead of added.
+    apart = strides[0] >= ksize[0] and strides[1] >= ksize[1]
+    for k, (i, j) in enumerate(_offsets(ksize)):  # one strided write per kernel offset
+        view = out[_window_slice(i, j, oh, ow, strides)]
+        if apart:
+            pick(arg == k, out=view)
+        else:
+            view += pick(arg == k)
     return out[..., pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + w, :]
 
 
@@ -145,11 +152,18 @@ def _grad_grad_impl(x: np.ndarray, t: np.ndarray, ksize: tuple, strides: tuple,
 
 
 def _selector(values: np.ndarray) -> Any:
-    """mask -> values where mask, else 0. A product with the mask is branch-free (a
-    select with a random mask is several times slower), exact where values are finite."""
+    """(mask, out=None) -> values where mask, else 0 (into `out` if given). A product with
+    the mask is branch-free (a select with a random mask is several times slower), exact
+    where values are finite."""
     if values.dtype.kind in "fc" and not np.isfinite(values).all():
-        return lambda mask: np.where(mask, values, 0)  # inf * 0 would be NaN
-    return lambda mask: values * mask
+        def select(mask: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+            picked = np.where(mask, values, 0)  # inf * 0 would be NaN
+            if out is None:
+                return picked
+            out[...] = picked
+            return out
+        return select
+    return lambda mask, out=None: np.multiply(values, mask, out=out)
 
 
 max_pool2d_p = Primitive("max_pool2d", _max_pool_impl)
