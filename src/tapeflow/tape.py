@@ -19,7 +19,7 @@ import numpy as np
 
 from . import nest
 from .batching import one_hot_rows, vmap_chunks
-from .core import Husk, Primitive, Recorder, Zero, bind, reading_records
+from .core import Husk, Primitive, Recorder, Zero, bind, reading_records, recording
 from .ops.shape import concat_p
 from .ops.structural import add_any, reshape_p, shape_of, transpose_p
 from .tensor import Tensor, TensorBase, Variable, convert_to_tensor, key_of
@@ -224,10 +224,12 @@ class GradientTape(Recorder):
             self._entries = []
             self._watched = set()
 
-    def _plan(self, sources: list) -> tuple[list, set]:
+    def _plan(self, sources: list, merge: bool = True) -> tuple[list, set]:
         """The recorded ops on a path from some source, and the keys they reach. No
         derivative flows through an integer or bool output (a cast to int, a
-        comparison): such an output has no key and is never reached, as in TensorFlow."""
+        comparison): such an output has no key and is never reached, as in TensorFlow.
+        With `merge`, an op that repeats an earlier one (NOTE(repeated-ops)) becomes a
+        `_Repeat` of it."""
         # A trainable variable counts as watched even if never read (the tape would have
         # watched it at its first read): tape.gradient(v, v) is ones, as TensorFlow.
         reach = set()
@@ -238,13 +240,23 @@ class GradientTape(Recorder):
                 k = self._key(s)
             if k is not None:
                 reach.add(k)
+        fixed = None
+        if merge:
+            # Variables may change between two reads; sources keep their own cotangents.
+            fixed = ({v._key for v in self._variables.values()}, set(reach))
+            seen: dict = {}
         plan = []
         for entry in self._entries:
             if not reach.isdisjoint(entry[1]):  # some input reached (None never is)
-                plan.append(entry)
                 reach.update(entry[2])
                 if None in entry[2]:  # an integer output has no key: nothing reaches it
                     reach.discard(None)
+                if fixed is not None:
+                    first = _repeat_of(entry, seen, fixed)
+                    if first is not None:
+                        plan.append(_Repeat(first[2], entry[2]))
+                        continue
+                plan.append(entry)
         return plan, reach
 
     def _backward(self, plan: list, reach: set, targets: list, cts: list, sources: list) -> list:
@@ -263,7 +275,14 @@ class GradientTape(Recorder):
             if k is not None and k in reach:
                 acc[k] = add_any(acc.get(k), ct)
         in_reach = reach.__contains__
-        for prim, in_keys, out_keys, inputs, outputs, params in reversed(plan):
+        for entry in reversed(plan):
+            if type(entry) is _Repeat:  # its cotangents go to the first computation's outputs
+                for k, first in zip(entry.keys, entry.first, strict=True):
+                    c = acc.pop(k, None)
+                    if c is not None:
+                        acc[first] = add_any(acc.get(first), c)
+                continue
+            prim, in_keys, out_keys, inputs, outputs, params = entry
             if len(out_keys) == 1:  # most ops: no lists to build
                 k = out_keys[0]
                 c = acc.get(k) if k in keep else acc.pop(k, None)
@@ -338,7 +357,9 @@ class GradientTape(Recorder):
                     raise ValueError(f"GradientTape.gradient: output_gradients[{i}] has shape "
                                      f"{shape_of(g)} but target[{i}] has shape {shape_of(t)}.")
                 cts.append(g)
-        plan, reach = self._plan(flat_s)
+        # Merging repeated ops (NOTE(repeated-ops)) pays where the backward pass is itself
+        # recorded (traced, nested, batched); a plain eager backward pass skips the search.
+        plan, reach = self._plan(flat_s, merge=recording())
         # The backward pass is ordinary ops: every active recorder sees it (as TensorFlow),
         # this tape included when called inside its own context (higher-order use).
         result = self._backward(plan, reach, flat_t, cts, flat_s)
@@ -479,6 +500,44 @@ class GradientTape(Recorder):
             return zero if mode is UnconnectedGradients.ZERO else None
         rows = bind(transpose_p, rows, perm=(1, 0) + tuple(range(2, len(ss) + 1)))  # [b, inner, *x]
         return _reshape(rows, ts + ss[1:])
+
+
+# NOTE(repeated-ops): code often computes the same thing twice (a determinant by cofactors
+# recomputes minors; a traced function's primal graph merges the copies by CSE). The
+# copies' backward passes would still run once each, on different cotangents, and a graph
+# pass cannot merge them. But a VJP is linear in the cotangent: the second copy's
+# cotangents can be added to the first copy's outputs and the rule run once. A copy is
+# the same primitive with equal params on the same input tensors (all watched: an
+# unwatched input has no key to compare), deterministic, with no variable input (a write
+# may lie between) and no source among its outputs (a source keeps its own cotangent).
+class _Repeat:
+    """A recorded op that repeats an earlier one: its outputs' keys and the first's."""
+
+    __slots__ = ("first", "keys")
+
+    def __init__(self, first: tuple, keys: tuple) -> None:
+        self.first, self.keys = first, keys
+
+
+def _repeat_of(entry: tuple, seen: dict, fixed: tuple) -> tuple | None:
+    """The earlier entry `entry` repeats, if any (NOTE(repeated-ops)); else None, and
+    `entry` is remembered in `seen` when a later one may repeat it. `fixed`: the keys of
+    the variables (no input of a copy) and of the sources (no output of one)."""
+    prim, in_keys, out_keys = entry[0], entry[1], entry[2]
+    variables, sources = fixed
+    if (prim.stateful or prim.user_gradient or prim.reads_variable or prim.is_identity
+            or None in in_keys or None in out_keys or not variables.isdisjoint(in_keys)
+            or not sources.isdisjoint(out_keys)):
+        return None
+    params = entry[5]
+    try:
+        key = (prim, in_keys, tuple(sorted(params.items()))) if params else (prim, in_keys)
+        first = seen.get(key)
+    except TypeError:  # a param that cannot be compared by hash (a slice, an array)
+        return None
+    if first is None:
+        seen[key] = entry
+    return first
 
 
 def _kept(vjp: Any, needs: tuple, n_out: int) -> tuple:

@@ -241,7 +241,7 @@ def linearize(f: Callable, *primals: Any) -> tuple:
     with tape:
         tape.watch(leaves)
         out = f(*args)
-    plan, _ = tape._plan(leaves)
+    plan, _ = tape._plan(leaves, merge=False)  # every op's tangent rule runs
     leaf_keys = [tape._key_of(x) for x in leaves]
     out_keys = nest.map_structure(tape._key_of, out)
 
