@@ -2,8 +2,8 @@
 its two companions, the reverse rule's primitive and that one's own derivative, bound
 directly with overlapping windows.
 
-Random inputs give every window one clear maximum. avg_pool2d, a composite (a
-convolution with a constant filter), has its row here too.
+Random inputs give every window one clear maximum. avg_pool2d, a composite (a window
+sum times a constant), has its rows here too, beside the window sum and its transpose.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import numpy as np
 
 import tapeflow as tf
 from tapeflow.core import bind
-from tapeflow.ops.pooling import max_pool2d_grad_grad_p, max_pool2d_grad_p
+from tapeflow.ops.pooling import (max_pool2d_grad_grad_p, max_pool2d_grad_p, window_sum_p,
+                                  window_sum_transpose_p)
 
 from op_table import Row, args, normal, pool_reference
 
@@ -28,9 +29,17 @@ ROWS: list = [
         args(normal(2, 6, 4, 2), normal(2, 3, 4, 2)), None),
     Row("max_pool2d_grad_grad", lambda x, t: bind(max_pool2d_grad_grad_p, x, t, **_POOL),
         args(normal(2, 6, 4, 2), normal(2, 6, 4, 2)), None),
-    # average pooling is a convolution with a constant filter
+    # average pooling is a window sum times a constant
     Row("avg_pool2d", lambda x: tf.nn.avg_pool2d(x, [2, 3], 2, "SAME"), args(normal(2, 5, 5, 2)),
-        lambda x: pool_reference(x, (2, 3), (2, 2), "SAME", np.mean), prims=("conv2d",)),
+        lambda x: pool_reference(x, (2, 3), (2, 2), "SAME", np.mean), prims=("window_sum",)),
+    Row("avg_pool2d_apart", lambda x: tf.nn.avg_pool2d(x, 2, 2, "VALID"), args(normal(2, 4, 6, 3)),
+        lambda x: pool_reference(x, (2, 2), (2, 2), "VALID", np.mean), prims=("window_sum",)),
+    Row("window_sum", lambda x: bind(window_sum_p, x, **_POOL), args(normal(2, 6, 4, 2)),
+        lambda x: pool_reference(np.pad(x, ((0, 0), (1, 1), (0, 1), (0, 0))), (3, 2), (2, 1),
+                                 "VALID", np.sum)),
+    Row("window_sum_transpose",
+        lambda g: bind(window_sum_transpose_p, g, input_shape=(2, 6, 4, 2), **_POOL),
+        args(normal(2, 3, 4, 2)), None),
 ]
 
 NONDIFF_ROWS: list = []
