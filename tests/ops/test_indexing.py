@@ -113,3 +113,27 @@ def test_gather_checks_every_example_under_vmap_and_every_replay():
 def test_gather_batch_dims_bad_input(call):
     with pytest.raises(InvalidArgumentError, match="gather"):
         call()
+
+
+@pytest.mark.parametrize("row", [1, 64], ids=["add.at", "sorted runs"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_the_gather_transpose_sums_repeated_indices_in_both_ways(row, axis):
+    """Scatter-add of a gather's cotangent: np.add.at for narrow rows, sorted runs summed
+    by np.add.reduceat for wide ones; both equal the sum by definition, negative indices
+    (which name the same rows as their positive forms) included."""
+    from tapeflow.ops.indexing import _gather_transpose_impl
+
+    rng = np.random.default_rng(0)
+    n = 7
+    indices = rng.integers(-n, n, (5, 4))
+    shape = (n, row) if axis == 0 else (row, n)
+    g_shape = indices.shape + (row,) if axis == 0 else (row,) + indices.shape
+    g = rng.standard_normal(g_shape)
+    got = _gather_transpose_impl(g, indices, axis, shape)
+    want = np.zeros(shape)
+    for pos, i in np.ndenumerate(indices):
+        if axis == 0:
+            want[i] += g[pos]
+        else:
+            want[:, i] += g[(slice(None),) + pos]
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)

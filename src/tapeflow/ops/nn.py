@@ -124,8 +124,9 @@ normal_cdf_p = unary("normal_cdf", _normal_cdf_impl, lambda ans, x: _normal_pdf(
 def _softmax_impl(x: np.ndarray, axis: int) -> np.ndarray:
     if x.shape[axis] == 0:
         return np.empty_like(x)
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / np.sum(e, axis=axis, keepdims=True)
+    e = x - np.max(x, axis=axis, keepdims=True)
+    np.exp(e, out=e)  # in place: one temporary instead of three
+    return np.divide(e, np.sum(e, axis=axis, keepdims=True), out=e)
 
 
 def _log_softmax_impl(x: np.ndarray, axis: int) -> np.ndarray:
