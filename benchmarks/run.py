@@ -74,18 +74,24 @@ from suite.common import Case  # noqa: E402
 class Settings:
     """How long to time: `repeats` samples per case, fewer (at least `min_samples`) once
     a case has spent `budget` seconds; a sample loops the case until it lasts
-    `sample_time` seconds."""
+    `sample_time` seconds. Before sampling, each case warms up for `warm_calls` calls
+    (or `warm_budget` seconds, whichever comes first): a tapeflow graph is replayed by
+    its plan interpreter for its first calls and compiled to code after 64
+    (graph/replay.py), and the steady state is the compiled one."""
 
     repeats: int
     min_samples: int
     budget: float
     sample_time: float
+    warm_calls: int = 70
+    warm_budget: float = 2.0
 
 
 FULL = Settings(repeats=15, min_samples=3, budget=10.0, sample_time=0.05)
-QUICK = Settings(repeats=3, min_samples=1, budget=0.5, sample_time=0.005)
+QUICK = Settings(repeats=3, min_samples=1, budget=0.5, sample_time=0.005, warm_budget=0.5)
 SWEEP_FULL = Settings(repeats=7, min_samples=2, budget=3.0, sample_time=0.02)
-SWEEP_QUICK = Settings(repeats=3, min_samples=1, budget=0.3, sample_time=0.005)
+SWEEP_QUICK = Settings(repeats=3, min_samples=1, budget=0.3, sample_time=0.005,
+                       warm_budget=0.3)
 
 
 # ---------------------------------------------------------------------- workloads
@@ -169,9 +175,15 @@ def _start(t: Timed, settings: Settings, out: TextIO) -> None:
         t.row["first_call_s"] = time.perf_counter() - start
         c.check(result)
         del result
-        start = time.perf_counter()
-        t.run()
-        warm = time.perf_counter() - start
+        warm_start = time.perf_counter()
+        calls = 0
+        while True:  # warm up (Settings): the last call's time picks the loop count
+            start = time.perf_counter()
+            t.run()
+            warm = time.perf_counter() - start
+            calls += 1
+            if calls >= settings.warm_calls or start - warm_start >= settings.warm_budget:
+                break
     except common.WrongResult as e:
         _fail(t, "wrong", str(e), out)
         return
