@@ -63,14 +63,20 @@ def _lowest(dtype: np.dtype) -> Any:
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def _max_pool_impl(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
-    xp = _pad_fill(x, pads, _lowest(x.dtype))
-    oh, ow = _out_hw(x.shape, ksize, strides, pads)
+def _reduce_windows(ufunc: np.ufunc, xp: np.ndarray, x_shape: tuple, ksize: tuple,
+                    strides: tuple, pads: tuple) -> np.ndarray:
+    """`ufunc` over each window of the padded `xp`: one strided view per kernel offset."""
+    oh, ow = _out_hw(x_shape, ksize, strides, pads)
     out = None
     for i, j in _offsets(ksize):
         v = xp[_window_slice(i, j, oh, ow, strides)]
-        out = v.copy() if out is None else np.maximum(out, v, out=out)
+        out = v.copy() if out is None else ufunc(out, v, out=out)
     return out
+
+
+def _max_pool_impl(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
+    xp = _pad_fill(x, pads, _lowest(x.dtype))
+    return _reduce_windows(np.maximum, xp, x.shape, ksize, strides, pads)
 
 
 def _argmax(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
@@ -213,13 +219,7 @@ for _prim in (max_pool2d_p, max_pool2d_grad_p, max_pool2d_grad_grad_p):
 # into each view. A convolution with a window of ones did the same work through an
 # im2col copy and a one-column GEMM per channel, at 4-6x TensorFlow's AvgPool.
 def _window_sum_impl(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
-    xp = _pad(x, pads)
-    oh, ow = _out_hw(x.shape, ksize, strides, pads)
-    out = None
-    for i, j in _offsets(ksize):
-        v = xp[_window_slice(i, j, oh, ow, strides)]
-        out = v.copy() if out is None else np.add(out, v, out=out)
-    return out
+    return _reduce_windows(np.add, _pad(x, pads), x.shape, ksize, strides, pads)
 
 
 def _window_sum_transpose_impl(g: np.ndarray, ksize: tuple, strides: tuple, pads: tuple,
