@@ -192,3 +192,27 @@ def test_max_pool_gradient_matches_its_definition_apart_and_overlapping(seed):
         # (overlapping windows add in another order than the reference: rounding only)
         np.testing.assert_allclose(pooling._grad_impl(x, g, ksize, strides, pads),
                                    _reference_grad(x, g, ksize, strides, pads), rtol=1e-14)
+
+
+@pytest.mark.parametrize("geom", [((2, 2), (2, 2), ((0, 0), (0, 0))), ((3, 3), (2, 2), ((1, 1), (0, 1))),
+                                  ((3, 2), (1, 2), ((2, 0), (1, 1)))], ids=str)
+@pytest.mark.parametrize("lead", [(), (2,)], ids=["plain", "leading dims"])
+def test_window_sums_blocked_equal_one_block_and_the_definition(geom, lead, monkeypatch):
+    """The window sum (rows, then columns, over cache-sized blocks of examples) and its
+    transpose: every block size gives the same result, which is the padded windows' sum
+    by definition; <window_sum(x), g> = <x, transpose(g)>."""
+    from tapeflow.ops import conv, pooling
+    ksize, strides, pads = geom
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(lead + (5, 7, 6, 3))
+    want = pooling._reduce_windows(np.add, pooling._pad(x, pads), x.shape, ksize, strides, pads)
+    g = rng.standard_normal(want.shape)
+    results = []
+    for cache in (1, 3 * x[..., :1, :, :, :].nbytes, 1 << 40):
+        monkeypatch.setattr(conv, "_CACHE_BYTES", cache)
+        results.append((pooling._window_sum_impl(x, ksize, strides, pads),
+                        pooling._window_sum_transpose_impl(g, ksize, strides, pads, x.shape[-4:])))
+    for s, t in results:
+        np.testing.assert_allclose(s, want, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(t, results[-1][1], rtol=1e-13, atol=1e-13)
+        assert np.isclose(np.sum(s * g), np.sum(x * t), rtol=1e-12)

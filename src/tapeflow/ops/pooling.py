@@ -22,6 +22,7 @@ number of unpadded elements of each window.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ import numpy as np
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError, UnimplementedError
 from ..tensor import Tensor
-from .conv import _out_size, _pad, _padding, _pair
+from .conv import _block_size, _out_size, _pad, _padding, _pair
 from .convert import as_tensor, check_dtype
 from .elementwise import multiply
 from .structural import batch_elementwise, defjvp, defvjp, linear, move_to_front, shape_of
@@ -218,23 +219,66 @@ for _prim in (max_pool2d_p, max_pool2d_grad_p, max_pool2d_grad_grad_p):
 # padded input (as max_pool2d takes their maximum); its transpose adds the cotangent back
 # into each view. A convolution with a window of ones did the same work through an
 # im2col copy and a one-column GEMM per channel, at 4-6x TensorFlow's AvgPool.
+def _clipped(n_in: int, n_out: int, k: int, stride: int, pad_before: int) -> tuple | None:
+    """For kernel offset `k` along one axis: the output positions whose input position
+    (o * stride + k - pad_before) lies inside the image, as (out slice, in slice), or
+    None when none does. Padding is never materialized: it would only add zeros."""
+    first = max(0, -(-(pad_before - k) // stride))
+    last = min(n_out - 1, (n_in - 1 + pad_before - k) // stride)
+    if first > last:
+        return None
+    start = first * stride + k - pad_before
+    return (slice(first, last + 1),
+            slice(start, start + (last - first) * stride + 1, stride))
+
+
+def _separable_plan(arr: np.ndarray, hw: tuple, ohw: tuple, ksize: tuple, strides: tuple,
+                    pads: tuple) -> tuple:
+    """For a window sum between images `hw` and outputs `ohw`: the (output, input) index
+    pairs of the rows and of the columns, and the examples per cache-sized block."""
+    rows = [r for i in range(ksize[0]) if (r := _clipped(hw[0], ohw[0], i, strides[0], pads[0][0]))]
+    cols = [c for j in range(ksize[1]) if (c := _clipped(hw[1], ohw[1], j, strides[1], pads[1][0]))]
+    lead = arr.shape[:-4]
+    per_example = (hw[0] * hw[1] + 2 * ohw[0] * hw[1]) * arr.shape[-1] * arr.itemsize
+    return rows, cols, _block_size(arr.shape[-4], per_example * math.prod(lead))
+
+
 def _window_sum_impl(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
-    return _reduce_windows(np.add, _pad(x, pads), x.shape, ksize, strides, pads)
+    # A window sum is separable: rows first (adds of whole image rows, long contiguous
+    # runs), then columns on the row sums (runs of C elements, NumPy's slow case, but over
+    # 1/KH of the data). Cache-sized blocks of examples (as conv2d's) keep the time per
+    # example from jumping with the batch size.
+    h, w = x.shape[-3], x.shape[-2]
+    oh, ow = _out_hw(x.shape, ksize, strides, pads)
+    rows, cols, step = _separable_plan(x, (h, w), (oh, ow), ksize, strides, pads)
+    out = np.zeros(x.shape[:-3] + (oh, ow, x.shape[-1]), x.dtype)
+    for start in range(0, x.shape[-4], step):
+        xb = x[..., start:start + step, :, :, :]
+        by_rows = np.zeros(xb.shape[:-3] + (oh, w, x.shape[-1]), x.dtype)
+        for o, i in rows:
+            by_rows[..., o, :, :] += xb[..., i, :, :]
+        ob = out[..., start:start + step, :, :, :]
+        for o, i in cols:
+            ob[..., o, :] += by_rows[..., i, :]
+    return out
 
 
 def _window_sum_transpose_impl(g: np.ndarray, ksize: tuple, strides: tuple, pads: tuple,
                                input_shape: tuple) -> np.ndarray:
+    # The transpose of the above, in reverse: columns spread first, then whole rows.
     h, w = input_shape[-3], input_shape[-2]
     oh, ow = g.shape[-3], g.shape[-2]
-    out = np.zeros(g.shape[:-3] + (h + sum(pads[0]), w + sum(pads[1]), g.shape[-1]), g.dtype)
-    apart = strides[0] >= ksize[0] and strides[1] >= ksize[1]
-    for i, j in _offsets(ksize):
-        view = out[_window_slice(i, j, oh, ow, strides)]
-        if apart:  # each pixel in at most one window: copied, not added
-            view[...] = g
-        else:
-            view += g
-    return out[..., pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + w, :]
+    rows, cols, step = _separable_plan(g, (h, w), (oh, ow), ksize, strides, pads)
+    out = np.zeros(g.shape[:-3] + (h, w, g.shape[-1]), g.dtype)
+    for start in range(0, g.shape[-4], step):
+        gb = g[..., start:start + step, :, :, :]
+        by_cols = np.zeros(gb.shape[:-3] + (oh, w, g.shape[-1]), g.dtype)
+        for o, i in cols:
+            by_cols[..., i, :] += gb[..., o, :]
+        ob = out[..., start:start + step, :, :, :]
+        for o, i in rows:
+            ob[..., i, :, :] += by_cols[..., o, :, :]
+    return out
 
 
 window_sum_p = Primitive("window_sum", _window_sum_impl)
