@@ -64,20 +64,8 @@ def _lowest(dtype: np.dtype) -> Any:
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def _reduce_windows(ufunc: np.ufunc, xp: np.ndarray, x_shape: tuple, ksize: tuple,
-                    strides: tuple, pads: tuple) -> np.ndarray:
-    """`ufunc` over each window of the padded `xp`: one strided view per kernel offset."""
-    oh, ow = _out_hw(x_shape, ksize, strides, pads)
-    out = None
-    for i, j in _offsets(ksize):
-        v = xp[_window_slice(i, j, oh, ow, strides)]
-        out = v.copy() if out is None else ufunc(out, v, out=out)
-    return out
-
-
 def _max_pool_impl(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
-    xp = _pad_fill(x, pads, _lowest(x.dtype))
-    return _reduce_windows(np.maximum, xp, x.shape, ksize, strides, pads)
+    return _separable(np.maximum, _lowest(x.dtype), x, ksize, strides, pads)
 
 
 def _argmax(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
@@ -243,24 +231,33 @@ def _separable_plan(arr: np.ndarray, hw: tuple, ohw: tuple, ksize: tuple, stride
     return rows, cols, _block_size(arr.shape[-4], per_example * math.prod(lead))
 
 
-def _window_sum_impl(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
-    # A window sum is separable: rows first (adds of whole image rows, long contiguous
-    # runs), then columns on the row sums (runs of C elements, NumPy's slow case, but over
-    # 1/KH of the data). Cache-sized blocks of examples (as conv2d's) keep the time per
-    # example from jumping with the batch size.
+def _separable(ufunc: np.ufunc, fill: Any, x: np.ndarray, ksize: tuple, strides: tuple,
+               pads: tuple) -> np.ndarray:
+    """`ufunc` (add, maximum) over each window: windows are separable, so rows first
+    (whole image rows, long contiguous runs), then columns on the row results (runs of C
+    elements, NumPy's slow case, but over 1/KH of the data). Padding is never made: the
+    clipped index ranges skip it (`fill`, the ufunc's identity, is what it would add).
+    Cache-sized blocks of examples (as conv2d's) keep the time per example from jumping
+    with the batch size."""
     h, w = x.shape[-3], x.shape[-2]
     oh, ow = _out_hw(x.shape, ksize, strides, pads)
     rows, cols, step = _separable_plan(x, (h, w), (oh, ow), ksize, strides, pads)
-    out = np.zeros(x.shape[:-3] + (oh, ow, x.shape[-1]), x.dtype)
+    out = np.full(x.shape[:-3] + (oh, ow, x.shape[-1]), fill, x.dtype)
     for start in range(0, x.shape[-4], step):
         xb = x[..., start:start + step, :, :, :]
-        by_rows = np.zeros(xb.shape[:-3] + (oh, w, x.shape[-1]), x.dtype)
+        by_rows = np.full(xb.shape[:-3] + (oh, w, x.shape[-1]), fill, x.dtype)
         for o, i in rows:
-            by_rows[..., o, :, :] += xb[..., i, :, :]
+            view = by_rows[..., o, :, :]
+            ufunc(view, xb[..., i, :, :], out=view)
         ob = out[..., start:start + step, :, :, :]
         for o, i in cols:
-            ob[..., o, :] += by_rows[..., i, :]
+            view = ob[..., o, :]
+            ufunc(view, by_rows[..., i, :], out=view)
     return out
+
+
+def _window_sum_impl(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
+    return _separable(np.add, 0, x, ksize, strides, pads)
 
 
 def _window_sum_transpose_impl(g: np.ndarray, ksize: tuple, strides: tuple, pads: tuple,
