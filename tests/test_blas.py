@@ -69,3 +69,18 @@ def test_without_openblas_or_switched_off_it_is_numpys_matmul(monkeypatch):
     monkeypatch.setattr(blas, "_controls", None)
     monkeypatch.setattr(blas, "ONE_THREAD_UP_TO", 0)
     np.testing.assert_array_equal(blas.matmul(a, a), np.matmul(a, a))
+
+
+@pytest.mark.parametrize("shapes", [((5, 1), (1, 4)), ((3, 5, 1), (3, 1, 4)), ((2, 1, 5, 1), (3, 1, 4)),
+                                    ((1, 1), (1, 1))], ids=str)
+def test_outer_products_equal_numpys_matmul(shapes):
+    """One-column times one-row: a broadcast multiply, the same values and shape."""
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(s) for s in shapes)
+    np.testing.assert_array_equal(blas.matmul(a, b), np.matmul(a, b))
+
+
+def test_a_mismatched_product_still_raises():
+    """[5,1] @ [5,4] is not an outer product: matmul's error, not a broadcast."""
+    with pytest.raises(ValueError):
+        blas.matmul(np.ones((5, 1)), np.ones((5, 4)))

@@ -80,6 +80,11 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         >>> matmul(np.ones((2, 3)), np.ones((3, 4))).shape
         (2, 4)
     """
+    if a.ndim > 1 and b.ndim > 1 and a.shape[-1] == 1 and b.shape[-2] == 1:
+        # Outer products (one-column times one-row; a batch of per-example weight
+        # gradients): nothing to sum, and one broadcast multiply is 2-4x faster than a
+        # GEMM call per matrix. The same products, so the same values.
+        return np.multiply(a, b)
     m = a.shape[-2] if a.ndim > 1 else 1
     n = b.shape[-1] if b.ndim > 1 else 1
     work = m * n * a.shape[-1]
