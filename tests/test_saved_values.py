@@ -167,3 +167,26 @@ def test_an_integer_output_does_not_make_unwatched_inputs_reached():
         z = x * y
     np.testing.assert_allclose(tape.gradient(z, x).numpy(), [6.0, 8.0])
     assert calls == []
+
+
+def test_threads_naming_one_shared_tensor_agree_on_its_key():
+    """Many threads watch one shared tensor at once; each tape must find it watched."""
+    import threading
+
+    for _ in range(20):
+        x = tf.constant([1.0, 2.0])  # fresh: no key yet
+        results, barrier = [], threading.Barrier(8)
+
+        def work():
+            with tf.GradientTape() as tape:
+                barrier.wait()
+                tape.watch(x)
+                y = x * 3.0
+            results.append(tape.gradient(y, x))
+
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert all(r is not None and np.array_equal(r.numpy(), [3.0, 3.0]) for r in results)

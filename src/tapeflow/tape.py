@@ -22,7 +22,7 @@ from .batching import one_hot_rows, vmap_chunks
 from .core import Husk, Primitive, Recorder, Zero, bind, reading_records, recording
 from .ops.shape import concat_p
 from .ops.structural import add_any, reshape_p, shape_of, transpose_p
-from .tensor import Tensor, TensorBase, Variable, convert_to_tensor, key_of
+from .tensor import Tensor, TensorBase, Variable, convert_to_tensor, key_of, new_key
 
 __all__ = ["GradientTape", "UnconnectedGradients"]
 
@@ -184,8 +184,8 @@ class GradientTape(Recorder):
         for o in outputs:
             if o._value.dtype.kind in "fc":
                 k = o._key
-                if k is None:
-                    k = key_of(o)
+                if k is None:  # a fresh output: no other thread can see it yet
+                    k = o._key = new_key()
                 watched.add(k)
                 out_keys.append(k)
             else:

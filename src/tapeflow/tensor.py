@@ -385,6 +385,8 @@ def seal(tensors: Any, name: str) -> None:
 
 _variable_ids = itertools.count()
 _keys = itertools.count()  # next() is atomic: threads never share a key
+_keying = threading.Lock()
+new_key = _keys.__next__  # for a tensor no other thread can see yet (an op's fresh output)
 
 
 def key_of(x: Any) -> int:
@@ -393,7 +395,12 @@ def key_of(x: Any) -> int:
     and tracers name what they record by it, so they need not keep it alive."""
     k = x._key
     if k is None:
-        k = x._key = next(_keys)
+        # Two threads naming one shared tensor at once must agree on its name (a tape
+        # watching it under one key while it carries another would miss its gradient).
+        with _keying:
+            k = x._key
+            if k is None:
+                k = x._key = next(_keys)
     return k
 
 

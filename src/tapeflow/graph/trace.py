@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core import Primitive, Recorder, substack
 from ..custom import call_grad_fn
-from ..tensor import Tensor, Variable, key_of
+from ..tensor import Tensor, Variable, key_of, new_key
 from .ir import Assign, CustomBackward, Graph, Guard, Node
 from .passes import optimize
 
@@ -112,7 +112,10 @@ class Tracer(Recorder):
         outs = []
         for o in outputs:
             slot = new_slot(o._value)
-            slots[key_of(o)] = slot
+            k = o._key
+            if k is None:  # a fresh output: no other thread can see it yet
+                k = o._key = new_key()
+            slots[k] = slot
             outs.append(slot)
             made.append(weakref.ref(o))
         node = Node(prim, ins, dict(params), outs)
