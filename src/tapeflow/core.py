@@ -70,7 +70,7 @@ class Husk:
     """What a tape keeps of an op's input or output that the op's VJP rule never reads
     (NOTE(saved-values) in tape): its shape and dtype, not its data, so the array can
     be freed while the tape lives. Reading its value is an internal error, raised at
-    once: a rule that needs the data must say so (`vjp_reads` in ops/structural)."""
+    once: a rule that needs the data must say so (`rule_reads` in ops/structural)."""
 
     __slots__ = ("shape", "dtype", "_prim")
 
@@ -83,7 +83,7 @@ class Husk:
     @property
     def _value(self) -> Any:
         raise RuntimeError(f"internal error: the VJP rule of {self._prim!r} read a value that "
-                           "its declaration (vjp_reads) says it does not read; the tape did not "
+                           "its declaration (rule_reads) says it does not read; the tape did not "
                            "keep it. Please report this.")
 
     def __repr__(self) -> str:

@@ -543,7 +543,7 @@ def _repeat_of(entry: tuple, seen: dict, fixed: tuple) -> tuple | None:
 def _kept(vjp: Any, needs: tuple, n_out: int) -> tuple:
     """Which inputs and outputs a VJP rule with `reads` (ops/structural.rule_reads) reads
     when the inputs in `needs` need cotangents: two tuples of bools, cached per rule."""
-    cache = vjp.__dict__.setdefault("kept", {})
+    cache = vjp.kept
     hit = cache.get((needs, n_out))
     if hit is None:
         read_in, read_out = set(), set()

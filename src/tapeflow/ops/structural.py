@@ -186,7 +186,7 @@ def defvjp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False,
 
     With `broadcasting`, each cotangent is summed back to its argument's shape.
     What each rule reads of the primals and the output is found from its code
-    (`vjp_reads`), unless `reads` gives it.
+    (`rule_reads`), unless `reads` gives it.
     """
     def vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, **params: Any) -> tuple:
         g = cts[0]
@@ -221,6 +221,7 @@ def defvjp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False,
         reads = rule_reads(rules, len(rules))
     if reads is not None:
         vjp.reads = reads  # type: ignore[attr-defined]
+        vjp.kept = {}  # type: ignore[attr-defined]  # the tape's cache of what to keep
     prim.vjp = vjp
 
 
@@ -263,7 +264,7 @@ def _metadata_read(ins: list, k: int) -> bool:
             and after.opname in ("PRECALL", "CALL") and after.arg == 1)
 
 
-def rule_reads(rules: Any, n_inputs: int, offset: int = 2) -> tuple | None:
+def rule_reads(rules: Any, n_inputs: int) -> tuple | None:
     """What each of `rules` (``rule(g, ans, *primals)``, one per input) reads: per input,
     (primal indices, output indices); None if some rule cannot be analyzed."""
     out = []
@@ -275,10 +276,10 @@ def rule_reads(rules: Any, n_inputs: int, offset: int = 2) -> tuple | None:
         if unread is None:
             return None
         names = rule.__code__.co_varnames[:rule.__code__.co_argcount]
-        if len(names) < offset + n_inputs:
+        if len(names) < 2 + n_inputs:
             return None
-        ins = tuple(j for j in range(n_inputs) if names[offset + j] not in unread)
-        outs = () if offset == 2 and names[1] in unread else (0,)
+        ins = tuple(j for j in range(n_inputs) if names[2 + j] not in unread)
+        outs = () if names[1] in unread else (0,)
         out.append((ins, outs))
     return tuple(out)
 
