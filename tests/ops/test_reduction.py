@@ -201,11 +201,15 @@ def test_reduce_std_at_zero_variance_is_nan_in_both_modes():
 
 @pytest.mark.parametrize("shape,axis", [((128, 24, 24, 6), (0, 1, 2)), ((7, 5, 3), (0,)),
                                         ((1000, 7), (0,)), ((5, 1), (0,)), ((0, 4), (0,)),
-                                        ((2, 3, 4), (0, 1)), ((130, 70), (0,))])
+                                        ((2, 3, 4), (0, 1)), ((130, 70), (0,)),
+                                        ((64, 64, 64), (1,)), ((40, 64, 64), (2,)),
+                                        ((6, 4, 5, 3), (1, 2)), ((3, 5000), (1,)),
+                                        ((100_000, 3), (1,)), ((4, 0, 3), (1,))])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_sums_over_leading_axes_with_few_kept_elements(shape, axis, dtype):
-    """reduce_sum folds narrow rows into wide ones (ops/structural.py): same shape and
-    dtype as np.sum, keepdims too, and at least as close to the exact sum."""
+def test_sums_over_a_range_of_axes(shape, axis, dtype):
+    """reduce_sum over a contiguous range of axes runs as ones-vector products
+    (ops/structural.py): same shape and dtype as np.sum, keepdims too, within sequential
+    summation's error of the exact sum, and closer than NumPy's on one long column."""
     from tapeflow.ops.structural import _sum_impl
 
     x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
@@ -217,5 +221,21 @@ def test_sums_over_leading_axes_with_few_kept_elements(shape, axis, dtype):
     terms = x.size // max(1, got.size)
     bound = terms * np.finfo(dtype).eps * np.abs(x).max(initial=0)  # sequential summation's
     np.testing.assert_allclose(got.astype(np.longdouble), exact, rtol=0, atol=bound)
-    if dtype == np.float32 and terms > 10_000:  # one long column sum: folding is closer
+    if dtype == np.float32 and terms > 10_000:  # one long column sum: closer than NumPy's
         assert np.abs(got - exact).max() < np.abs(np.sum(x, axis=axis) - exact).max()
+
+
+def test_sums_of_views_and_special_values_match_numpy():
+    """Transposed (non-contiguous) inputs take NumPy's path; infinities and NaN propagate
+    through the ones-vector product as through np.sum."""
+    from tapeflow.ops.structural import _sum_impl
+
+    x = np.random.default_rng(1).standard_normal((30, 20, 10)).astype(np.float32)
+    np.testing.assert_allclose(_sum_impl(x.transpose(2, 0, 1), (1,), False),
+                               np.sum(x.transpose(2, 0, 1), axis=1), rtol=1e-5)
+    x[0, 0, 0], x[1, 2, 3], x[1, 3, 3], x[2, 0, 4] = np.inf, np.inf, -np.inf, np.nan
+    for axis in ((1,), (2,), (0, 1)):
+        with np.errstate(invalid="ignore"):  # inf - inf, as NumPy's own sum
+            got, numpy = _sum_impl(x, axis, False), np.sum(x, axis=axis)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(numpy))
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(numpy))

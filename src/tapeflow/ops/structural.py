@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import blas
 from ..core import Husk, Primitive, Zero, bind
 from ..tensor import Tensor
 
@@ -508,34 +509,42 @@ def _sum_impl(x: np.ndarray, axis: tuple | None, keepdims: bool) -> Any:
     if x.dtype.kind in "iu":
         # Integers keep their dtype (NumPy would widen int32 sums to int64; TensorFlow does not).
         return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
-    if axis and len(axis) < x.ndim and axis == tuple(range(len(axis))) and x.flags.c_contiguous:
-        trail = x.shape[len(axis):]
-        c = math.prod(trail)
-        if 0 < c < _WIDE_ROW:
-            out = _sum_narrow_rows(x.reshape(-1, c)).reshape(trail)
-            return out.reshape(kept_shape(x.shape, axis)) if keepdims else out
+    if axis and len(axis) < x.ndim and x.dtype in _BLAS_REAL and x.flags.c_contiguous \
+            and axis[0] >= 0 and axis == tuple(range(axis[0], axis[-1] + 1)):
+        out = _sum_by_gemv(x, axis[0], axis[-1] + 1)
+        if out is not None:
+            return out.reshape(kept_shape(x.shape, axis) if keepdims else
+                               tuple(d for i, d in enumerate(x.shape) if i not in axis))
     return np.sum(x, axis=axis, keepdims=keepdims)
 
 
-# A sum over the leading axes of an array whose kept part is small (a bias gradient: N, H, W
-# summed, C kept) is, to NumPy, a loop over rows of C elements: slow per element, and one
-# long sequential accumulation per column. Folding r rows into one row of r*C >= _WIDE_ROW
-# elements first makes the loops long and the accumulation r times shorter: 6x faster on
-# [128, 24, 24, 6], and closer to the exact sum.
-_WIDE_ROW = 64
+# A sum over some of an array's axes is, to NumPy, one inner loop per kept element (over
+# the reduced axis) or per row of the kept part: short loops, each with its call overhead,
+# so a sum over the middle axis of [640, 64, 64] runs at a quarter of memory speed and a
+# bias gradient summing [N, H, W] with C=6 kept at less. The same sum is a product with a
+# vector of ones, which BLAS streams at memory speed: 3-13x faster ([640, 64, 64] over
+# axis 1: 0.77 -> 0.16 ms; [100000, 3] over axis 1: 1.55 -> 0.12 ms), and no less exact
+# than NumPy's accumulation, which is sequential over non-innermost axes. Over the
+# innermost axis NumPy sums long rows pairwise; there the GEMV's sequential lanes would
+# lose digits, so rows longer than _PAIRWISE_FROM stay with NumPy.
+_BLAS_REAL = (np.dtype(np.float32), np.dtype(np.float64))
+_PAIRWISE_FROM = 4096
 
 
-def _sum_narrow_rows(a: np.ndarray) -> np.ndarray:
-    """The column sums of `a` [M, C], C < _WIDE_ROW."""
-    m, c = a.shape
-    r = -(-_WIDE_ROW // c)
-    q = m // r
-    if q < 2:
-        return a.sum(axis=0)
-    out = a[:q * r].reshape(q, r * c).sum(axis=0).reshape(r, c).sum(axis=0)
-    if q * r < m:
-        out += a[q * r:].sum(axis=0)
-    return out
+def _sum_by_gemv(x: np.ndarray, lo: int, hi: int) -> np.ndarray | None:
+    """The sum of C-contiguous `x` over axes lo..hi-1, as ones-vector products; None where
+    NumPy's own sum is the better choice."""
+    outer = math.prod(x.shape[:lo])
+    n = math.prod(x.shape[lo:hi])
+    inner = math.prod(x.shape[hi:])
+    if n == 0 or outer * inner == 0 or (inner == 1 and n > _PAIRWISE_FROM):
+        return None
+    ones = np.ones(n, x.dtype)
+    if inner == 1:
+        return blas.matmul(x.reshape(outer, n), ones)
+    if outer == 1:
+        return blas.matmul(ones, x.reshape(n, inner))
+    return blas.matmul(ones, x.reshape(outer, n, inner))
 
 
 def kept_shape(shape: tuple, axis: tuple | None) -> tuple:
