@@ -84,3 +84,24 @@ def test_a_mismatched_product_still_raises():
     """[5,1] @ [5,4] is not an outer product: matmul's error, not a broadcast."""
     with pytest.raises(ValueError):
         blas.matmul(np.ones((5, 1)), np.ones((5, 4)))
+
+
+@needs_openblas
+@pytest.mark.parametrize("n,one_thread", [(128, True), (1024, False)], ids=["mid", "large"])
+def test_einsum_contractions_are_sized_like_products(monkeypatch, n, one_thread):
+    """einsum's impl bounds each BLAS product by the naive contraction's size: a
+    128-cubed contraction runs on one thread, a 1024-cubed one as OpenBLAS chooses."""
+    from tapeflow.ops.linalg import einsum_p
+
+    get, before, seen = CONTROLS[0], CONTROLS[0](), []
+    real = np.einsum
+
+    def spy(*args, **kwargs):
+        seen.append(get())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(blas.np, "einsum", spy)
+    a = np.ones((n, n), np.float32)
+    out = einsum_p.impl(a, a, spec="ij,jk->ik")
+    assert seen == [1 if one_thread else before] and CONTROLS[0]() == before
+    assert out.shape == (n, n) and out[0, 0] == n

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["matmul", "ONE_THREAD_UP_TO"]
+__all__ = ["matmul", "sized", "ONE_THREAD_UP_TO"]
 
 ONE_THREAD_UP_TO = 1 << 24  # multiply-adds of one product
 _OPENBLAS_ALONE = 1 << 18  # OpenBLAS runs products up to this size on one thread itself
@@ -87,18 +87,30 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.multiply(a, b)
     m = a.shape[-2] if a.ndim > 1 else 1
     n = b.shape[-1] if b.ndim > 1 else 1
-    work = m * n * a.shape[-1]
+    return sized(m * n * a.shape[-1], np.matmul, a, b)
+
+
+def sized(work: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, a computation whose BLAS products are about `work`
+    multiply-adds each, on one BLAS thread when that is small enough (NOTE(blas-threads)).
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.blas import sized
+        >>> float(sized(8, np.einsum, "ij,ij->", np.ones((2, 2)), np.ones((2, 2))))
+        4.0
+    """
     if not _OPENBLAS_ALONE < work <= ONE_THREAD_UP_TO:
-        return np.matmul(a, b)
+        return fn(*args, **kwargs)
     controls = _thread_controls()
     if not controls:
-        return np.matmul(a, b)
+        return fn(*args, **kwargs)
     get, put = controls
     before = get()
     if before <= 1:
-        return np.matmul(a, b)
+        return fn(*args, **kwargs)
     put(1)
     try:
-        return np.matmul(a, b)
+        return fn(*args, **kwargs)
     finally:
         put(before)

@@ -15,6 +15,7 @@ adjoints (`adjoint_of`).
 
 from __future__ import annotations
 
+import math
 import string
 from typing import Any
 
@@ -141,7 +142,13 @@ def _einsum_impl(*operands: np.ndarray, spec: str) -> np.ndarray:
     # Pairwise contraction through BLAS (optimize=True) pays a path search of tens of
     # microseconds: worth it for three or more operands or for large ones only.
     big = len(operands) > 2 or sum(np.size(o) for o in operands) > 4096
-    return np.asarray(np.einsum(spec, *operands, optimize=big))[()]  # rank 0: a NumPy scalar
+    # The naive contraction's multiply-adds (every label's size, once) bound each BLAS
+    # product of the path: small ones run on one thread (NOTE(blas-threads)).
+    sizes = {}
+    for sub, o in zip(spec.split("->")[0].split(","), operands, strict=True):
+        sizes.update(zip(sub, np.shape(o), strict=True))
+    out = blas.sized(math.prod(sizes.values()), np.einsum, spec, *operands, optimize=big)
+    return np.asarray(out)[()]  # rank 0: a NumPy scalar
 
 
 def _einsum_cotangent(g: Tensor, primals: tuple, spec: str, k: int) -> Tensor:
