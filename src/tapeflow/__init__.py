@@ -23,6 +23,8 @@ from .dtypes import (DType, as_dtype, bfloat16, bool, complex64, complex128, flo
 from .forward import ForwardAccumulator
 from .graph import TensorSpec, function
 from .ops import namespace as _namespace
+from . import sparse_jacobians
+from .sparse_jacobians import SparseJacobian, jacobian_sparsity, sparse_jacobian
 from .tape import GradientTape, UnconnectedGradients
 from .tensor import (Tensor, TensorShape, Variable, constant, convert_to_tensor, is_tensor,
                      newaxis)
@@ -49,5 +51,7 @@ __all__ = [
     "GradientTape", "UnconnectedGradients", "ForwardAccumulator", "custom_gradient",
     "recompute_grad", "vmap", "function", "TensorSpec", "grad", "value_and_grad", "jvp", "vjp",
     "linearize", "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
+    # sparse Jacobians
+    "sparse_jacobians", "sparse_jacobian", "SparseJacobian", "jacobian_sparsity",
     "__version__",
 ] + sorted(_OPS)

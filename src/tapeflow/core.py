@@ -124,6 +124,8 @@ class Primitive:
     - ``vjp(cotangents, outs, primals, needs, **params) -> tuple``: one
       cotangent (or None) per primal, computed only where ``needs[i]``.
     - ``batch(vals, dims, **params) -> (out, out_dims)``: the batching rule of `vmap`.
+    - ``sparsity(pats, vals, outs, **params) -> tuple of patterns``: the dependency rule
+      (NOTE(sparsity) in tapeflow/patterns.py); an op with no derivative depends on nothing.
     - ``simplify(consts, same, **params) -> int | None``: for the graph passes, an
       input the output always equals exactly (``consts[i]`` is input i's value when
       it is a constant, else None; ``same(i)`` says whether input i has the output's
@@ -148,8 +150,8 @@ class Primitive:
         np.float64(0.0)
     """
 
-    __slots__ = ("name", "impl", "jvp", "vjp", "batch", "simplify", "multiple_results",
-                 "differentiable", "stateful", "is_identity", "reads_variable",
+    __slots__ = ("name", "impl", "jvp", "vjp", "batch", "simplify", "sparsity",
+                 "multiple_results", "differentiable", "stateful", "is_identity", "reads_variable",
                  "user_gradient", "defined_at")
 
     def __init__(self, name: str, impl: Callable[..., Any], *, multiple_results: bool = False,
@@ -164,6 +166,7 @@ class Primitive:
         self.vjp: Callable[..., Any] | None = None
         self.batch: Callable[..., Any] | None = None
         self.simplify: Callable[..., Any] | None = None
+        self.sparsity: Callable[..., Any] | None = None if differentiable else _no_deps
         self.multiple_results = multiple_results
         self.differentiable = differentiable
         self.stateful = stateful
@@ -175,6 +178,10 @@ class Primitive:
 
     def __repr__(self) -> str:
         return f"<Primitive {self.name}>"
+
+
+def _no_deps(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
+    return (None,) * len(outs)
 
 
 # ---------------------------------------------------------------------------- the stack
@@ -406,3 +413,5 @@ read_variable_p.vjp = lambda cts, outs, primals, needs: (
     (cts[0].instantiate() if type(cts[0]) is Zero else cts[0]) if needs[0] else None,)
 # A variable is never batched (its reads are per-example constants); kept for completeness.
 read_variable_p.batch = lambda vals, dims: (bind(read_variable_p, vals[0]), dims[0])
+# A variable holds no function input (sparse_jacobians follows writes within a graph).
+read_variable_p.sparsity = _no_deps

@@ -20,8 +20,8 @@ from . import nest
 from .batching import vmap_sharing
 from .core import Primitive, Recorder, Zero, bind, substack
 from .ops.convert import as_tensor
-from .ops.structural import (add_any, broadcast_to_p, instantiate, move_to_front, multiply_p,
-                             reduce_sum_p, reshape_p)
+from .ops.structural import (add_any, broadcast_to_p, dense_deps, instantiate, move_to_front,
+                             multiply_p, reduce_sum_p, reshape_p)
 from .tape import GradientTape
 from .tensor import Tensor, TensorBase, Variable
 
@@ -126,6 +126,8 @@ custom_gradient_p = Primitive("custom_gradient", _results_of, multiple_results=T
 custom_gradient_p.vjp = _custom_vjp
 custom_gradient_p.jvp = _custom_jvp
 custom_gradient_p.batch = _custom_batch
+# The user's rule may relate any output to any input: every output on all of them.
+custom_gradient_p.sparsity = dense_deps
 
 
 def _as_input(x: Any, f: Callable, what: str) -> Tensor:

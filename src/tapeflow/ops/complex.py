@@ -24,7 +24,7 @@ from ..tensor import Tensor
 from .convert import as_tensor, binary_args, check_dtype
 from .elementwise import NUMERIC, abs_p, divide, doc, greater, multiply, square, subtract, unary_op
 from .structural import (add_p, batch_elementwise, batch_unary, conj_if_complex, conj_p, defjvp,
-                         defvjp, linear, ones_of, select_p, zeros_of)
+                         defvjp, elementwise_deps, linear, ones_of, select_p, zeros_of)
 
 
 # ------------------------------------------------------------------ complex(a, b)
@@ -44,16 +44,19 @@ defjvp(complex_p, lambda t, ans, a, b: bind(complex_p, t, zeros_of(t)),
 defvjp(complex_p, lambda g, ans, a, b: bind(real_p, g),
        lambda g, ans, a, b: bind(imag_p, g), broadcasting=True)
 batch_elementwise(complex_p)
+complex_p.sparsity = elementwise_deps
 
 # ------------------------------------------------------------------ real, imag
 # Both are real-linear: JVP real(t); the transpose puts g back as g + 0i (or 0 + ig).
 real_p = Primitive("real", np.real)
 linear(real_p, lambda g, z: bind(complex_p, g, zeros_of(g)))
 batch_unary(real_p)
+real_p.sparsity = elementwise_deps
 
 imag_p = Primitive("imag", np.imag)
 linear(imag_p, lambda g, z: bind(complex_p, zeros_of(g), g))
 batch_unary(imag_p)
+imag_p.sparsity = elementwise_deps
 
 
 # ------------------------------------------------------------------ complex_abs: |z|, real
@@ -72,6 +75,7 @@ defjvp(complex_abs_p, lambda t, ans, z: bind(
 defvjp(complex_abs_p, lambda g, ans, z: multiply(bind(complex_p, g, zeros_of(g)),
                                                  _complex_sign(z, ans)))
 batch_unary(complex_abs_p)
+complex_abs_p.sparsity = elementwise_deps
 
 
 # ================================================================== public ops

@@ -28,7 +28,8 @@ from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor
 from .convert import binary_args, check_dtype
-from .structural import defjvp, defvjp, move_axis, move_to_front, reshape_p, shape_of
+from .structural import (defjvp, defvjp, dense_deps, move_axis, move_to_front, per_example_deps,
+                         reshape_p, shape_of)
 
 
 def _out_size(n: int, k: int, stride: int, dilation: int, pad: tuple) -> int:
@@ -253,6 +254,10 @@ def _leading_batch(prim: Primitive, image_arg: int, mergeable: bool = True) -> N
 _leading_batch(conv2d_p, 0)               # conv2d(x, w): x carries N
 _leading_batch(conv2d_input_grad_p, 0)    # input_grad(g, w): g carries N
 _leading_batch(conv2d_filter_grad_p, 0, mergeable=False)  # sums over N: never merge a batch in
+# Dependencies: per example (block diagonal) in the image, the filter reaching everything.
+conv2d_p.sparsity = per_example_deps(0)
+conv2d_input_grad_p.sparsity = per_example_deps(0)
+conv2d_filter_grad_p.sparsity = dense_deps  # a sum over every example
 
 
 def _pair(value: Any, name: str, op: str) -> tuple[int, int]:

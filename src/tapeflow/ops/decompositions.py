@@ -28,8 +28,8 @@ from .linalg import adjoint_of, diag_part, matmul_p, trace
 from .reduction import reduce_max, reduce_sum
 from .shape import reshape, transpose
 from .structural import (add_any, batch_elementwise, conj_if_complex, defjvp, defvjp, float_mask,
-                         instantiate, move_to_front, ones_of, reshape_p, select_p, shape_of,
-                         unbroadcast)
+                         instantiate, move_to_front, ones_of, per_matrix_deps, reshape_p,
+                         select_p, shape_of, unbroadcast)
 from .transcendental import pow as pow_
 
 
@@ -263,6 +263,10 @@ eigh_p = Primitive("eigh", lambda a: _lapack("eigh", "the eigenvalue iteration d
                                              np.linalg.eigh, a), multiple_results=True)
 eigh_p.jvp = _eigh_jvp
 eigh_p.vjp = _eigh_vjp
+
+# Every decomposition acts per matrix: its dependencies are block diagonal over the batch.
+for _prim in (inv_p, det_p, slogdet_p, solve_p, triangular_solve_p, cholesky_p, eigh_p):
+    _prim.sparsity = per_matrix_deps(2)
 _batch_matrices(eigh_p)
 
 

@@ -28,7 +28,7 @@ from ..errors import InvalidArgumentError
 from ..tensor import Tensor
 from .convert import as_tensor, binary_args, check_dtype
 from .structural import (add_p, batch_elementwise, batch_unary, cast_p, conj_if_complex, defjvp,
-                         defvjp, float_mask, is_one, is_plus_zero, linear, multiply_p,
+                         defvjp, elementwise_deps, float_mask, is_one, is_plus_zero, linear, multiply_p,
                          neutral_right, select_p, shape_of, unary, zeros_of)
 
 FLOAT = "fc"        # floating or complex
@@ -93,11 +93,13 @@ subtract_p = Primitive("subtract", np.subtract)
 defjvp(subtract_p, lambda t, ans, x, y: t, lambda t, ans, x, y: negative(t), broadcasting=True)
 defvjp(subtract_p, lambda g, ans, x, y: g, lambda g, ans, x, y: negative(g), broadcasting=True)
 batch_elementwise(subtract_p)
+subtract_p.sparsity = elementwise_deps
 subtract_p.simplify = neutral_right(is_plus_zero)
 
 negative_p = Primitive("negative", np.negative)
 linear(negative_p, lambda g, x: negative(g))
 batch_unary(negative_p)
+negative_p.sparsity = elementwise_deps
 
 # ------------------------------------------------------------------ divide: d(x/y) = dx/y - (x/y) dy/y
 divide_p = Primitive("divide", np.true_divide)
@@ -107,6 +109,7 @@ defvjp(divide_p, lambda g, ans, x, y: divide(g, conj_if_complex(y)),
        lambda g, ans, x, y: negative(multiply(g, conj_if_complex(divide(ans, y)))),
        broadcasting=True)
 batch_elementwise(divide_p)
+divide_p.sparsity = elementwise_deps
 divide_p.simplify = neutral_right(is_one)
 
 
@@ -118,6 +121,7 @@ defjvp(maximum_p, lambda t, ans, x, y: multiply(t, float_mask(greater_equal(x, y
 defvjp(maximum_p, lambda g, ans, x, y: multiply(g, float_mask(greater_equal(x, y), g)),
        lambda g, ans, x, y: multiply(g, float_mask(less(x, y), g)), broadcasting=True)
 batch_elementwise(maximum_p)
+maximum_p.sparsity = elementwise_deps
 
 minimum_p = Primitive("minimum", np.minimum)
 defjvp(minimum_p, lambda t, ans, x, y: multiply(t, float_mask(less_equal(x, y), t)),
@@ -125,6 +129,7 @@ defjvp(minimum_p, lambda t, ans, x, y: multiply(t, float_mask(less_equal(x, y), 
 defvjp(minimum_p, lambda g, ans, x, y: multiply(g, float_mask(less_equal(x, y), g)),
        lambda g, ans, x, y: multiply(g, float_mask(greater(x, y), g)), broadcasting=True)
 batch_elementwise(minimum_p)
+minimum_p.sparsity = elementwise_deps
 
 def _checked_division(name: str, fn: np.ufunc) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """An integer division that raises on a zero divisor (as TensorFlow) instead of
@@ -143,6 +148,7 @@ defjvp(floormod_p, lambda t, ans, x, y: t,
 defvjp(floormod_p, lambda g, ans, x, y: g,
        lambda g, ans, x, y: negative(multiply(g, floordiv(x, y))), broadcasting=True)
 batch_elementwise(floormod_p)
+floormod_p.sparsity = elementwise_deps
 
 # floordiv is piecewise constant: no derivative (as TensorFlow).
 floordiv_p = Primitive("floordiv", _checked_division("floordiv", np.floor_divide),
@@ -158,6 +164,7 @@ sqrt_p = Primitive("sqrt", np.sqrt)
 defjvp(sqrt_p, lambda t, ans, x: _mul_no_nan(t, divide(0.5, ans)))
 defvjp(sqrt_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(divide(0.5, ans))))
 batch_unary(sqrt_p)
+sqrt_p.sparsity = elementwise_deps
 
 
 # ------------------------------------------------------------------ rsqrt: -x^(-3/2) / 2
@@ -169,12 +176,14 @@ rsqrt_p = Primitive("rsqrt", lambda x: 1 / np.sqrt(x))
 defjvp(rsqrt_p, lambda t, ans, x: _mul_no_nan(t, _rsqrt_deriv(ans)))
 defvjp(rsqrt_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(_rsqrt_deriv(ans))))
 batch_unary(rsqrt_p)
+rsqrt_p.sparsity = elementwise_deps
 
 # ------------------------------------------------------------------ reciprocal: -1 / x^2
 reciprocal_p = Primitive("reciprocal", np.reciprocal)
 defjvp(reciprocal_p, lambda t, ans, x: _mul_no_nan(t, negative(square(ans))))
 defvjp(reciprocal_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(negative(square(ans)))))
 batch_unary(reciprocal_p)
+reciprocal_p.sparsity = elementwise_deps
 
 # ------------------------------------------------------------------ abs (real x): sign x, 0 at 0
 # Complex inputs go to complex_abs (ops/complex.py), whose output is real.
@@ -182,6 +191,7 @@ abs_p = Primitive("abs", np.abs)
 defjvp(abs_p, lambda t, ans, x: multiply(t, sign(x)))
 defvjp(abs_p, lambda g, ans, x: multiply(g, sign(x)))
 batch_unary(abs_p)
+abs_p.sparsity = elementwise_deps
 
 # ------------------------------------------------------------------ sign: piecewise constant
 # Its derivative is zero (TensorFlow returns zeros, not None).
@@ -189,6 +199,7 @@ sign_p = Primitive("sign", np.sign)
 defjvp(sign_p, lambda t, ans, x: Zero.like(ans))
 defvjp(sign_p, lambda g, ans, x: zeros_of(x))
 batch_unary(sign_p)
+sign_p.sparsity = elementwise_deps
 
 # ================================================================== no derivative
 # Comparisons and logic give bools; floor, ceil and round are piecewise constant and, as

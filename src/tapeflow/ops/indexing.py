@@ -19,8 +19,9 @@ from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, int_arg, int_tensor
-from .structural import (add_p, cast_p, defjvp, defvjp, linear, move_to_front, multiply_p,
-                         reduce_sum_p, reshape_p, shape_of, transpose_p, broadcast_to_p)
+from .structural import (add_p, broadcast_to_p, cast_p, defjvp, defvjp, linear, move_to_front,
+                         moved_deps, multiply_p, reduce_sum_p, reshape_p, scatter_deps,
+                         shape_of, transpose_p)
 
 _brange = builtins.range
 
@@ -42,6 +43,8 @@ getitem_p.batch = lambda vals, dims, key: (
 getitem_transpose_p.batch = lambda vals, dims, key, shape: (
     bind(getitem_transpose_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key,
          shape=(shape_of(vals[0])[dims[0]],) + shape), 0)
+moved_deps(getitem_p, 0)
+scatter_deps(getitem_transpose_p, lambda numbered, vals, key, shape: numbered[key])
 
 
 # ------------------------------------------------------------------ gather along one axis
@@ -132,6 +135,9 @@ def _gather_transpose_batch(vals: tuple, dims: tuple, axis: int, shape: tuple) -
 
 gather_p.batch = _gather_batch
 gather_transpose_p.batch = _gather_transpose_batch
+moved_deps(gather_p, 0)  # indices that change with the input: every output on all of params
+scatter_deps(gather_transpose_p, lambda numbered, vals, axis, shape: np.take(
+    numbered, vals[1], axis=axis))
 
 
 # ------------------------------------------------------------------ check_indices

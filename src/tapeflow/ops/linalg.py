@@ -24,11 +24,12 @@ import numpy as np
 from .. import blas
 from ..core import Primitive, Zero, bind
 from ..errors import DTypeMismatchError, InvalidArgumentError, UnimplementedError
+from ..patterns import Pattern, union
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, binary_args, check_dtype, convert_like, matrix_arg
 from .indexing import getitem_p
-from .structural import (add_any, align_batched, conj_if_complex, defjvp, defvjp, instantiate,
-                         move_to_front, reshape_p, shape_of, swap_last_axes, transpose_p)
+from .structural import (add_any, align_batched, conj_if_complex, defjvp, defvjp, dense_deps,
+                         instantiate, move_to_front, reshape_p, shape_of, swap_last_axes, transpose_p)
 
 _LETTERS = string.ascii_letters
 
@@ -83,6 +84,38 @@ def _matmul_batch(vals: tuple, dims: tuple) -> tuple:
 
 
 matmul_p.batch = _matmul_batch
+
+
+def _matmul_deps(pats: tuple, vals: tuple, outs: tuple) -> tuple:
+    # out[..., m, n] depends on row m of a and column n of b; where the other operand is one
+    # fixed matrix, only through its nonzeros (a fixed difference matrix D @ u: a stencil).
+    shape = outs[0].shape
+    if min(len(v.shape) for v in vals) < 2:
+        return dense_deps(pats, vals, outs)
+    numbered = np.arange(int(np.prod(shape))).reshape(shape)
+    parts = []
+    for k, (p, v) in enumerate(zip(pats, vals, strict=True)):
+        if p is None:
+            continue
+        other = vals[1 - k]
+        mine = np.broadcast_to(np.arange(v.size).reshape(v.shape), shape[:-2] + v.shape[-2:])
+        if isinstance(other, np.ndarray) and other.ndim == 2:
+            if k == 0:  # b fixed: a[..., m, i] reaches out[..., m, j] where b[i, j] != 0
+                i, j = np.nonzero(other)
+                parts.append((p, numbered[..., j], mine[..., i]))
+            else:       # a fixed: b[..., i, n] reaches out[..., j, n] where a[j, i] != 0
+                j, i = np.nonzero(other)
+                parts.append((p, numbered[..., j, :], mine[..., i, :]))
+        else:
+            line = p.reduce((len(v.shape) - 1 - k,), True)
+            parts.append((line.broadcast_to(shape), numbered, numbered))
+    if not parts:
+        return (None,)
+    rows, cols = zip(*(p.pairs(dst, src) for p, dst, src in parts), strict=True)
+    return (Pattern.from_entries(shape, parts[0][0].n, np.concatenate(rows), np.concatenate(cols)),)
+
+
+matmul_p.sparsity = _matmul_deps
 
 
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
@@ -216,6 +249,32 @@ einsum_p = Primitive("einsum", _einsum_impl)
 einsum_p.jvp = _einsum_jvp
 einsum_p.vjp = _einsum_vjp
 einsum_p.batch = _einsum_batch
+
+
+def _einsum_deps(pats: tuple, vals: tuple, outs: tuple, spec: str) -> tuple:
+    # An output element depends on the elements of each operand that agree with it on the
+    # operand's output labels, over every value of the summed ones. A label repeated within
+    # one term (a diagonal) is over-approximated: the whole operand.
+    subs, target = _split(spec)
+    shape = outs[0].shape
+    parts = []
+    for p, sub in zip(pats, subs, strict=True):
+        if p is None:
+            continue
+        if len(set(sub)) < len(sub) or len(set(target)) < len(target):
+            parts.append((p.reduce(None, False), np.zeros(shape, np.int64)))
+            continue
+        kept = p.reduce(tuple(i for i, c in enumerate(sub) if c not in target), False)
+        labels = [c for c in sub if c in target]
+        numbered = np.arange(kept.size).reshape(kept.shape)
+        numbered = np.transpose(numbered, [labels.index(c) for c in target if c in labels])
+        placed = iter(numbered.shape)
+        numbered = numbered.reshape([next(placed) if c in labels else 1 for c in target])
+        parts.append((kept, np.broadcast_to(numbered, shape)))
+    return (union(parts, shape),)
+
+
+einsum_p.sparsity = _einsum_deps
 
 
 def _operands(inputs: tuple, op: str) -> list[Tensor]:

@@ -28,8 +28,8 @@ from .convert import as_tensor, binary_args, check_dtype, normalize_axis
 from .elementwise import (add, cast, greater, greater_equal, less, logical_and, multiply,
                           negative, square, subtract)
 from .reduction import reduce_sum
-from .structural import (batch_along_axis, batch_elementwise, batch_unary, defjvp, defvjp,
-                         float_mask, ones_of, reduce_sum_p, reshape_p, select_p, shape_of,
+from .structural import (along_axis_deps, batch_along_axis, batch_elementwise, batch_unary, defjvp,
+                         defvjp, elementwise_deps, float_mask, ones_of, reduce_sum_p, reshape_p, select_p, shape_of,
                          unary)
 from .transcendental import exp, sigmoid, tanh
 
@@ -55,6 +55,7 @@ relu_p = Primitive("relu", lambda x: np.maximum(x, 0))
 defjvp(relu_p, lambda t, ans, x: multiply(t, _relu_mask(x)))
 defvjp(relu_p, lambda g, ans, x: multiply(g, _relu_mask(x)))
 batch_unary(relu_p)
+relu_p.sparsity = elementwise_deps
 
 
 # ------------------------------------------------------------------ relu6: d = [0 < x < 6] dx
@@ -67,6 +68,7 @@ relu6_p = Primitive("relu6", lambda x: np.clip(x, 0, 6))
 defjvp(relu6_p, lambda t, ans, x: multiply(t, _relu6_mask(x)))
 defvjp(relu6_p, lambda g, ans, x: multiply(g, _relu6_mask(x)))
 batch_unary(relu6_p)
+relu6_p.sparsity = elementwise_deps
 
 
 # ------------------------------------------------------------- elu: d = (x > 0 ? 1 : elu + 1) dx
@@ -157,6 +159,7 @@ softmax_p = Primitive("softmax", _softmax_impl)
 defjvp(softmax_p, lambda t, ans, x, axis: _weighted_center(ans, t, axis))
 defvjp(softmax_p, lambda g, ans, x, axis: _weighted_center(ans, g, axis))
 batch_along_axis(softmax_p)
+softmax_p.sparsity = along_axis_deps
 
 # log_softmax: d = dx - sum(softmax dx); VJP g - softmax sum(g), with softmax = exp(ans).
 # A primitive for stability: max-shifted, and exact where one logit dominates.
@@ -166,6 +169,7 @@ defjvp(log_softmax_p, lambda t, ans, x, axis: subtract(
 defvjp(log_softmax_p, lambda g, ans, x, axis: subtract(
     g, multiply(exp(ans), reduce_sum(g, axis=axis, keepdims=True))))
 batch_along_axis(log_softmax_p)
+log_softmax_p.sparsity = along_axis_deps
 
 
 # ------------------------------------------------------------------ sigmoid cross-entropy
@@ -181,6 +185,7 @@ defjvp(sigmoid_xent_p, lambda t, ans, z, x: multiply(t, negative(x)),
 defvjp(sigmoid_xent_p, lambda g, ans, z, x: multiply(g, negative(x)),
        lambda g, ans, z, x: multiply(g, subtract(sigmoid(x), z)), broadcasting=True)
 batch_elementwise(sigmoid_xent_p)
+sigmoid_xent_p.sparsity = elementwise_deps
 
 
 # ------------------------------------------------------------------ one_hot_labels (no derivative)

@@ -33,7 +33,8 @@ from ..tensor import Tensor
 from .conv import _block_size, _out_size, _pad, _padding, _pair
 from .convert import as_tensor, check_dtype
 from .elementwise import multiply
-from .structural import batch_elementwise, defjvp, defvjp, linear, move_to_front, shape_of
+from .structural import (batch_elementwise, defjvp, defvjp, linear, move_to_front, per_example_deps,
+                         shape_of)
 
 
 def _out_hw(x_shape: tuple, ksize: tuple, strides: tuple, pads: tuple) -> tuple[int, int]:
@@ -200,6 +201,7 @@ defvjp(max_pool2d_grad_grad_p, _zero_cotangent, lambda c, ans, x, t, **p: _route
 # Leading dims broadcast in every implementation: batch first, ranks aligned.
 for _prim in (max_pool2d_p, max_pool2d_grad_p, max_pool2d_grad_grad_p):
     batch_elementwise(_prim)
+    _prim.sparsity = per_example_deps()  # each example's windows: block diagonal
 
 
 # ================================================================== window sums
@@ -295,6 +297,7 @@ linear(window_sum_transpose_p, lambda g, x, ksize, strides, pads, input_shape: _
 for _prim in (window_sum_p, window_sum_transpose_p):
     _prim.batch = lambda vals, dims, _p=_prim, **params: (
         bind(_p, move_to_front(vals[0], dims[0]), **params), 0)
+    _prim.sparsity = per_example_deps()
 
 
 # ================================================================== public ops

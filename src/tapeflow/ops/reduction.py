@@ -25,8 +25,9 @@ from .elementwise import (abs_p, add, divide, equal, floordiv, is_finite, multip
                           square, subtract)
 from .indexing import getitem_p
 from .shape import concat_p, stop_gradient
-from .structural import (batch_along_axis, batch_reduction, conj_if_complex, defjvp,
-                         defvjp, expand_reduced, float_mask, kept_shape, linear, reduce_sum_p,
+from .structural import (along_axis_deps, batch_along_axis, batch_reduction, conj_if_complex,
+                         defjvp, defvjp, expand_reduced, float_mask, kept_shape, linear,
+                         reduce_sum_p, reduction_deps,
                          reshape_p, select_p, shape_of, transpose_p, zeros_of)
 from .transcendental import exp, log, pow
 
@@ -45,6 +46,7 @@ def _extremum(name: str, impl: Any) -> Primitive:
     defvjp(prim, lambda g, ans, x, axis, keepdims: multiply(
         expand_reduced(g, shape_of(x), axis, keepdims), weights(ans, x, axis, keepdims)))
     batch_reduction(prim)
+    prim.sparsity = reduction_deps
     return prim
 
 
@@ -90,6 +92,7 @@ cumsum_p = Primitive("cumsum", _cumsum_impl)
 linear(cumsum_p, lambda g, x, axis, exclusive, reverse: bind(
     cumsum_p, g, axis=axis, exclusive=exclusive, reverse=not reverse))
 batch_along_axis(cumsum_p)
+cumsum_p.sparsity = along_axis_deps
 
 # ------------------------------------------------------------------ boolean reductions, arg-extrema
 reduce_all_p = Primitive("reduce_all", lambda x, axis, keepdims: np.all(

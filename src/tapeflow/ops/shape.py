@@ -22,13 +22,14 @@ from ..errors import DTypeMismatchError, InvalidArgumentError
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, binary_args, convert_like, int_arg, int_list, normalize_axis
 from .indexing import gather_p, getitem_p, getitem_transpose_p
-from .structural import (batch_unary, broadcast_to_p, conj_p, instantiate, linear, move_to_front,
-                         reshape_p, same_as_input, select_p, shape_of, transpose_p)
+from .structural import (batch_unary, broadcast_to_p, conj_p, elementwise_deps, instantiate, linear,
+                         move_to_front, moved_deps, reshape_p, same_as_input, select_p, shape_of, transpose_p)
 
 # ------------------------------------------------------------------ identity, stop_gradient
 identity_p = Primitive("identity", lambda x: x, is_identity=True)
 linear(identity_p, lambda g, x: g)
 batch_unary(identity_p)
+identity_p.sparsity = elementwise_deps
 identity_p.simplify = same_as_input
 
 
@@ -73,6 +74,7 @@ concat_p = Primitive("concat", lambda *xs, axis: np.concatenate(xs, axis=axis))
 concat_p.jvp = _concat_jvp
 concat_p.vjp = _concat_vjp
 concat_p.batch = _concat_batch
+moved_deps(concat_p)  # every input is data
 
 
 # ------------------------------------------------------------------ split (multiple results)
@@ -110,6 +112,7 @@ split_p = Primitive("split", _split_impl, multiple_results=True)
 split_p.jvp = _split_jvp
 split_p.vjp = _split_vjp
 split_p.batch = _split_batch
+moved_deps(split_p, 0)
 
 
 # ================================================================== public ops

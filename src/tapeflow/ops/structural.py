@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import blas
 from ..core import Husk, Primitive, Zero, bind
+from ..patterns import Abstract, pairs_of_broadcast, union
 from ..tensor import Tensor
 
 __all__ = [
@@ -44,6 +45,9 @@ __all__ = [
     # rule families
     "defjvp", "defvjp", "linear", "unary", "batch_elementwise", "batch_unary",
     "batch_reduction", "batch_along_axis",
+    # dependency rules (NOTE(sparsity))
+    "elementwise_deps", "reduction_deps", "along_axis_deps", "dense_deps", "per_matrix_deps",
+    "per_example_deps", "moved_deps", "scatter_deps",
     # simplify-rule helpers (graph passes)
     "constant_is", "is_minus_zero", "is_plus_zero", "is_one", "same_as_input", "neutral_right",
     # the structural primitives
@@ -321,6 +325,7 @@ def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor]) 
     defvjp(prim, lambda g, ans, x: bind(multiply_p, g, conj_if_complex(deriv(ans, x))),
            reads=_reads_of(deriv, ("ans", "x")))
     batch_unary(prim)
+    prim.sparsity = elementwise_deps
     return prim
 
 
@@ -356,6 +361,125 @@ def batch_along_axis(prim: Primitive) -> None:
     def rule(vals: tuple, dims: tuple, axis: int, **params: Any) -> tuple:
         return bind(prim, move_to_front(vals[0], dims[0]), axis=axis + 1, **params), 0
     prim.batch = rule
+
+
+# ================================================================== dependency rules
+# NOTE(sparsity) in tapeflow/patterns.py. A dependency rule gets its inputs' patterns (None
+# where an input depends on nothing the function is differentiated in), their values
+# where they are the same at every input (Abstract shapes where not) and the outputs'
+# shapes; it returns one pattern (or None) per output.
+def elementwise_deps(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
+    """Each output element depends on the input elements broadcast onto it."""
+    shape = outs[0].shape
+    return (union(((p, None if v.shape == shape else pairs_of_broadcast(v.shape, shape))
+                   for p, v in zip(pats, vals, strict=True)), shape),)
+
+
+def reduction_deps(pats: tuple, vals: tuple, outs: tuple, axis: Any, keepdims: bool,
+                   **params: Any) -> tuple:
+    """The union over the reduced axes (`axis` a tuple or None)."""
+    return (None if pats[0] is None else pats[0].reduce(axis, keepdims),)
+
+
+def along_axis_deps(pats: tuple, vals: tuple, outs: tuple, axis: int, **params: Any) -> tuple:
+    """Every element depends on its whole line along one int `axis` (softmax; a scan,
+    over-approximated by the line)."""
+    p = pats[0]
+    return (None if p is None else p.reduce((axis,), True).broadcast_to(outs[0].shape),)
+
+
+def dense_deps(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
+    """Every output element depends on every input element (an op with no structure
+    worth tracking: the safe over-approximation)."""
+    whole = union(((p.reduce(None, False), np.zeros((), np.int64)) for p in pats
+                   if p is not None), ())
+    return tuple(None if whole is None else whole.broadcast_to(o.shape) for o in outs)
+
+
+def per_matrix_deps(core: int) -> Rule:
+    """Per example over the batch axes (all but each input's last `core`): block
+    diagonal, as batched matrix ops (inverse, solve, decompositions) act."""
+    def rule(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
+        batch = np.broadcast_shapes(*(v.shape[:len(v.shape) - core] for v in vals))
+        whole = union(((p.reduce(tuple(range(len(v.shape) - core, len(v.shape))), False),
+                        pairs_of_broadcast(v.shape[:len(v.shape) - core], batch))
+                       for p, v in zip(pats, vals, strict=True) if p is not None), batch)
+        if whole is None:
+            return (None,) * len(outs)
+        return tuple(whole.reshape(batch + (1,) * (len(o.shape) - len(batch)))
+                     .broadcast_to(o.shape) for o in outs)
+    return rule
+
+
+def per_example_deps(*batched: int) -> Rule:
+    """Per example along axis 0 for the inputs `batched` (all inputs when none given):
+    each output element of example b depends on all of example b (block diagonal); any
+    other input (a filter) reaches every output element."""
+    def rule(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
+        res = []
+        for o in outs:
+            parts = [(p.blocks(1, o.shape) if not batched or k in batched else
+                      p.reduce(None, False).broadcast_to(o.shape), None)
+                     for k, p in enumerate(pats) if p is not None]
+            res.append(union(parts, o.shape))
+        return tuple(res)
+    return rule
+
+
+def moved_deps(prim: Primitive, *argnums: int) -> None:
+    """Data movement (reshape, slicing, gathers, concatenation, padding): each output
+    element is one element of the inputs `argnums` or a constant. Read off the impl run on
+    numbered elements (twice, with the numbers shifted: a constant fill does not shift),
+    with the other inputs' values (fixed indices). Indices that change with the input
+    could move anything anywhere: then every output depends on all the data. No
+    `argnums`: every input is data (concat)."""
+    def rule(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
+        data = argnums or range(len(vals))
+        if all(pats[k] is None for k in data):
+            return (None,) * len(outs)
+        if any(isinstance(v, Abstract) for i, v in enumerate(vals) if i not in data):
+            return dense_deps(tuple(pats[k] for k in data), vals, outs)
+        offsets, total = {}, 1
+        for k in data:
+            if pats[k] is not None:
+                offsets[k], total = total, total + vals[k].size
+
+        def probe(shift: int) -> list:
+            args = list(vals)
+            for k in data:
+                if k in offsets:
+                    args[k] = np.arange(offsets[k] + shift, offsets[k] + shift + vals[k].size,
+                                        dtype=np.int64).reshape(vals[k].shape)
+                else:
+                    args[k] = np.zeros(vals[k].shape, np.int64)
+            got = prim.impl(*args, **params)
+            return [np.asarray(g) for g in (got if prim.multiple_results else (got,))]
+
+        res = []
+        for a, b in zip(probe(0), probe(total), strict=True):
+            moved = (b - a) == total
+            parts = [(pats[k], np.where(moved & (a >= off) & (a < off + vals[k].size),
+                                        a - off, -1)) for k, off in offsets.items()]
+            res.append(union(parts, a.shape))
+        return tuple(res)
+    prim.sparsity = rule
+
+
+def scatter_deps(prim: Primitive, forward: Callable[..., np.ndarray], arg: int = 0) -> None:
+    """The transpose of a movement (a gather's or a slice's scatter-add): each element of
+    input `arg` is added into the output element `forward` (the movement itself, run on
+    the numbered output elements, the other inputs' values and these params) takes it
+    from."""
+    def rule(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
+        if pats[arg] is None:
+            return (None,)
+        if any(isinstance(v, Abstract) for i, v in enumerate(vals) if i != arg):
+            return dense_deps((pats[arg],), vals, outs)
+        shape = outs[0].shape
+        numbered = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+        dst = forward(numbered, vals, **params)
+        return (pats[arg].gather(shape, np.asarray(dst).ravel(), np.arange(vals[arg].size)),)
+    prim.sparsity = rule
 
 
 # ================================================================== simplify-rule helpers
@@ -416,6 +540,7 @@ add_p = Primitive("add", np.add)
 defjvp(add_p, lambda t, ans, x, y: t, lambda t, ans, x, y: t, broadcasting=True)
 defvjp(add_p, lambda g, ans, x, y: g, lambda g, ans, x, y: g, broadcasting=True)
 batch_elementwise(add_p)
+add_p.sparsity = elementwise_deps
 add_p.simplify = neutral_right(is_minus_zero, left_too=True)
 
 
@@ -426,12 +551,14 @@ defjvp(multiply_p, lambda t, ans, x, y: bind(multiply_p, t, y),
 defvjp(multiply_p, lambda g, ans, x, y: bind(multiply_p, g, conj_if_complex(y)),
        lambda g, ans, x, y: bind(multiply_p, conj_if_complex(x), g), broadcasting=True)
 batch_elementwise(multiply_p)
+multiply_p.sparsity = elementwise_deps
 multiply_p.simplify = neutral_right(is_one, left_too=True)
 
 # ------------------------------------------------------------------ conj: linear, its own transpose
 conj_p = Primitive("conj", np.conjugate)
 linear(conj_p, lambda g, x: bind(conj_p, g))
 batch_unary(conj_p)
+conj_p.sparsity = elementwise_deps
 
 
 # ------------------------------------------------------------------ cast
@@ -453,6 +580,8 @@ defjvp(cast_p, _cast_tangent)
 defvjp(cast_p, lambda g, ans, x, dtype: bind(cast_p, g, dtype=dtype_of(x))
        if dtype_of(x).kind in "fc" else None)
 batch_unary(cast_p)
+cast_p.sparsity = lambda pats, vals, outs, dtype: (
+    elementwise_deps(pats, vals, outs) if dtype.kind in "fc" else (None,))  # ints: no derivative
 cast_p.simplify = same_as_input
 
 
@@ -468,6 +597,7 @@ select_p = Primitive("select", lambda c, x, y: np.where(c, x, y)[()])  # rank 0 
 defjvp(select_p, None, _select_rule(True), _select_rule(False), broadcasting=True)
 defvjp(select_p, None, _select_rule(True), _select_rule(False), broadcasting=True)
 batch_elementwise(select_p)
+select_p.sparsity = elementwise_deps
 
 # ------------------------------------------------------------------ reshape: linear
 # [()] gives rank-0 results as NumPy scalars, like every other op
@@ -481,6 +611,7 @@ linear(reshape_p, lambda g, x, shape: bind(reshape_p, g, shape=shape_of(x)))
 reshape_p.batch = lambda vals, dims, shape: (
     bind(reshape_p, move_to_front(vals[0], dims[0]), shape=(shape_of(vals[0])[dims[0]],) + shape), 0)
 reshape_p.simplify = same_as_input
+moved_deps(reshape_p, 0)
 
 # ------------------------------------------------------------------ transpose: linear
 transpose_p = Primitive("transpose", lambda x, perm: np.transpose(x, perm))
@@ -489,6 +620,7 @@ transpose_p.batch = lambda vals, dims, perm: (
     bind(transpose_p, move_to_front(vals[0], dims[0]), perm=(0,) + tuple(p + 1 for p in perm)), 0)
 transpose_p.simplify = lambda consts, same, perm: (
     0 if tuple(perm) == tuple(range(len(perm))) else None)
+moved_deps(transpose_p, 0)
 
 # ------------------------------------------------------------------ broadcast_to: linear, summed back
 broadcast_to_p = Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape))
@@ -501,6 +633,7 @@ def _broadcast_to_batch(vals: tuple, dims: tuple, shape: tuple) -> tuple:
 
 
 broadcast_to_p.batch = _broadcast_to_batch
+moved_deps(broadcast_to_p, 0)
 broadcast_to_p.simplify = same_as_input
 
 
@@ -565,3 +698,4 @@ def expand_reduced(g: Tensor, shape: tuple, axis: tuple | None, keepdims: bool) 
 reduce_sum_p = Primitive("reduce_sum", _sum_impl)
 linear(reduce_sum_p, lambda g, x, axis, keepdims: expand_reduced(g, shape_of(x), axis, keepdims))
 batch_reduction(reduce_sum_p)
+reduce_sum_p.sparsity = reduction_deps

@@ -18,7 +18,7 @@ from ..tensor import Tensor
 from .convert import as_tensor, binary_args, check_dtype
 from .elementwise import (FLOAT, REAL_FLOAT, add, divide, doc, greater, multiply, negative,
                           reciprocal_p, rsqrt_p, square, subtract, unary_op)
-from .structural import (batch_elementwise, conj_if_complex, defjvp, defvjp, is_one,
+from .structural import (batch_elementwise, conj_if_complex, defjvp, defvjp, elementwise_deps, is_one,
                          neutral_right, select_p, unary, zeros_of)
 
 # ------------------------------------------------------------------ exponentials and logarithms
@@ -47,6 +47,7 @@ defjvp(pow_p, lambda t, ans, x, y: multiply(t, _pow_dx(x, y)),
 defvjp(pow_p, lambda g, ans, x, y: multiply(g, conj_if_complex(_pow_dx(x, y))),
        lambda g, ans, x, y: multiply(g, conj_if_complex(_pow_dy(ans, x))), broadcasting=True)
 batch_elementwise(pow_p)
+pow_p.sparsity = elementwise_deps
 pow_p.simplify = neutral_right(is_one)
 
 
@@ -78,6 +79,7 @@ defvjp(atan2_p, lambda g, ans, y, x: multiply(g, multiply(x, _atan2_scale(y, x))
        lambda g, ans, y, x: multiply(g, negative(multiply(y, _atan2_scale(y, x)))),
        broadcasting=True)
 batch_elementwise(atan2_p)
+atan2_p.sparsity = elementwise_deps
 
 # ------------------------------------------------------------------ hyperbolic
 sinh_p = unary("sinh", np.sinh, lambda ans, x: bind(cosh_p, x))                    # cosh x
