@@ -179,3 +179,20 @@ def test_color_columns_of_a_tridiagonal_pattern():
     assert colors.max() + 1 == 3
     for c in range(3):  # columns of one color share no row
         assert (tri[:, colors == c].sum(axis=1) <= 1).all()
+
+
+def test_a_new_branch_of_the_program_adds_its_entries():
+    """A Python branch on a value (a guard in the trace): when a later input takes the
+    other branch, its pattern joins the first one's and the values are right."""
+    def f(x):
+        if float(x[0]) > 0:
+            return x * x[::-1]
+        return x * 2.0
+
+    jac = tf.SparseJacobian(f)
+    np.testing.assert_allclose(jac(-np.ones(4)).toarray(), 2 * np.eye(4))
+    assert jac.info.colors == 1
+    x = np.arange(1.0, 5.0)
+    np.testing.assert_allclose(jac(x).toarray(), tf.jacobian(f)(tf.constant(x)).numpy(),
+                               atol=1e-12)
+    np.testing.assert_allclose(jac(-np.ones(4)).toarray(), 2 * np.eye(4))

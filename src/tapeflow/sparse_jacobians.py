@@ -360,7 +360,21 @@ class SparseJacobian:
         x = _input(x, "SparseJacobian")
         plan, out_shape, run = self._plan_for(x)
         dtype = np.result_type(x.numpy().dtype, np.float32)
+        traced = run.experimental_get_tracing_count()
         fwd, rev, probe = run(x)
+        if traced and run.experimental_get_tracing_count() > traced and self.sparsity is None:
+            # A guard sent this input down another branch of f (NOTE(value-reads)): its
+            # pattern may hold entries the first branch's lacked. Keep the union of both.
+            detected, _ = _detect(self.f, x)
+            if _missing(detected, plan.pattern):
+                rows, cols = zip(plan.pattern.entries(), detected.entries(), strict=True)
+                merged = Pattern.from_entries(plan.pattern.shape, plan.pattern.n,
+                                              np.concatenate(rows), np.concatenate(cols))
+                plan = _make_plan(merged, self.mode, True)
+                run = _compressed(self.f, plan, check=False)
+                self._plans[(tuple(x.shape), np.dtype(x.numpy().dtype).str)] = (plan, out_shape,
+                                                                                 run)
+                fwd, rev, probe = run(x)
         values = _recover(plan, fwd, rev)
         if probe is not None:
             _check(plan, values, probe, dtype)
