@@ -204,7 +204,8 @@ def test_reduce_std_at_zero_variance_is_nan_in_both_modes():
                                         ((2, 3, 4), (0, 1)), ((130, 70), (0,)),
                                         ((64, 64, 64), (1,)), ((40, 64, 64), (2,)),
                                         ((6, 4, 5, 3), (1, 2)), ((3, 5000), (1,)),
-                                        ((100_000, 3), (1,)), ((4, 0, 3), (1,))])
+                                        ((100_000, 3), (1,)), ((4, 0, 3), (1,)),
+                                        ((640, 1, 16), (1,))])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_sums_over_a_range_of_axes(shape, axis, dtype):
     """reduce_sum over a contiguous range of axes runs as ones-vector products

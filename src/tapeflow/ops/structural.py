@@ -670,8 +670,8 @@ def _sum_by_gemv(x: np.ndarray, lo: int, hi: int) -> np.ndarray | None:
     outer = math.prod(x.shape[:lo])
     n = math.prod(x.shape[lo:hi])
     inner = math.prod(x.shape[hi:])
-    if n == 0 or outer * inner == 0 or (inner == 1 and n > _PAIRWISE_FROM):
-        return None
+    if n <= 1 or outer * inner == 0 or (inner == 1 and n > _PAIRWISE_FROM):
+        return None  # nothing to add (a copy), or NumPy's pairwise rows
     ones = np.ones(n, x.dtype)
     if inner == 1:
         return blas.matmul(x.reshape(outer, n), ones)
