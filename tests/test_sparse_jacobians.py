@@ -196,3 +196,17 @@ def test_a_new_branch_of_the_program_adds_its_entries():
     np.testing.assert_allclose(jac(x).toarray(), tf.jacobian(f)(tf.constant(x)).numpy(),
                                atol=1e-12)
     np.testing.assert_allclose(jac(-np.ones(4)).toarray(), 2 * np.eye(4))
+
+
+def test_extra_arguments_change_between_calls_without_retracing():
+    """f(x, t): the Jacobian in x, with t passed as a tensor (solve_ivp's jac(t, y))."""
+    def f(y, t):
+        return tf.sin(t) * y[1:] * y[:-1]
+
+    jac = tf.SparseJacobian(f)
+    y = np.arange(1.0, 6.0)
+    for t in (0.3, 1.1, 2.0):
+        want = tf.jacobian(lambda v: f(v, tf.constant(t, tf.float64)))(tf.constant(y)).numpy()
+        np.testing.assert_allclose(jac(y, np.float64(t)).toarray(), want, atol=1e-12)
+    ((_, _, run),) = jac._plans.values()
+    assert run.experimental_get_tracing_count() == 1 and jac.info.colors == 2

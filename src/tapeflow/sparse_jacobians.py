@@ -37,8 +37,9 @@ __all__ = ["sparse_jacobian", "SparseJacobian", "SparseJacobianInfo", "jacobian_
 
 # ---------------------------------------------------------------------------- detection
 def _graph_pattern(graph: Any) -> Pattern | None:
-    """Run every node's dependency rule over a traced graph of one input."""
-    (x_slot,) = graph.inputs
+    """Run every node's dependency rule over a traced graph; its first input is the one
+    differentiated in, the others (extra arguments) change between calls."""
+    x_slot = graph.inputs[0]
     pats: dict[int, Pattern] = {x_slot: Pattern.identity(graph.avals[x_slot][0])}
     fixed: dict[int, Any] = dict(graph.constants)
     written: dict[int, int] = {}  # variable index -> the slot last assigned to it
@@ -75,8 +76,8 @@ def _graph_pattern(graph: Any) -> Pattern | None:
     return None if out is None else pats.get(out)
 
 
-def _trace(f: Callable, x: Tensor) -> tuple[Any, tuple, np.dtype]:
-    cf = function(f).get_concrete_function(x)
+def _trace(f: Callable, x: Tensor, args: tuple = ()) -> tuple[Any, tuple, np.dtype]:
+    cf = function(f).get_concrete_function(x, *args)
     graph = cf.graph
     if len(graph.outputs) != 1 or graph.outputs[0] is None:
         raise ValueError("sparse_jacobian: `f` must return one tensor; got "
@@ -94,8 +95,8 @@ def _scipy_sparse() -> Any:
     return scipy.sparse
 
 
-def _detect(f: Callable, x: Tensor) -> tuple[Pattern, tuple]:
-    graph, out_shape, out_dtype = _trace(f, x)
+def _detect(f: Callable, x: Tensor, args: tuple = ()) -> tuple[Pattern, tuple]:
+    graph, out_shape, out_dtype = _trace(f, x, args)
     if out_dtype.kind not in "fc":
         raise TypeError(f"sparse_jacobian: `f` returns {out_dtype.name}; a Jacobian needs a "
                         "floating (or complex) output.")
@@ -334,11 +335,11 @@ class SparseJacobian:
         self._plans: dict[tuple, tuple] = {}
         self.info: SparseJacobianInfo | None = None
 
-    def _plan_for(self, x: Tensor) -> tuple:
+    def _plan_for(self, x: Tensor, args: tuple) -> tuple:
         key = (tuple(x.shape), np.dtype(x.numpy().dtype).str)
         entry = self._plans.get(key)
         if entry is None:
-            detected, out_shape = _detect(self.f, x)
+            detected, out_shape = _detect(self.f, x, args)
             n = x.numpy().size
             if self.sparsity is None:
                 pattern, is_detected = detected, True
@@ -356,16 +357,19 @@ class SparseJacobian:
             self._plans[key] = entry
         return entry
 
-    def __call__(self, x: Any) -> Any:
+    def __call__(self, x: Any, *args: Any) -> Any:
+        """The Jacobian in `x` at (x, *args); `args` are passed to f as tensors, so new
+        values replay the same trace."""
         x = _input(x, "SparseJacobian")
-        plan, out_shape, run = self._plan_for(x)
+        args = tuple(convert_to_tensor(a) for a in args)
+        plan, out_shape, run = self._plan_for(x, args)
         dtype = np.result_type(x.numpy().dtype, np.float32)
         traced = run.experimental_get_tracing_count()
-        fwd, rev, probe = run(x)
+        fwd, rev, probe = run(x, *args)
         if traced and run.experimental_get_tracing_count() > traced and self.sparsity is None:
             # A guard sent this input down another branch of f (NOTE(value-reads)): its
             # pattern may hold entries the first branch's lacked. Keep the union of both.
-            detected, _ = _detect(self.f, x)
+            detected, _ = _detect(self.f, x, args)
             if _missing(detected, plan.pattern):
                 rows, cols = zip(plan.pattern.entries(), detected.entries(), strict=True)
                 merged = Pattern.from_entries(plan.pattern.shape, plan.pattern.n,
@@ -374,7 +378,7 @@ class SparseJacobian:
                 run = _compressed(self.f, plan, check=False)
                 self._plans[(tuple(x.shape), np.dtype(x.numpy().dtype).str)] = (plan, out_shape,
                                                                                  run)
-                fwd, rev, probe = run(x)
+                fwd, rev, probe = run(x, *args)
         values = _recover(plan, fwd, rev)
         if probe is not None:
             _check(plan, values, probe, dtype)
@@ -395,19 +399,20 @@ def _compressed(f: Callable, plan: _Plan, check: bool) -> Callable:
     seeds, cots = plan.seeds, plan.cotangents
     probe = _probe(plan.pattern.n) if check else None
 
-    def run(x: Tensor) -> tuple:
+    def run(x: Tensor, *args: Tensor) -> tuple:
+        g = (lambda v: f(v, *args)) if args else f
         shape = tuple(x.shape)
         dtype = x.dtype
         fwd = rev = chk = None
         if seeds is not None and seeds.shape[0]:
             s = convert_to_tensor(seeds.reshape((-1,) + shape), dtype=dtype)
-            fwd = vmap(lambda v: _jvp(f, (x,), (v,))[1])(s)
+            fwd = vmap(lambda v: _jvp(g, (x,), (v,))[1])(s)
         if cots is not None and cots.shape[0]:
-            y, pull = _vjp(f, x)
+            y, pull = _vjp(g, x)
             c = convert_to_tensor(cots.reshape((-1,) + tuple(y.shape)), dtype=y.dtype)
             rev = vmap(lambda ct: pull(ct)[0])(c)
         if probe is not None:
-            chk = _jvp(f, (x,), (convert_to_tensor(probe.reshape(shape), dtype=dtype),))[1]
+            chk = _jvp(g, (x,), (convert_to_tensor(probe.reshape(shape), dtype=dtype),))[1]
         return fwd, rev, chk
 
     return function(run)
