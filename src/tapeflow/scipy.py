@@ -1,0 +1,214 @@
+"""SciPy's solvers with exact derivatives from tapeflow, traced once per solve.
+
+Each adapter takes a plain tapeflow function of NumPy arrays (the function SciPy would
+call, written with `tf` ops), traces it and its derivative once with
+`tapeflow.function`, and hands SciPy callables that replay the traces at every
+iterate. The results are SciPy's own objects (`res.x`, `res.jac`, `res.njev`, ...).
+
+- `minimize`: the exact gradient (``jac=True``: value and gradient from one pass);
+  Hessian-vector products by forward-over-reverse for the methods that take `hessp`
+  (Newton-CG, trust-ncg, trust-krylov, trust-constr), the Hessian for dogleg and
+  trust-exact.
+- `least_squares`, `root`: the exact Jacobian from `tapeflow.SparseJacobian`, as a
+  scipy.sparse matrix when its pattern is sparse (least_squares then solves with LSMR)
+  and dense otherwise; `jac_sparsity=` is passed on to it as a checked pattern.
+- `solve_ivp`: the exact Jacobian in y of ``fun(t, y)`` for the implicit methods (BDF,
+  Radau, LSODA), sparse for large systems with sparse patterns (BDF and Radau take
+  scipy.sparse Jacobians and factor them sparsely).
+
+SciPy is the `scipy` extra: ``pip install 'tapeflow[scipy]'``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+try:
+    import scipy.integrate as _integrate
+    import scipy.optimize as _optimize
+except ImportError as _missing:  # an optional extra
+    raise ImportError("tapeflow.scipy needs SciPy: pip install 'tapeflow[scipy]'") from _missing
+
+from .graph import function
+from .sparse_jacobians import SparseJacobian
+from .tensor import convert_to_tensor
+from .transforms import hessian, hvp, value_and_grad
+
+__all__ = ["minimize", "least_squares", "root", "solve_ivp"]
+
+_HESSP_METHODS = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}
+_HESS_METHODS = {"dogleg", "trust-exact"}
+_SPARSE_JAC_METHODS = {"bdf", "radau"}
+# A Jacobian goes to SciPy as a sparse matrix when at most this fraction of it is
+# structurally nonzero and it is big enough for sparse factorizations to pay.
+SPARSE_DENSITY = 0.1
+SPARSE_MIN_SIZE = 2500
+
+
+def _x(a: Any) -> Any:
+    """SciPy's float64 iterate as a tensor (a copy: SciPy reuses its buffers)."""
+    return convert_to_tensor(np.array(a, dtype=np.float64))
+
+
+def _args(args: tuple) -> tuple:
+    """Extra arguments as tensors (Python floats as float64, as SciPy passes them): inputs
+    of the traces, never constants frozen into them."""
+    return tuple(convert_to_tensor(np.asarray(a)) for a in args)
+
+
+def _numpy(t: Any) -> np.ndarray:
+    return np.asarray(t.numpy() if hasattr(t, "numpy") else t, dtype=np.float64)
+
+
+def minimize(fun: Callable, x0: Any, args: tuple = (), method: str | None = None,
+             **kwargs: Any) -> Any:
+    """`scipy.optimize.minimize` of a scalar tapeflow function, with its exact gradient
+    and (for the Newton methods) exact Hessian-vector products or Hessian.
+
+    Example:
+        >>> import numpy as np, tapeflow as tf, tapeflow.scipy as tfs
+        >>> rosen = lambda x: tf.reduce_sum(100. * (x[1:] - x[:-1] ** 2) ** 2 + (1. - x[:-1]) ** 2)
+        >>> res = tfs.minimize(rosen, np.zeros(5), method="trust-ncg")
+        >>> bool(res.success), np.round(res.x, 4).tolist()
+        (True, [1.0, 1.0, 1.0, 1.0, 1.0])
+    """
+    for given in ("jac", "hess", "hessp"):
+        if given in kwargs:
+            raise TypeError(f"tapeflow.scipy.minimize computes `{given}` itself; remove it "
+                            "(or call scipy.optimize.minimize directly).")
+    targs = _args(args)
+    both = function(lambda x, *a: value_and_grad(lambda y: fun(y, *a))(x))
+
+    def value_and_gradient(x: np.ndarray) -> tuple:
+        v, g = both(_x(x), *targs)
+        return float(_numpy(v)), _numpy(g).reshape(np.shape(x))
+
+    name = (method or "").lower()
+    if name in _HESSP_METHODS:
+        product = function(lambda x, p, *a: hvp(lambda y: fun(y, *a), (x,), (p,)))
+        kwargs["hessp"] = lambda x, p: _numpy(product(_x(x), _x(p), *targs)).reshape(np.shape(x))
+    elif name in _HESS_METHODS:
+        full = function(lambda x, *a: hessian(lambda y: fun(y, *a))(x))
+        kwargs["hess"] = lambda x: _numpy(full(_x(x), *targs)).reshape(np.size(x), np.size(x))
+    return _optimize.minimize(value_and_gradient, np.asarray(x0, np.float64), method=method,
+                              jac=True, **kwargs)
+
+
+class _Jacobian:
+    """SciPy's `jac` callable: the exact Jacobian from one SparseJacobian, sparse or dense
+    as decided at the first call (SciPy wants one kind throughout)."""
+
+    def __init__(self, fun: Callable, sparsity: Any, allow_sparse: bool, swap: bool = False,
+                 args: tuple = ()) -> None:
+        self.swap = swap  # solve_ivp's fun(t, y): the Jacobian is in the second argument
+        f = (lambda y, t, *a: fun(t, y, *a)) if swap else fun
+        self.jac = SparseJacobian(f, sparsity)
+        self.allow_sparse = allow_sparse
+        self.args = args
+        self.sparse: bool | None = None
+
+    def __call__(self, *call: Any) -> Any:
+        if self.swap:
+            t, y = call[0], call[1]
+            J = self.jac(np.array(y, np.float64), np.float64(t), *self.args)
+        else:
+            J = self.jac(np.array(call[0], np.float64), *self.args)
+        if self.sparse is None:
+            m, n = J.shape
+            self.sparse = bool(self.allow_sparse and m * n >= SPARSE_MIN_SIZE and
+                               J.nnz <= SPARSE_DENSITY * m * n)
+        return J if self.sparse else J.toarray()
+
+    @property
+    def info(self) -> Any:
+        return self.jac.info
+
+
+def _vector_fun(fun: Callable, targs: tuple, swap: bool = False) -> Callable:
+    """SciPy's `fun`: the traced function's output as a float64 vector, whose shape must
+    stay the one of the first call (a Jacobian of changing shape is no Jacobian)."""
+    traced = function(fun)
+    first: list = []
+
+    def call(*given: Any) -> np.ndarray:
+        ins = (_x(given[0]), _x(given[1])) if swap else (_x(given[0]),)
+        out = _numpy(traced(*ins, *targs))
+        if not first:
+            first.append(out.shape)
+        elif out.shape != first[0]:
+            raise ValueError(f"tapeflow.scipy: `fun` returned shape {out.shape} here but "
+                             f"{first[0]} at the first call; SciPy's solvers need an output "
+                             "of one shape (check data-dependent indexing such as boolean "
+                             "masks).")
+        return out.reshape(-1)
+
+    return call
+
+
+def least_squares(fun: Callable, x0: Any, args: tuple = (), jac_sparsity: Any = None,
+                  **kwargs: Any) -> Any:
+    """`scipy.optimize.least_squares` of a tapeflow residual function, with its exact
+    Jacobian: sparse (solved with LSMR) when its pattern, detected from the program or
+    given as `jac_sparsity` (checked), is sparse; dense otherwise and for method="lm".
+
+    Example:
+        >>> import numpy as np, tapeflow as tf, tapeflow.scipy as tfs
+        >>> t = np.linspace(0., 3., 20); y = 2. * np.exp(-1.5 * t)
+        >>> res = tfs.least_squares(lambda p: p[0] * tf.exp(-p[1] * t) - y, np.ones(2))
+        >>> np.round(res.x, 6).tolist()
+        [2.0, 1.5]
+    """
+    if "jac" in kwargs:
+        raise TypeError("tapeflow.scipy.least_squares computes `jac` itself; remove it.")
+    targs = _args(args)
+    jac = _Jacobian(fun, jac_sparsity, kwargs.get("method", "trf") != "lm", args=targs)
+    res = _optimize.least_squares(_vector_fun(fun, targs), np.asarray(x0, np.float64),
+                                  jac=jac, **kwargs)
+    res.jac_info = jac.info  # how the Jacobian was computed (mode, colors)
+    return res
+
+
+def root(fun: Callable, x0: Any, args: tuple = (), method: str = "hybr",
+         **kwargs: Any) -> Any:
+    """`scipy.optimize.root` of a tapeflow function, with its exact (dense) Jacobian for
+    the methods that use one (hybr, lm); computed through its sparsity pattern, so a
+    banded system costs a few products.
+
+    Example:
+        >>> import numpy as np, tapeflow as tf, tapeflow.scipy as tfs
+        >>> res = tfs.root(lambda x: x ** 3 + x - 2., np.zeros(3))
+        >>> np.round(res.x, 8).tolist()
+        [1.0, 1.0, 1.0]
+    """
+    if "jac" in kwargs:
+        raise TypeError("tapeflow.scipy.root computes `jac` itself; remove it.")
+    targs = _args(args)
+    if method in ("hybr", "lm"):
+        kwargs["jac"] = _Jacobian(fun, None, allow_sparse=False, args=targs)
+    return _optimize.root(_vector_fun(fun, targs), np.asarray(x0, np.float64), method=method,
+                          **kwargs)
+
+
+def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: str = "BDF", args: tuple = (),
+              jac_sparsity: Any = None, **options: Any) -> Any:
+    """`scipy.integrate.solve_ivp` of ``dy/dt = fun(t, y)`` written with tapeflow ops,
+    with the exact Jacobian in y for the implicit methods (BDF, Radau, LSODA): a
+    scipy.sparse matrix for large sparse systems under BDF and Radau. `t` reaches `fun`
+    as a float64 scalar tensor.
+
+    Example:
+        >>> import numpy as np, tapeflow as tf, tapeflow.scipy as tfs
+        >>> res = tfs.solve_ivp(lambda t, y: -50. * (y - tf.cos(t)), (0., 1.), np.zeros(1))
+        >>> bool(res.success), round(float(res.y[0, -1]), 3)
+        (True, 0.557)
+    """
+    if "jac" in options:
+        raise TypeError("tapeflow.scipy.solve_ivp computes `jac` itself; remove it.")
+    targs = _args(args)
+    if method.lower() in _SPARSE_JAC_METHODS | {"lsoda"}:
+        options["jac"] = _Jacobian(fun, jac_sparsity, method.lower() in _SPARSE_JAC_METHODS,
+                                   swap=True, args=targs)
+    return _integrate.solve_ivp(_vector_fun(fun, targs, swap=True), t_span,
+                                np.asarray(y0, np.float64), method=method, **options)
