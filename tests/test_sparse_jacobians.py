@@ -210,3 +210,21 @@ def test_extra_arguments_change_between_calls_without_retracing():
         np.testing.assert_allclose(jac(y, np.float64(t)).toarray(), want, atol=1e-12)
     ((_, _, run),) = jac._plans.values()
     assert run.experimental_get_tracing_count() == 1 and jac.info.colors == 2
+
+
+def test_a_stencil_written_as_a_convolution_is_exact():
+    """conv2d's dependency rule follows each window and a fixed filter's nonzero taps: a
+    five-point stencil as a 3x3 convolution gives the same pattern as the sliced one."""
+    n = 30
+    kernel = np.zeros((3, 3, 1, 1))
+    kernel[1, :, 0, 0] = kernel[:, 1, 0, 0] = 1.0
+    kernel[1, 1, 0, 0] = -4.0
+
+    def f(u):
+        g = tf.reshape(u, [1, n, n, 1])
+        return tf.reshape(tf.nn.conv2d(g, kernel, 1, "SAME") - g ** 3, [-1])
+
+    u = np.random.default_rng(8).standard_normal(n * n)
+    J, info = tf.sparse_jacobian(f, u, return_info=True)
+    sliced = tf.sparse_jacobian(_laplacian_rhs(n), u)
+    assert abs(J - sliced).max() < 1e-12 and J.nnz == sliced.nnz and info.colors <= 7

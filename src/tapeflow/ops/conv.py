@@ -26,6 +26,7 @@ import numpy as np
 from .. import blas
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
+from ..patterns import Pattern
 from ..tensor import Tensor
 from .convert import binary_args, check_dtype
 from .structural import (defjvp, defvjp, dense_deps, move_axis, move_to_front, per_example_deps,
@@ -254,8 +255,40 @@ def _leading_batch(prim: Primitive, image_arg: int, mergeable: bool = True) -> N
 _leading_batch(conv2d_p, 0)               # conv2d(x, w): x carries N
 _leading_batch(conv2d_input_grad_p, 0)    # input_grad(g, w): g carries N
 _leading_batch(conv2d_filter_grad_p, 0, mergeable=False)  # sums over N: never merge a batch in
-# Dependencies: per example (block diagonal) in the image, the filter reaching everything.
-conv2d_p.sparsity = per_example_deps(0)
+
+
+def _conv_deps(pats: tuple, vals: tuple, outs: tuple, strides: tuple, dilations: tuple,
+               pads: tuple) -> tuple:
+    # An output element depends on its window of the image (padding depends on nothing),
+    # through the filter taps that are nonzero when the filter is fixed (a stencil written
+    # as a convolution); the filter, when it varies, reaches every output element.
+    (px, pw), (x, w) = pats, vals
+    shape = outs[0].shape
+    if px is not None and tuple(x.shape[:-4]) != tuple(shape[:-4]):
+        return per_example_deps(0)(pats, vals, outs)
+    rows, cols, n = [], [], (px or pw).n
+    if px is not None:
+        kh, kw, c, o = w.shape[-4:]
+        numbered = np.arange(1, int(np.prod(x.shape)) + 1).reshape(x.shape)
+        win = _windows(_pad(numbered, pads), kh, kw, shape[-3], shape[-2], strides, dilations)
+        fixed = isinstance(w, np.ndarray) and w.ndim == 4
+        taps, co = np.nonzero(w.reshape(kh * kw * c, o) != 0 if fixed else
+                              np.ones((kh * kw * c, o), bool))
+        src = win[..., taps] - 1
+        dst = np.arange(int(np.prod(shape))).reshape(shape)[..., co]
+        keep = src >= 0
+        r, q = px.pairs(dst[keep], src[keep])
+        rows.append(r)
+        cols.append(q)
+    if pw is not None:
+        r, q = pw.reduce(None, False).broadcast_to(shape).entries()
+        rows.append(r)
+        cols.append(q)
+    return (Pattern.from_entries(shape, n, np.concatenate(rows), np.concatenate(cols)),)
+
+
+# Dependencies: the image's windows (per example, exact), the filter reaching everything.
+conv2d_p.sparsity = _conv_deps
 conv2d_input_grad_p.sparsity = per_example_deps(0)
 conv2d_filter_grad_p.sparsity = dense_deps  # a sum over every example
 
