@@ -179,6 +179,20 @@ class Primitive:
     def __repr__(self) -> str:
         return f"<Primitive {self.name}>"
 
+    def __reduce__(self) -> Any:
+        # Interpreters compare primitives by identity: a pickled one is loaded by name as
+        # the registered one, never as a second copy.
+        return (_registered, (self.name,))
+
+
+def _registered(name: str) -> Primitive:
+    """The registered primitive `name` (how a pickled primitive is loaded)."""
+    if name not in _REGISTRY:
+        raise LookupError(f"primitive {name!r} is not defined in this process: import the module "
+                          "that defines it before loading a pickle that uses it (on Dask workers: "
+                          "install that module on every worker).")
+    return _REGISTRY[name]
+
 
 def _no_deps(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
     return (None,) * len(outs)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import gc
 import functools
+import sys
 import threading
 import warnings
 import weakref
@@ -156,6 +157,13 @@ class ConcreteFunction:
                             "call the Function itself to trace them.")
         return self._run(leaves)
 
+    def __reduce__(self) -> Any:
+        # Its replay is generated code over this process's arrays; the Function it came
+        # from pickles, and traces again where it is loaded.
+        raise TypeError(f"ConcreteFunction {self.graph.name}: a traced graph does not pickle; "
+                        "pickle the tf.function it came from instead (it traces again on its "
+                        "first call where it is loaded).")
+
 
 class Function:
     """A Python function traced into graphs on demand; see `function`."""
@@ -290,6 +298,18 @@ class Function:
                           "fixed, and replace Python branches on tensor values with tf.where.",
                           stacklevel=4)
 
+    def __reduce__(self) -> Any:
+        # A module's function (a decorated def) pickles by name, as Python functions do: the
+        # loading process imports it (a Dask worker traces its own). Any other pickles what
+        # defines it and none of its traces (generated code over this process's arrays,
+        # guards on its values), so the copy traces again on its first call.
+        module = sys.modules.get(getattr(self, "__module__", None) or "")
+        qualname = getattr(self, "__qualname__", "")
+        if module is not None and module.__name__ != "__main__" and \
+                _attribute(module, qualname) is self:
+            return qualname
+        return (Function, (self._fn, self._input_signature, False, None, self._guards))
+
     # ------------------------------------------------------------------ TensorFlow's extras
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
         """The traced graph for these arguments (tracing them if needed)."""
@@ -312,6 +332,13 @@ class Function:
         bound = functools.partial(self.__call__, instance)
         bound.get_concrete_function = functools.partial(self.get_concrete_function, instance)
         return bound
+
+
+def _attribute(obj: Any, dotted: str) -> Any:
+    """obj.a.b for dotted = "a.b"; None where there is no such attribute."""
+    for name in dotted.split("."):
+        obj = getattr(obj, name, None)
+    return obj
 
 
 def _output_leaf(o: Any, i: int) -> Any:
@@ -340,7 +367,9 @@ def function(fn: Callable | None = None, *, input_signature: Sequence[TensorSpec
     takes another branch is traced again (or, with ``guards="error"``, the read
     raises). Shapes are always concrete: an `input_signature` with None
     dimensions validates calls, and each concrete shape gets its own trace.
-    `reduce_retracing` and `jit_compile` are accepted for compatibility.
+    `reduce_retracing` and `jit_compile` are accepted for compatibility. It pickles as a
+    Python function does: by name where it is a module's, otherwise (with cloudpickle) with
+    its Python function and none of its traces, tracing again where it is loaded.
 
     Example:
         >>> import tapeflow as tf
