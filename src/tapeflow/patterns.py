@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["Pattern", "Abstract", "union", "pairs_of_broadcast"]
+__all__ = ["Pattern", "Abstract", "union", "pairs_of_broadcast", "sorted_unique"]
 
 
 class Abstract:
@@ -85,7 +85,7 @@ class Pattern:
         """The pattern holding the (row, column) entries given (any order, repeats allowed)."""
         size = math.prod(shape)
         if rows.size:
-            keys = np.unique(rows.astype(np.int64) * max(n, 1) + cols)
+            keys = sorted_unique(rows.astype(np.int64) * max(n, 1) + cols)
             rows, cols = keys // max(n, 1), keys % max(n, 1)
         indptr = np.zeros(size + 1, np.int64)
         np.cumsum(np.bincount(rows, minlength=size), out=indptr[1:])
@@ -160,6 +160,13 @@ class Pattern:
         `shape` depends on all of block b here (a batched matrix op: block diagonal)."""
         per = self.reduce(tuple(range(lead, len(self.shape))), keepdims=False)
         return per.reshape(per.shape + (1,) * (len(shape) - lead)).broadcast_to(tuple(shape))
+
+
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """np.unique of an int array by sorting: NumPy 2's hash-based unique is several times
+    slower on the millions of keys a pattern has."""
+    a = np.sort(a, kind="stable" if a.size < 64 else "quicksort")
+    return a[np.concatenate(([True], a[1:] != a[:-1]))] if a.size else a
 
 
 def pairs_of_broadcast(shape: tuple, out_shape: tuple) -> np.ndarray:

@@ -26,7 +26,7 @@ import numpy as np
 from .batching import vmap
 from .graph import function
 from .graph.ir import Assign, Guard
-from .patterns import Abstract, Pattern
+from .patterns import Abstract, Pattern, sorted_unique
 from .tensor import Tensor, convert_to_tensor
 from .transforms import jvp as _jvp
 from .transforms import vjp as _vjp
@@ -134,21 +134,26 @@ def _to_csr(pattern: Pattern, data: np.ndarray, dtype: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------- coloring
-def _greedy(order: np.ndarray, col_ptr: np.ndarray, col_rows: np.ndarray, row_ptr: np.ndarray,
-            row_cols: np.ndarray, n: int) -> np.ndarray:
-    colors = np.full(n, -1, np.int64)
-    for j in order:
-        rows = col_rows[col_ptr[j]:col_ptr[j + 1]]
-        if rows.size:
-            nbrs = np.concatenate([row_cols[row_ptr[r]:row_ptr[r + 1]] for r in rows])
-            used = colors[nbrs]
-            used = np.unique(used[used >= 0])
-            # the smallest color not used by a neighbor
-            gaps = np.flatnonzero(used != np.arange(used.size))
-            colors[j] = gaps[0] if gaps.size else used.size
-        else:
-            colors[j] = 0
-    return colors
+def _greedy(order: np.ndarray, adjacency: list) -> np.ndarray:
+    """Each vertex in `order` takes the smallest color none of its neighbors has."""
+    colors = [-1] * len(adjacency)
+    seen = [-1] * (max((len(a) for a in adjacency), default=0) + 2)
+    for v in order.tolist():
+        for u in adjacency[v]:
+            c = colors[u]
+            if c >= 0:
+                seen[c] = v
+        c = 0
+        while seen[c] == v:
+            c += 1
+        colors[v] = c
+    return np.asarray(colors, np.int64)
+
+
+# Columns conflict when they share a row: the conflict graph has sum(row length^2) edges
+# before deduplication. Past this many, a pattern with rows that long is colored trivially
+# (one color per column; another plan, reverse or mixed, will be cheaper anyway).
+_COLORING_BUDGET = 30_000_000
 
 
 def color_columns(pattern: Any) -> np.ndarray:
@@ -170,16 +175,24 @@ def color_columns(pattern: Any) -> np.ndarray:
 def _color(row_ptr: np.ndarray, row_cols: np.ndarray, m: int, n: int) -> np.ndarray:
     if n == 0:
         return np.zeros(0, np.int64)
-    rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(row_ptr))
-    order = np.argsort(row_cols, kind="stable")
-    col_rows = rows[order]
-    col_ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(row_cols, minlength=n), out=col_ptr[1:])
-    # A column's neighbor count is at most the total length of its rows: largest first.
-    weight = np.bincount(row_cols, weights=np.diff(row_ptr)[rows], minlength=n)
+    counts = np.diff(row_ptr)
+    if int((counts.astype(np.int64) ** 2).sum()) > _COLORING_BUDGET:
+        return np.arange(n, dtype=np.int64)
+    # The conflict graph: every pair of columns within each row, deduplicated.
+    rows = np.repeat(np.arange(m, dtype=np.int64), counts ** 2)
+    offset = np.arange(rows.size, dtype=np.int64) - np.repeat(np.cumsum(counts ** 2) - counts ** 2,
+                                                             counts ** 2)
+    k = counts[rows]
+    a = row_cols[row_ptr[rows] + offset // np.maximum(k, 1)]
+    b = row_cols[row_ptr[rows] + offset % np.maximum(k, 1)]
+    keys = sorted_unique(a[a != b] * n + b[a != b])
+    first, second = keys // n, keys % n
+    cuts = np.searchsorted(first, np.arange(1, n))
+    adjacency = [part.tolist() for part in np.split(second, cuts)]
+    degree = np.diff(np.concatenate(([0], cuts, [first.size])))
     best = None
-    for order_j in (np.arange(n), np.argsort(-weight, kind="stable")):
-        colors = _greedy(order_j, col_ptr, col_rows, row_ptr, row_cols, n)
+    for order in (np.arange(n), np.argsort(-degree, kind="stable")):  # natural, largest first
+        colors = _greedy(order, adjacency)
         if best is None or colors.max() < best.max():
             best = colors
     return best
@@ -390,7 +403,7 @@ def _missing(detected: Pattern, supplied: Pattern) -> int:
     d_rows, d_cols = detected.entries()
     s_rows, s_cols = supplied.entries()
     n = max(detected.n, 1)
-    return int(np.setdiff1d(d_rows * n + d_cols, s_rows * n + s_cols).size)
+    return int(np.setdiff1d(d_rows * n + d_cols, s_rows * n + s_cols, assume_unique=True).size)
 
 
 def _compressed(f: Callable, plan: _Plan, check: bool) -> Callable:
