@@ -233,3 +233,14 @@ def test_a_function_that_cannot_be_loaded_on_the_workers_says_so(client):
     with pytest.raises(RuntimeError, match=r"f could not be loaded on the Dask worker .*"
                        r"only_on_the_client.*must be installed on every worker"):
         J.compute()
+
+
+def test_the_throughput_benchmark_runs(client):
+    import dask_throughput  # benchmarks/dask_throughput.py, on the path with cnn
+
+    f = dask_throughput.per_example(cnn.tapeflow_model(cnn.weights()))
+    X = dask_throughput.inputs(40, 16)
+    base = dask_throughput.in_process(f, X, repeat=1)
+    row = dask_throughput.on_cluster(client, "two workers", f, X, repeat=1)
+    assert row["workers"] == 2 and set(row["traces_per_worker"]) == {1}
+    np.testing.assert_allclose(row["checksum"], base["checksum"], rtol=1e-6)
