@@ -22,6 +22,7 @@ from .dtypes import (DType, as_dtype, bfloat16, bool, complex64, complex128, flo
                      float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from .forward import ForwardAccumulator
 from .graph import TensorSpec, function
+from .module import Module, name_scope
 from .ops import namespace as _namespace
 from . import sparse_jacobians
 from .sparse_jacobians import SparseJacobian, jacobian_sparsity, sparse_jacobian
@@ -49,7 +50,8 @@ __all__ = [
     "uint64",
     # differentiation, vectorization, tracing
     "GradientTape", "UnconnectedGradients", "ForwardAccumulator", "custom_gradient",
-    "recompute_grad", "vmap", "function", "TensorSpec", "grad", "value_and_grad", "jvp", "vjp",
+    "recompute_grad", "vmap", "function", "TensorSpec", "Module", "name_scope", "grad",
+    "value_and_grad", "jvp", "vjp",
     "linearize", "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
     # sparse Jacobians
     "sparse_jacobians", "sparse_jacobian", "SparseJacobian", "jacobian_sparsity",

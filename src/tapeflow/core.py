@@ -28,10 +28,11 @@ Python reads of tensor values (`value_read`) and variable writes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -39,7 +40,7 @@ from .tensor import Tensor
 
 __all__ = ["Primitive", "Zero", "Husk", "bind", "registry", "Recorder", "current_stack", "recording",
            "run_below", "call_below", "substack", "no_recorders", "reading_records", "records_open",
-           "value_read",
+           "value_read", "name_scope_prefix", "scope_entered",
            "variable_created", "variable_written", "read_variable_p"]
 
 
@@ -203,9 +204,26 @@ class _State(threading.local):
     def __init__(self) -> None:
         self.stack: tuple[Recorder, ...] = ()
         self.records = 0  # depth of reading_records blocks
+        self.scope = ""  # the name scope ("outer/inner/"), prefix of new variables' names
 
 
 _state = _State()
+
+
+def name_scope_prefix() -> str:
+    """This thread's current name scope, "" or ending in "/" (tapeflow.module.name_scope)."""
+    return _state.scope
+
+
+@contextlib.contextmanager
+def scope_entered(scope: str) -> Iterator[str]:
+    """Make `scope` (absolute: "" or ending in "/") this thread's name scope for a block."""
+    before = _state.scope
+    _state.scope = scope
+    try:
+        yield scope
+    finally:
+        _state.scope = before
 
 
 class Recorder:

@@ -445,7 +445,7 @@ class Variable(TensorBase):
         self._trainable = bool(trainable)
         self._id = next(_variable_ids)
         self._key = None
-        self._name = name or "Variable"
+        self._name = _core.name_scope_prefix() + (name or "Variable")  # tf.name_scope's prefix
         # Held by every update (assign_add reads, adds and writes under it; a traced call
         # that writes the variable holds it for the whole replay): updates are atomic.
         self._lock = threading.RLock()
