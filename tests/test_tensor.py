@@ -689,3 +689,17 @@ def test_non_numeric_values_are_refused_clearly(value, what):
     for make in (tf.constant, tf.convert_to_tensor, tf.Variable):
         with pytest.raises(TypeError, match=f"numbers and bools, not {what}"):
             make(value)
+
+
+def test_str_and_format_print_as_tensorflow():
+    """The strings TensorFlow 2.21 prints for the same tensors."""
+    assert str(tf.constant([1.0, 2.5])) == "tf.Tensor([1.  2.5], shape=(2,), dtype=float32)"
+    assert str(tf.constant(3)) == "tf.Tensor(3, shape=(), dtype=int32)"
+    assert str(tf.constant([[1, 2], [3, 4]])) == \
+        "tf.Tensor(\n[[1 2]\n [3 4]], shape=(2, 2), dtype=int32)"
+    assert str(tf.range(2000)) == \
+        "tf.Tensor([   0    1    2 ... 1997 1998 1999], shape=(2000,), dtype=int32)"
+    assert format(tf.constant(2.345), ".2f") == "2.35"
+    assert f"{tf.constant([1.0, 2.5])}" == "[1.  2.5]"
+    with pytest.raises(TypeError, match="unsupported format string"):
+        format(tf.constant([1.0, 2.5]), ".2f")

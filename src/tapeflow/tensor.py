@@ -224,14 +224,19 @@ class TensorBase:
         return int(value)
 
     def __format__(self, spec: str) -> str:
+        # As TensorFlow: the NumPy value's format (a spec on a non-scalar is NumPy's
+        # TypeError), so f"{loss:.4f}" prints a scalar and f"{x}" the array.
         value = self._read_for_python("format()")
         if spec and np.ndim(value) == 0:
             return format(value.item(), spec)
-        return format(str(self), spec)
+        return format(np.asarray(value), spec)
 
     def __str__(self) -> str:
-        value = self._read_for_python("str()")
-        return f"tf.Tensor({_fmt_numpy(value)}, shape={self.shape}, dtype={self.dtype.name})"
+        # TensorFlow's form: NumPy's str of the value, on its own lines when it has several.
+        text = str(np.asarray(self._read_for_python("str()")))
+        if "\n" in text:
+            text = "\n" + text
+        return f"tf.Tensor({text}, shape={self.shape}, dtype={self.dtype.name})"
 
     # Operators: each calls the tapeflow op, so tapes and accumulators see it.
     def __add__(self, y): return _ops.add(self, y)

@@ -74,3 +74,15 @@ def test_tensor_spec_is_compatible_with():
     assert spec.is_compatible_with(tf.zeros([2, 3]))
     assert not spec.is_compatible_with(tf.zeros([2, 4]))
     assert not spec.is_compatible_with(tf.constant(np.zeros((2, 3))))
+
+
+def test_a_concrete_function_takes_only_its_tensor_arguments():
+    """As TensorFlow's: the Python values it was traced with are baked in; other
+    non-tensor values are still refused."""
+    f = tf.function(lambda x, n: x * n)
+    x = tf.constant([1.0, 2.5])
+    cf = f.get_concrete_function(x, 3.0)
+    np.testing.assert_array_equal(cf(x).numpy(), [3.0, 7.5])
+    np.testing.assert_array_equal(cf(tf.constant([2.0, 2.0])).numpy(), [6.0, 6.0])
+    with pytest.raises(TypeError, match="pass only the tensor arguments"):
+        cf(x, 4.0)

@@ -151,10 +151,14 @@ class ConcreteFunction:
                 raise TypeError(f"ConcreteFunction {self.graph.name}: tensor argument {i} has "
                                 f"shape {np.shape(t._value)} and dtype {t._value.dtype}; this "
                                 f"graph was traced for shape {shape} and dtype {np.dtype(dtype)}.")
-        if key != self._template:
+        flat = not kwargs and all(isinstance(a, (Tensor, np.ndarray, np.generic)) for a in args)
+        if key != self._template and not flat:
+            # Only the tensor arguments, in order, with the Python values baked in at
+            # tracing (as TensorFlow's concrete functions take them), are accepted too.
             raise TypeError(f"ConcreteFunction {self.graph.name}: the non-tensor arguments (Python "
                             "values, structure, variables) differ from those it was traced with; "
-                            "call the Function itself to trace them.")
+                            "call the Function itself to trace them, or pass only the tensor "
+                            "arguments.")
         return self._run(leaves)
 
     def __reduce__(self) -> Any:
