@@ -12,6 +12,7 @@ import numpy as np
 from .. import dtypes as _dt
 from .. import ops
 from ..core import no_recorders
+from ..module import Module, name_scope
 from ..ops.convert import as_tensor
 from ..tensor import Tensor, TensorShape, Variable, TensorBase
 from . import initializers
@@ -198,13 +199,16 @@ _LAYER_KWARGS = {"input_dim", "input_shape", "batch_input_shape", "batch_size", 
 
 
 # ---------------------------------------------------------------- the base layer
-class Layer:
+class Layer(Module):
     """Base layer: builds its weights on the first call from the input shape.
 
     Subclasses implement `build(input_shape)` (creating weights with `add_weight`)
     and `call(inputs)`; `compute_output_shape` is optional. Calling the layer
     converts the inputs to tensors, checks them against `input_spec`, builds
     the layer if needed and casts floating inputs to the layer's dtype.
+
+    A layer is a `tf.Module`: a Module holding layers finds their weights in its
+    `variables`, and a layer's `submodules` are the layers it holds.
 
     Example:
         >>> import tapeflow as tf
@@ -235,7 +239,15 @@ class Layer:
         d["_tracked_variables"] = []
         if name is not None and not isinstance(name, str):
             raise TypeError(f"A layer's `name` must be a string; got {name!r}.")
-        self.name = name or _unique_name(_to_snake_case(type(self).__name__))
+        # Not Module.__init__: Keras names need not be Python identifiers, and `name` is
+        # Module's read-only property over `_name`.
+        d["_name"] = name or _unique_name(_to_snake_case(type(self).__name__))
+        try:
+            with name_scope(d["_name"]) as scope:
+                d["_scope_name"] = scope
+        except ValueError:  # a name no scope accepts ("a b"): its weights go unscoped
+            d["_scope_name"] = ""
+        d["_module_name_scope"] = name_scope(d["_scope_name"])
         self.dtype = _dt.as_dtype(dtype if dtype is not None else "float32").name
         self.built = False
         self.input_spec: InputSpec | None = None
