@@ -7,22 +7,24 @@ The inputs are made where they are used: on the workers, a Dask array of uniform
 chunks of `--chunk` inputs along the batch axis; in-process, the same chunks one after the
 other. Each chunk's Jacobians ([chunk, 10, 784] float32, one vectorized replay) are summed
 over the batch where they were computed, so the time is the Jacobians' and not that of
-sending 3 GB of them to the client. The first run on a fresh cluster includes starting
-each worker's trace (one per worker) and is reported apart; the throughput is that of the
-best later run. Dask starts its workers with one BLAS thread each (OMP_NUM_THREADS=1 and
+sending 3 GB of them to the client. The first run on a fresh cluster includes each
+worker's trace (one per worker) and is reported apart; then all settings run in turn for
+`--repeat` rounds (a busy spell on a shared machine hits each alike), and the throughput is
+that of each setting's best round. Dask starts its workers with one BLAS thread each (OMP_NUM_THREADS=1 and
 the like); the in-process baseline uses tapeflow's defaults. The LocalClusters' workers
 keep freed memory as tapeflow does in any other process (KEEP_FREED_MEMORY below); a last
 row shows 2 workers under Dask's default malloc trimming, which that setting replaces.
 
 Run: python benchmarks/dask_throughput.py [--quick] [--inputs N] [--chunk N] [--repeat N]
                                           [--scheduler ADDRESS] [--json PATH]
-(--quick: 4,000 inputs in chunks of 500, one timed run. --scheduler tcp://host:8786 runs
+(--quick: 4,000 inputs in chunks of 500, one round. --scheduler tcp://host:8786 runs
 on that cluster, whatever its size, instead of the LocalClusters; docs/dask.md.)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -69,17 +71,16 @@ def inputs(n: int, chunk: int) -> da.Array:
     return draws.astype(np.float32)
 
 
-def timed_runs(run: Callable[[], np.ndarray], repeat: int) -> tuple[float, list[float], Any]:
-    """The first run's time, the later runs' times, and the last result."""
-    times = []
-    for _ in range(1 + repeat):
-        start = time.perf_counter()
-        out = run()
-        times.append(time.perf_counter() - start)
-    return times[0], times[1:], out
+class Setting:
+    """One way to compute the checksum of all Jacobians: `run()` -> [10, 784] float64 sums;
+    `traces()` -> the traces each worker made (None in-process)."""
+
+    def __init__(self, label: str, workers: int, run: Callable[[], np.ndarray],
+                 traces: Callable[[], list[int]] | None = None) -> None:
+        self.label, self.workers, self.run, self.traces = label, workers, run, traces
 
 
-def in_process(f: Callable[[Any], Any], X: da.Array, repeat: int) -> dict:
+def in_process(f: Callable[[Any], Any], X: da.Array) -> Setting:
     """The baseline: one process, no Dask, the same chunks one after the other."""
     jac = tf.function(tf.vmap(tf.jacobian(f)))
     blocks = [X.blocks[i].compute(scheduler="sync") for i in range(X.numblocks[0])]
@@ -87,36 +88,64 @@ def in_process(f: Callable[[Any], Any], X: da.Array, repeat: int) -> dict:
     def run() -> np.ndarray:
         return sum(jac(b).numpy().sum(axis=0, dtype=np.float64) for b in blocks)
 
-    first, times, total = timed_runs(run, repeat)
-    return {"setting": "in-process, no Dask", "workers": 0, "first_seconds": first,
-            "seconds": min(times), "checksum": total}
+    return Setting("in-process, no Dask", 0, run)
 
 
-def on_cluster(client: distributed.Client, label: str, f: Callable[[Any], Any], X: da.Array,
-               repeat: int) -> dict:
+def on_cluster(client: distributed.Client, label: str, f: Callable[[Any], Any],
+               X: da.Array) -> Setting:
     J = tfd.map_jacobian(f, X)
     total = J.sum(axis=0, dtype=np.float64)
-    first, times, checksum = timed_runs(lambda: total.compute(), repeat)
     name = next(str(k) for k in dict(J.__dask_graph__()) if str(k).startswith("tapeflow-function-"))
     token = name.removeprefix("tapeflow-function-")
-    traces = sorted(stats[token]["traces"] for stats in client.run(tfd.trace_stats).values()
-                    if token in stats)
-    return {"setting": label, "workers": len(client.scheduler_info()["workers"]),
-            "first_seconds": first, "seconds": min(times), "checksum": checksum,
-            "traces_per_worker": traces}
+
+    def traces() -> list[int]:
+        return sorted(stats[token]["traces"] for stats in client.run(tfd.trace_stats).values()
+                      if token in stats)
+
+    return Setting(label, len(client.scheduler_info()["workers"]),
+                   lambda: client.compute(total, sync=True), traces)
 
 
-def local_cluster(n_workers: int, f: Callable[[Any], Any], X: da.Array, repeat: int,
-                  dask_malloc: bool = False) -> dict:
-    label = f"LocalCluster, {n_workers} worker{'s' if n_workers > 1 else ''}"
-    config = {} if dask_malloc else KEEP_FREED_MEMORY
-    if dask_malloc:
-        label += ", Dask's malloc trimming"
-    with dask.config.set(config), \
-            distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                     dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        return on_cluster(client, label, f, X, repeat)
+def local_client(stack: contextlib.ExitStack, n_workers: int,
+                 dask_malloc: bool = False) -> distributed.Client:
+    """A client of a new LocalCluster (closed with `stack`); its workers keep freed memory
+    as tapeflow does, unless `dask_malloc`."""
+    environ = dict(os.environ)
+    with dask.config.set({} if dask_malloc else KEEP_FREED_MEMORY):
+        cluster = stack.enter_context(distributed.LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None))
+    # The nanny writes the workers' variables into this process's environment too: the
+    # next cluster must not inherit them.
+    os.environ.clear()
+    os.environ.update(environ)
+    return stack.enter_context(distributed.Client(cluster, set_as_default=False))
+
+
+def measure(settings: list[Setting], repeat: int) -> list[dict]:
+    """Each setting's first run, then `repeat` rounds of all settings in turn (a busy spell
+    on a shared machine hits every setting alike); the best of its rounds."""
+    first, checksums = [], []
+    for s in settings:
+        start = time.perf_counter()
+        checksums.append(s.run())
+        first.append(time.perf_counter() - start)
+    best = [float("inf")] * len(settings)
+    for _ in range(repeat):
+        for i, s in enumerate(settings):
+            start = time.perf_counter()
+            s.run()
+            best[i] = min(best[i], time.perf_counter() - start)
+    rows = []
+    for s, t0, t, checksum in zip(settings, first, best, checksums, strict=True):
+        # Sums of the same float32 Jacobians in float64: equal up to the order of the sums.
+        err = float(np.max(np.abs(checksum - checksums[0])) / np.max(np.abs(checksums[0])))
+        if not err < 1e-6:
+            raise AssertionError(f"{s.label}: the Jacobians differ from in-process "
+                                 f"(rel err {err:.1e})")
+        rows.append({"setting": s.label, "workers": s.workers, "first_seconds": t0,
+                     "seconds": t, "checksum_rel_err": err,
+                     "traces_per_worker": s.traces() if s.traces else None})
+    return rows
 
 
 def run(n: int, chunk: int, repeat: int, scheduler: str | None) -> dict:
@@ -126,23 +155,22 @@ def run(n: int, chunk: int, repeat: int, scheduler: str | None) -> dict:
                    **{k: os.environ[k] for k in THREAD_VARS if k in os.environ}}
     f = per_example(cnn.tapeflow_model(cnn.weights()))
     X = inputs(n, chunk)
-    rows = [in_process(f, X, repeat)]
-    if scheduler:
-        with distributed.Client(scheduler) as client:
-            rows.append(on_cluster(client, f"cluster at {scheduler}", f, X, repeat))
-    else:
-        rows += [local_cluster(k, f, X, repeat) for k in (1, 2)]
-        rows.append(local_cluster(2, f, X, repeat, dask_malloc=True))
-    want = rows[0]["checksum"]
+    with contextlib.ExitStack() as stack:
+        settings = [in_process(f, X)]
+        if scheduler:
+            client = stack.enter_context(distributed.Client(scheduler, set_as_default=False))
+            settings.append(on_cluster(client, f"cluster at {scheduler}", f, X))
+        else:
+            for k in (1, 2):
+                label = f"LocalCluster, {k} worker{'s' if k > 1 else ''}"
+                settings.append(on_cluster(local_client(stack, k), label, f, X))
+            settings.append(on_cluster(local_client(stack, 2, dask_malloc=True),
+                                       "LocalCluster, 2 workers, Dask's malloc trimming", f, X))
+        rows = measure(settings, repeat)
     for r in rows:
         r["inputs_per_second"] = n / r["seconds"]
         r["speedup"] = rows[0]["seconds"] / r["seconds"]
-        # Sums of the same float32 Jacobians in float64: equal up to the order of the sums.
-        r["checksum_rel_err"] = float(np.max(np.abs(r.pop("checksum") - want))
-                                      / np.max(np.abs(want)))
-        if not r["checksum_rel_err"] < 1e-6:
-            raise AssertionError(f"{r['setting']}: the Jacobians differ from in-process "
-                                 f"(rel err {r['checksum_rel_err']:.1e})")
+    environment["load_average_after"] = [round(v, 2) for v in os.getloadavg()]
     return {"inputs": n, "chunk": chunk, "repeat": repeat, "rows": rows,
             "environment": environment}
 
@@ -150,14 +178,15 @@ def run(n: int, chunk: int, repeat: int, scheduler: str | None) -> dict:
 def report(res: dict) -> None:
     env = res["environment"]
     print(f"\nThe seed problem's 10x784 CNN Jacobians at {res['inputs']:,} inputs (float32), "
-          f"chunks of {res['chunk']}; best of {res['repeat']} run(s) after the first")
-    print(f"{env['cpus']} CPUs, load average {env['load_average']}, Python {env['python']}, "
+          f"chunks of {res['chunk']}; best of {res['repeat']} round(s) after the first run")
+    print(f"{env['cpus']} CPUs, load average {env['load_average']} before, "
+          f"{env['load_average_after']} after, Python {env['python']}, "
           f"NumPy {env['numpy']}, Dask {env['dask']}"
           + "".join(f", {k}={env[k]}" for k in THREAD_VARS if k in env) + "\n")
     print("| setting | inputs/s | x in-process | first run (s) | best run (s) | traces per worker |")
     print("|---|---:|---:|---:|---:|---|")
     for r in res["rows"]:
-        traces = ", ".join(map(str, r.get("traces_per_worker", []))) or "-"
+        traces = ", ".join(map(str, r["traces_per_worker"] or [])) or "-"
         print(f"| {r['setting']} | {r['inputs_per_second']:,.0f} | {r['speedup']:.2f} | "
               f"{r['first_seconds']:.2f} | {r['seconds']:.2f} | {traces} |")
 
@@ -165,10 +194,10 @@ def report(res: dict) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="4,000 inputs, chunks of 500, 1 run")
+    parser.add_argument("--quick", action="store_true", help="4,000 inputs, chunks of 500, 1 round")
     parser.add_argument("--inputs", type=int, default=100_000)
     parser.add_argument("--chunk", type=int, default=1000, help="inputs per chunk")
-    parser.add_argument("--repeat", type=int, default=2, help="timed runs after the first")
+    parser.add_argument("--repeat", type=int, default=2, help="timed rounds after the first run")
     parser.add_argument("--scheduler", help="address of a running Dask scheduler to use "
                         "instead of the LocalClusters, e.g. tcp://scheduler:8786")
     parser.add_argument("--json", help="write the results to this file")
