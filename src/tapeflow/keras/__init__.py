@@ -2,7 +2,7 @@
 `keras.Sequential` (also `keras.models.Sequential`), `keras.activations` and
 `keras.initializers`."""
 
-from . import activations, initializers, layers, models  # noqa: F401
+from . import activations, initializers, layers, models, optimizers  # noqa: F401
 from .models import Sequential  # noqa: F401
 
-__all__ = ["activations", "initializers", "layers", "models", "Sequential"]
+__all__ = ["activations", "initializers", "layers", "models", "optimizers", "Sequential"]
