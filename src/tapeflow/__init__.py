@@ -15,9 +15,12 @@ Example:
 """
 
 from . import allocator as _allocator
-from . import autodiff, dtypes, errors, extend, keras, linalg, math, nest, nn, random, testing
+from . import (autodiff, config, dtypes, errors, extend, keras, linalg, math, nest, nn, random,
+               testing)
 from .batching import vmap
-from .custom import custom_gradient, recompute_grad
+from .callbacks import print_ as print  # noqa: A001 - TensorFlow's name
+from .config import init_scope
+from .custom import custom_gradient, grad_pass_through, recompute_grad
 from .dtypes import (DType, as_dtype, bfloat16, bool, complex64, complex128, float16, float32,
                      float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from .forward import ForwardAccumulator
@@ -41,7 +44,7 @@ globals().update(_OPS)
 
 __all__ = [
     # namespaces
-    "autodiff", "dtypes", "errors", "extend", "keras", "linalg", "math", "nest", "nn",
+    "autodiff", "config", "dtypes", "errors", "extend", "keras", "linalg", "math", "nest", "nn",
     "random", "testing",
     # tensors and dtypes
     "Tensor", "TensorShape", "Variable", "constant", "convert_to_tensor", "is_tensor",
@@ -50,7 +53,8 @@ __all__ = [
     "uint64",
     # differentiation, vectorization, tracing
     "GradientTape", "UnconnectedGradients", "ForwardAccumulator", "custom_gradient",
-    "recompute_grad", "vmap", "function", "TensorSpec", "Module", "name_scope", "grad",
+    "grad_pass_through", "init_scope",
+    "recompute_grad", "vmap", "function", "TensorSpec", "Module", "name_scope", "print", "grad",
     "value_and_grad", "jvp", "vjp",
     "linearize", "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
     # sparse Jacobians

@@ -236,3 +236,27 @@ def recompute_grad(f: Callable) -> Callable:
         return result, grad_fn
 
     return inner
+
+
+def grad_pass_through(f: Callable) -> Callable:
+    """tf.grad_pass_through: `f` in the forward pass, the identity in the backward pass
+    (the cotangent of the result goes to the argument unchanged; variables `f` touches
+    get none). The output must have the argument's shape.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> x, z = tf.Variable(1.0), tf.Variable(3.0)
+        >>> with tf.GradientTape() as tape:
+        ...     y = tf.grad_pass_through(x.assign)(z ** 2)  # assign has no gradient
+        ...     loss = y * 2.0
+        >>> float(tape.gradient(loss, z))
+        12.0
+    """
+    @custom_gradient
+    def passed(*args: Any, **kwargs: Any) -> Any:
+        def grad(*dys: Any, variables: Any = None) -> Any:
+            cts = dys[0] if len(dys) == 1 else list(dys)
+            return (cts, [None] * len(variables)) if variables is not None else cts
+        return f(*args, **kwargs), grad
+
+    return functools.wraps(f)(passed) if callable(f) and hasattr(f, "__name__") else passed

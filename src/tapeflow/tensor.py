@@ -64,29 +64,38 @@ class TensorShape(tuple):
     """
 
     def __new__(cls, dims: Any = ()) -> "TensorShape":
-        if dims is None:
-            raise ValueError("tapeflow shapes always have a known rank; got dims=None.")
+        if dims is None or (isinstance(dims, TensorShape) and dims._unknown_rank):
+            # An unknown rank: only specs (TensorSpec(shape=None)) have one; tensors never.
+            shape = super().__new__(cls, ())
+            shape._unknown_rank = True
+            return shape
         return super().__new__(cls, (None if d is None else int(d) for d in dims))
 
+    _unknown_rank = False
+
     def as_list(self) -> list:
+        if self._unknown_rank:
+            raise ValueError("as_list() is not defined on an unknown TensorShape.")
         return list(self)
 
     @property
-    def rank(self) -> int:
-        return len(self)
+    def rank(self) -> int | None:
+        return None if self._unknown_rank else len(self)
 
     ndims = rank
 
     def num_elements(self) -> int | None:
-        if any(d is None for d in self):
+        if self._unknown_rank or any(d is None for d in self):
             return None
         return int(np.prod(self, dtype=np.int64))
 
     def is_fully_defined(self) -> bool:
-        return all(d is not None for d in self)
+        return not self._unknown_rank and all(d is not None for d in self)
 
     def is_compatible_with(self, other: Any) -> bool:
         other = TensorShape(other)
+        if self._unknown_rank or other._unknown_rank:
+            return True
         return len(self) == len(other) and all(
             a is None or b is None or a == b for a, b in zip(self, other, strict=True))
 
@@ -94,10 +103,19 @@ class TensorShape(tuple):
         out = super().__getitem__(key)
         return TensorShape(out) if isinstance(key, slice) else out
 
+    def __eq__(self, other: Any) -> bool:
+        if self._unknown_rank or (isinstance(other, TensorShape) and other._unknown_rank):
+            return False  # as TensorFlow: an unknown shape equals nothing, itself included
+        return tuple.__eq__(self, other)
+
+    __hash__ = tuple.__hash__
+
     def __repr__(self) -> str:
-        return f"TensorShape({list(self)})"
+        return "TensorShape(None)" if self._unknown_rank else f"TensorShape({list(self)})"
 
     def __str__(self) -> str:
+        if self._unknown_rank:
+            return "<unknown>"
         return "(" + ", ".join("None" if d is None else str(d) for d in self) + \
             ("," if len(self) == 1 else "") + ")"
 

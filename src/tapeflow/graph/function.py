@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import config as _config
 from .. import dtypes as _dt
 from .. import nest
 from ..core import bind, recording
@@ -217,6 +218,8 @@ class Function:
         return tuple(out)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _config.functions_run_eagerly():
+            return self._fn(*args, **kwargs)  # tf.config.run_functions_eagerly(True)
         key, leaves, args = self._key(args, kwargs)
         done, result, failed = self._replay(key, leaves)
         if done:

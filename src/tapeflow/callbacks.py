@@ -1,0 +1,125 @@
+"""Host callbacks: tf.print, whose printing is a stateful primitive, so a traced
+function prints at every replay (not only while tracing), as TensorFlow's does.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from . import nest
+from .core import Primitive, bind
+from .tensor import TensorBase, Variable
+
+__all__ = ["print_"]
+
+
+class _Slot:
+    """Where the i-th tensor goes in the printed template."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i: int) -> None:
+        self.i = i
+
+
+def _element(v: Any) -> str:
+    kind = v.dtype.kind
+    if kind == "b":
+        return "1" if v else "0"
+    if kind == "f":
+        f = float(v)
+        if f.is_integer() and abs(f) < 1e16:  # TensorFlow prints 2.0 as 2
+            return str(int(f))
+        return str(v)  # NumPy's shortest form for the dtype: float32 0.1 is "0.1"
+    if kind == "S":
+        return v.decode(errors="replace")
+    return str(v)
+
+
+def format_value(a: np.ndarray, summarize: int, indent: int = 1) -> str:
+    """TensorFlow's tf.print form of an array: elements by spaces, rows on new lines,
+    `summarize` elements at each end of a longer axis (-1: all)."""
+    if a.ndim == 0:
+        return _element(a[()])
+    n = a.shape[0]
+    if 0 <= summarize < n and n > 2 * summarize:
+        index: list = list(range(summarize)) + [None] + list(range(n - summarize, n))
+    else:
+        index = list(range(n))
+    parts = ["..." if i is None else format_value(a[i], summarize, indent + 1) for i in index]
+    if a.ndim == 1:
+        return "[" + " ".join(parts) + "]"
+    return "[" + ("\n" + " " * indent).join(parts) + "]"
+
+
+def _format(obj: Any, values: tuple, summarize: int, top: bool) -> str:
+    if isinstance(obj, _Slot):
+        return format_value(np.asarray(values[obj.i]), summarize)
+    if isinstance(obj, dict):
+        return "{" + ", ".join(f"{k!r}: {_format(v, values, summarize, False)}"
+                               for k, v in obj.items()) + "}"
+    if isinstance(obj, list):
+        return "[" + ", ".join(_format(v, values, summarize, False) for v in obj) + "]"
+    if isinstance(obj, tuple):
+        return "(" + ", ".join(_format(v, values, summarize, False) for v in obj) + ")"
+    if isinstance(obj, str):
+        return obj if top else repr(obj)  # a message as is; a string inside a structure quoted
+    return str(obj)
+
+
+def _print_impl(*values: np.ndarray, template: tuple, sep: str, end: str, stream: Any,
+                summarize: int) -> np.ndarray:
+    text = sep.join(_format(item, values, summarize, True) for item in template) + end
+    if stream is None or stream == "stderr":
+        out = sys.stderr  # looked up at each print: pytest and notebooks swap it
+        out.write(text)
+    elif stream == "stdout":
+        sys.stdout.write(text)
+    elif isinstance(stream, str) and stream.startswith("file://"):
+        with open(stream[len("file://"):], "a") as fh:
+            fh.write(text)
+    else:
+        stream.write(text)
+    return np.zeros((), np.float32)  # no value: the primitive exists for its effect
+
+
+# Stateful: graph passes never drop or merge it, so every replay prints; no derivative.
+print_p = Primitive("print", _print_impl, differentiable=False, stateful=True)
+print_p.batch = lambda vals, dims, **params: (bind(print_p, *vals, **params), None)
+
+
+def print_(*inputs: Any, output_stream: Any = None, summarize: int = 3, sep: str = " ",
+           end: str = "\n", name: str | None = None) -> None:
+    """tf.print: print tensors (and any Python values and structures around them) as
+    TensorFlow does, at every call of a traced function too; to stderr by default
+    (`output_stream`: sys.stdout, sys.stderr, a file-like object or "file://path").
+
+    Example:
+        >>> import sys, tapeflow as tf
+        >>> tf.print(tf.constant([1.0, 2.5]), "step", {"n": tf.constant(3)},
+        ...          output_stream=sys.stdout)
+        [1 2.5] step {'n': 3}
+    """
+    if not isinstance(summarize, (int, np.integer)) or isinstance(summarize, bool):
+        raise TypeError(f"print: `summarize` must be an int; got {summarize!r}.")
+    tensors: list = []
+
+    def mark(x: Any) -> Any:
+        if isinstance(x, TensorBase):
+            tensors.append(x.value() if isinstance(x, Variable) else x)
+            return _Slot(len(tensors) - 1)
+        if isinstance(x, np.ndarray):
+            tensors.append(x)
+            return _Slot(len(tensors) - 1)
+        return x
+
+    template = tuple(nest.map_structure(mark, item) for item in inputs)
+    if output_stream is sys.stderr:
+        output_stream = "stderr"
+    elif output_stream is sys.stdout:
+        output_stream = "stdout"
+    bind(print_p, *tensors, template=template, sep=sep, end=end, stream=output_stream,
+         summarize=int(summarize))
