@@ -25,6 +25,7 @@ from .dtypes import (DType, as_dtype, bfloat16, bool, complex64, complex128, flo
                      float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from .forward import ForwardAccumulator
 from .graph import TensorSpec, function
+from .graph.plot import plot_graph
 from .module import Module, name_scope
 from .ops import namespace as _namespace
 from . import sparse_jacobians
@@ -55,7 +56,7 @@ __all__ = [
     "GradientTape", "UnconnectedGradients", "ForwardAccumulator", "custom_gradient",
     "grad_pass_through", "init_scope",
     "recompute_grad", "vmap", "function", "TensorSpec", "Module", "name_scope", "print", "grad",
-    "value_and_grad", "jvp", "vjp",
+    "value_and_grad", "jvp", "vjp", "plot_graph",
     "linearize", "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
     # sparse Jacobians
     "sparse_jacobians", "sparse_jacobian", "SparseJacobian", "jacobian_sparsity",

@@ -32,6 +32,7 @@ class Node:
     params: dict
     outputs: list[int]
     backward: "CustomBackward | None" = None
+    phase: str = "forward"  # "backward": recorded during a tape's backward pass (for pictures)
 
 
 @dataclass
@@ -151,14 +152,17 @@ class Graph:
             out.append(f'  s{s} [shape=cylinder, label="{self.variables[i].name}"];')
         for k, n in enumerate(self.nodes):
             if isinstance(n, Node):
-                out.append(f'  n{k} [shape=box, label="{n.prim.name}"];')
+                color = _PHASE_COLORS.get(n.phase, "white")
+                out.append(f'  n{k} [shape=box, style=filled, fillcolor="{color}", '
+                           f'label="{n.prim.name}"];')
                 for i in n.inputs:
                     out.append(f"  {self._source(i)} -> n{k};")
                 for o in n.outputs:
                     out.append(f'  s{o} [shape=point, xlabel="%{o}"];')
                     out.append(f"  n{k} -> s{o};")
             elif isinstance(n, Guard):
-                out.append(f'  n{k} [shape=diamond, label="guard {n.how}"];')
+                out.append(f'  n{k} [shape=diamond, style=filled, fillcolor="{_GUARD_COLOR}", '
+                           f'label="guard {n.how}\\n== {_short(n.expected)}"];')
                 out.append(f"  {self._source(n.slot)} -> n{k};")
             else:
                 out.append(f'  n{k} [shape=house, label="assign {self.variables[n.var].name}"];')
@@ -172,6 +176,11 @@ class Graph:
 
     def _source(self, slot: int) -> str:
         return f"s{slot}"
+
+
+# Forward (primal) work in blue, a tape's backward pass in orange, guards in yellow.
+_PHASE_COLORS = {"forward": "#cfe2f3", "backward": "#f9cb9c"}
+_GUARD_COLOR = "#fff2cc"
 
 
 def _short(v: Any) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import Primitive, Recorder, substack
+from ..core import Primitive, Recorder, records_open, substack
 from ..custom import call_grad_fn
 from ..tensor import Tensor, Variable, key_of, new_key
 from .ir import Assign, CustomBackward, Graph, Guard, Node
@@ -118,7 +118,8 @@ class Tracer(Recorder):
             slots[k] = slot
             outs.append(slot)
             made.append(weakref.ref(o))
-        node = Node(prim, ins, dict(params), outs)
+        node = Node(prim, ins, dict(params), outs,
+                    phase="backward" if records_open() else "forward")
         self.graph.nodes.append(node)
         if prim.user_gradient:
             node.backward = self._trace_backward(inputs, outputs, params)
