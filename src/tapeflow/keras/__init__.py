@@ -2,7 +2,7 @@
 `keras.Sequential` (also `keras.models.Sequential`), `keras.activations` and
 `keras.initializers`."""
 
-from . import activations, initializers, layers, models, optimizers  # noqa: F401
-from .models import Sequential  # noqa: F401
+from . import activations, initializers, layers, losses, metrics, models, optimizers  # noqa: F401
+from .models import Model, Sequential  # noqa: F401
 
-__all__ = ["activations", "initializers", "layers", "models", "optimizers", "Sequential"]
+__all__ = ["activations", "initializers", "layers", "losses", "metrics", "models", "optimizers", "Model", "Sequential"]

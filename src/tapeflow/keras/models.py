@@ -1,15 +1,17 @@
-"""Keras models: `Sequential`, a linear stack of layers (tf.keras / Keras 2 behaviour)."""
+"""Keras models: `Sequential`, a linear stack of layers (tf.keras / Keras 2 behaviour), and
+`Model` (training.py)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
 from ..tensor import TensorShape, Variable, TensorBase
-from .base_layer import Layer, _call_accepts, _check_input, _dedup
+from .base_layer import Layer, _call_accepts, _check_input
+from .training import Model
 
-__all__ = ["Sequential"]
+__all__ = ["Model", "Sequential"]
 
 
 def _relax(old: TensorShape | None, new: Any) -> TensorShape:
@@ -22,15 +24,7 @@ def _relax(old: TensorShape | None, new: Any) -> TensorShape:
     return TensorShape(a if a == b else None for a, b in zip(old, new, strict=True))
 
 
-def _readable_size(size: float) -> str:
-    for unit in ("Byte", "KB", "MB", "GB", "TB"):
-        if size / 1024 < 1:
-            return f"{size:.2f} {unit}"
-        size /= 1024
-    return f"{size:.2f} PB"
-
-
-class Sequential(Layer):
+class Sequential(Model):
     """A linear stack of layers: each layer's output is the next one's input.
 
     The model is built (its layers' weights created) on the first call, by
@@ -242,127 +236,8 @@ class Sequential(Layer):
         self._assert_weights_created()
         return super().non_trainable_weights
 
-    @property
-    def weights(self) -> list[Variable]:
-        """Every weight, layer by layer (each layer's `weights` in turn)."""
-        self._assert_weights_created()
-        out = []
-        for layer in self._children():
-            out += layer.weights
-        return _dedup(out + self._own_variables())
-
-    def count_params(self) -> int:
-        """The number of scalars in the model's weights (the model must be built)."""
-        if not self.built:
-            raise ValueError(f"You tried to call `count_params` on layer {self.name}, but the "
-                             f"layer isn't built. You can build it manually via: "
-                             f"`{self.name}.build(batch_input_shape)`.")
-        return int(sum(int(np.prod(w.shape, dtype=np.int64)) for w in self.weights))
-
-    # -------------------------------------------------- summary
-    def summary(self, line_length: int | None = None, positions: list | None = None,
-                print_fn: Callable[[str], Any] | None = None, expand_nested: bool = False,
-                show_trainable: bool = False, layer_range: Any = None) -> None:
-        """Print a table of the layers, their output shapes and parameter counts
-        (Keras 2's layout); the model must be built.
-
-        Example:
-            >>> import tapeflow as tf
-            >>> model = tf.keras.Sequential([tf.keras.layers.Dense(3, input_shape=(4,), name="d")],
-            ...                             name="m")
-            >>> model.summary(line_length=50)
-            Model: "m"
-            __________________________________________________
-             Layer (type)          Output Shape        Param #
-            ==================================================
-             d (Dense)             (None, 3)           15
-            <BLANKLINE>
-            ==================================================
-            Total params: 15 (60.00 Byte)
-            Trainable params: 15 (60.00 Byte)
-            Non-trainable params: 0 (0.00 Byte)
-            __________________________________________________
-        """
-        if not self.built:
-            raise ValueError("This model has not yet been built. Build the model first by "
-                             "calling `build()` or by calling the model on a batch of data.")
-        print_fn = print_fn or print
-        line_length = line_length or 65
-        positions = list(positions or [0.45, 0.85, 1.0])
-        if positions[-1] <= 1:
-            positions = [int(line_length * p) for p in positions]
-        header = ["Layer (type)", "Output Shape", "Param #"]
-        if show_trainable:
-            line_length += 11
-            positions.append(line_length)
-            header.append("Trainable")
-
-        def row(fields: list, nested: int = 0) -> None:
-            left = [str(f) for f in fields]
-            while any(left):
-                line = ""
-                for col in range(len(left)):
-                    start = positions[col - 1] if col > 0 else 0
-                    end = positions[col]
-                    space = 2 if col != len(positions) - 1 else 0
-                    cutoff = end - start - space - (1 if col != len(positions) - 1 else 0)
-                    if col == 0:
-                        cutoff -= nested
-                    fit = left[col][:cutoff]
-                    breaks = [fit.find(b) + len(b) for b in ("),", "},", "],", "',")
-                              if fit.find(b) >= 0]
-                    if breaks:
-                        cutoff = min(breaks)
-                        fit = fit[:cutoff]
-                    if col == 0:
-                        line += "|" * nested + " "
-                    line += fit + " " * space
-                    left[col] = left[col][cutoff:]
-                    if nested and col == len(positions) - 1:
-                        line += " " * (positions[col] - len(line) - nested)
-                    else:
-                        line += " " * (positions[col] - len(line))
-                print_fn(line + "|" * nested)
-
-        def show(layer: Layer, nested: int, last: bool) -> None:
-            shape = layer.__dict__.get("_output_shape")
-            shape = "?" if shape is None else (str(tuple(shape)) if isinstance(shape, TensorShape)
-                                               else str(shape))
-            params = layer.count_params() if layer.built else "0 (unused)"
-            fields = [f"{layer.name} ({type(layer).__name__})", shape, params]
-            if show_trainable:
-                fields.append("Y" if layer.trainable else "N")
-            row(fields, nested)
-            if expand_nested and isinstance(layer, Sequential) and layer.layers:
-                bar = "|" * (nested + 1)
-                print_fn(bar + "¯" * (line_length - 2 * nested - 2) + bar)
-                for i, sub in enumerate(layer.layers):
-                    show(sub, nested + 1, i == len(layer.layers) - 1)
-                print_fn("|" * nested + "¯" * (line_length - 2 * nested) + "|" * nested)
-                last = True  # as Keras: no blank line after an expanded block
-            if not last:
-                print_fn("|" * nested + " " * (line_length - 2 * nested) + "|" * nested)
-
-        print_fn(f'Model: "{self.name}"')
-        print_fn("_" * line_length)
-        row(header)
-        print_fn("=" * line_length)
-        layers = self._layers
-        if layer_range is not None:
-            names = [l.name for l in layers]
-            lo, hi = (names.index(n) for n in layer_range)
-            layers = layers[lo:hi + 1]
-        for layer in layers:
-            show(layer, 0, False)
-        print_fn("=" * line_length)
-        trainable, frozen = self.trainable_weights, self.non_trainable_weights
-
-        def size(ws: list) -> tuple[int, int]:
-            counts = [int(np.prod(w.shape, dtype=np.int64)) for w in ws]
-            return sum(counts), sum(c * w.dtype.size for c, w in zip(counts, ws, strict=True))
-
-        (nt, bt), (nf, bf) = size(trainable), size(frozen)
-        print_fn(f"Total params: {nt + nf} ({_readable_size(bt + bf)})")
-        print_fn(f"Trainable params: {nt} ({_readable_size(bt)})")
-        print_fn(f"Non-trainable params: {nf} ({_readable_size(bf)})")
-        print_fn("_" * line_length)
+    def _summary_shape(self, layer: Layer) -> str:
+        shape = layer.__dict__.get("_output_shape")
+        if shape is None:
+            return "?"
+        return str(tuple(shape)) if isinstance(shape, TensorShape) else str(shape)

@@ -1,0 +1,338 @@
+"""Keras `Model`: the model-subclassing API (layers assigned as attributes are tracked;
+`model(x)` builds; `trainable_variables`, `weights`, `summary()`), and the base of
+`Sequential` and of functional models. Training is a `tf.GradientTape` loop with a
+`keras.optimizers` optimizer: `compile`/`fit` are out of scope (docs/keras.md)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..core import no_recorders
+from ..module import name_scope
+from ..tensor import Tensor, TensorShape, Variable
+from .base_layer import Layer, _call_accepts, _dedup
+
+__all__ = ["Model"]
+
+
+def _readable_size(size: float) -> str:
+    for unit in ("Byte", "KB", "MB", "GB", "TB"):
+        if size / 1024 < 1:
+            return f"{size:.2f} {unit}"
+        size /= 1024
+    return f"{size:.2f} PB"
+
+
+_OUT_OF_SCOPE = ("tapeflow's Keras has no `{0}`: write the training loop with tf.GradientTape "
+                 "and an optimizer's apply_gradients (docs/keras.md shows the loop that "
+                 "replaces compile/fit).")
+
+
+def _probe(shape: Any, dtype: str) -> Any:
+    """Zeros of `shape` (unknown dims taken as 1), or a list of them for a list of shapes."""
+    if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple,
+                                                                           TensorShape)):
+        return [_probe(s, dtype) for s in shape]
+    dims = [1 if d is None else int(d) for d in TensorShape(shape)]
+    return Tensor(np.zeros(dims, _dt.as_dtype(dtype)._np))
+
+
+class Model(Layer):
+    """A layer with training-loop conveniences: subclass it, assign layers as attributes
+    in `__init__` and write `call(self, inputs, training=False)`; calling the model builds
+    its layers. ``Model(inputs, outputs)`` makes a functional model from `keras.Input`
+    placeholders (see `keras.Input`).
+
+    The model's weights are its layers' (in the order the layers were assigned), named
+    under the model's name as in Keras; `layers` lists the layers assigned directly.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> class MLP(tf.keras.Model):
+        ...     def __init__(self):
+        ...         super().__init__(name="mlp")
+        ...         self.hidden = tf.keras.layers.Dense(4, activation="relu", name="hidden")
+        ...         self.out = tf.keras.layers.Dense(1, name="out")
+        ...     def call(self, x, training=False):
+        ...         return self.out(self.hidden(x))
+        >>> model = MLP()
+        >>> model(tf.ones([2, 3])).shape
+        TensorShape([2, 1])
+        >>> [v.name for v in model.trainable_variables]
+        ['mlp/hidden/kernel:0', 'mlp/hidden/bias:0', 'mlp/out/kernel:0', 'mlp/out/bias:0']
+        >>> model.summary()
+        Model: "mlp"
+        _________________________________________________________________
+         Layer (type)                Output Shape              Param #
+        =================================================================
+         hidden (Dense)              multiple                  16
+        <BLANKLINE>
+         out (Dense)                 multiple                  5
+        <BLANKLINE>
+        =================================================================
+        Total params: 21 (84.00 Byte)
+        Trainable params: 21 (84.00 Byte)
+        Non-trainable params: 0 (0.00 Byte)
+        _________________________________________________________________
+    """
+
+    # functional.py subclasses Model and registers its class here, so that
+    # Model(inputs, outputs) can make one without this module importing functional.py.
+    _functional_class: Any = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Model":
+        if cls is Model and (len(args) >= 2 or "inputs" in kwargs or "outputs" in kwargs):
+            if Model._functional_class is None:
+                raise NotImplementedError("Model(inputs, outputs): the functional API is not "
+                                          "available.")
+            return Model._functional_class(*args, **kwargs)
+        return super().__new__(cls)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args:
+            raise TypeError(f"{type(self).__name__}: positional arguments are only accepted as "
+                            f"Model(inputs, outputs); received {len(args)} positional "
+                            f"argument(s). Pass name=..., trainable=..., dtype=... by keyword.")
+        super().__init__(**kwargs)
+
+    # -------------------------------------------------- structure
+    @property
+    def layers(self) -> list[Layer]:
+        """The layers assigned to the model's attributes, in assignment order."""
+        return list(self._children())
+
+    def get_layer(self, name: str | None = None, index: int | None = None) -> Layer:
+        """A layer of `layers` by name or by index.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> model = tf.keras.Sequential([tf.keras.layers.Dense(2, name="out")])
+            >>> model.get_layer("out") is model.layers[0]
+            True
+        """
+        layers = self.layers
+        if index is not None and name is not None:
+            raise ValueError(f"Provide only a layer name or a layer index. Received: "
+                             f"index={index}, name={name}.")
+        if index is not None:
+            if len(layers) <= index:
+                raise ValueError(f"Was asked to retrieve layer at index {index} but model only "
+                                 f"has {len(layers)} layers.")
+            return layers[index]
+        if name is not None:
+            for layer in layers:
+                if layer.name == name:
+                    return layer
+            raise ValueError(f"No such layer: {name}. Existing layers are: "
+                             f"{[l.name for l in layers]}.")
+        raise ValueError("Provide either a layer name or layer index at `get_layer`.")
+
+    # -------------------------------------------------- build and call
+    def _scope(self) -> Any:
+        try:
+            return name_scope(self.name)
+        except ValueError:  # a name no scope accepts: the weights go unscoped
+            return contextlib.nullcontext()
+
+    def _maybe_build(self, input_shape: Any) -> None:
+        if type(self).build is Model.build:
+            # a subclassed model's layers build themselves in its first call
+            self.built = True
+            self._build_input_shape = input_shape
+        else:
+            super()._maybe_build(input_shape)
+
+    def build(self, input_shape: Any) -> None:
+        """Create the weights by calling the model once on zeros of `input_shape` (unknown
+        dims taken as 1), seen by no tape or trace.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> class Net(tf.keras.Model):
+            ...     def __init__(self):
+            ...         super().__init__()
+            ...         self.dense = tf.keras.layers.Dense(2)
+            ...     def call(self, x):
+            ...         return self.dense(x)
+            >>> net = Net(); net.build((None, 3))
+            >>> net.count_params()
+            8
+        """
+        if input_shape is None:
+            raise ValueError(f"{self.name}.build: `input_shape` is None; expected the shape of "
+                             f"the inputs, e.g. (None, features).")
+        kwargs = {"training": False} if _call_accepts(self.call)[0] else {}
+        with no_recorders(), self._scope():
+            self.call(_probe(input_shape, self.dtype), **kwargs)
+        self._build_input_shape = input_shape
+        self.built = True
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._scope():
+            return super().__call__(inputs, *args, **kwargs)
+
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """Out of scope: train with a GradientTape loop (docs/keras.md)."""
+        raise NotImplementedError(_OUT_OF_SCOPE.format("compile"))
+
+    def fit(self, *args: Any, **kwargs: Any) -> None:
+        """Out of scope: train with a GradientTape loop (docs/keras.md)."""
+        raise NotImplementedError(_OUT_OF_SCOPE.format("fit"))
+
+    def evaluate(self, *args: Any, **kwargs: Any) -> None:
+        """Out of scope: compute the loss and metrics in a loop (docs/keras.md)."""
+        raise NotImplementedError(_OUT_OF_SCOPE.format("evaluate"))
+
+    def predict(self, x: Any, batch_size: int | None = None, **kwargs: Any) -> np.ndarray:
+        """The model's outputs on `x` as NumPy arrays (``model(x, training=False)``).
+
+        Example:
+            >>> import tapeflow as tf
+            >>> model = tf.keras.Sequential([tf.keras.layers.Dense(1, kernel_initializer="ones")])
+            >>> model.predict(tf.ones([2, 3]))
+            array([[3.],
+                   [3.]], dtype=float32)
+        """
+        out = self(x, training=False)
+        if isinstance(out, (list, tuple)):
+            return type(out)(o.numpy() for o in out)
+        return out.numpy()
+
+    # -------------------------------------------------- weights
+    def _assert_weights_created(self) -> None:
+        # as Keras: only a model with its own build() can be asked before being built
+        if type(self).build is not Model.build and "build" in type(self).__dict__ \
+                and not self.built:
+            raise ValueError(f"Weights for model '{self.name}' have not yet been created. Weights "
+                             f"are created when the model is first called on inputs or `build()` "
+                             f"is called with an `input_shape`.")
+
+    def _summary_shape(self, layer: Layer) -> str:
+        return "multiple"  # as Keras for layers of subclassed models: no recorded graph
+
+    @property
+    def weights(self) -> list[Variable]:
+        """Every weight, layer by layer (each layer's `weights` in turn)."""
+        self._assert_weights_created()
+        out = []
+        for layer in self._children():
+            out += layer.weights
+        return _dedup(out + self._own_variables())
+
+    def count_params(self) -> int:
+        """The number of scalars in the model's weights (the model must be built)."""
+        if not self.built:
+            raise ValueError(f"You tried to call `count_params` on layer {self.name}, but the "
+                             f"layer isn't built. You can build it manually via: "
+                             f"`{self.name}.build(batch_input_shape)`.")
+        return int(sum(int(np.prod(w.shape, dtype=np.int64)) for w in self.weights))
+
+    # -------------------------------------------------- summary
+    def summary(self, line_length: int | None = None, positions: list | None = None,
+                print_fn: Callable[[str], Any] | None = None, expand_nested: bool = False,
+                show_trainable: bool = False, layer_range: Any = None) -> None:
+        """Print a table of the layers, their output shapes and parameter counts
+        (Keras 2's layout); the model must be built.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> model = tf.keras.Sequential([tf.keras.layers.Dense(3, input_shape=(4,), name="d")],
+            ...                             name="m")
+            >>> model.summary(line_length=50)
+            Model: "m"
+            __________________________________________________
+             Layer (type)          Output Shape        Param #
+            ==================================================
+             d (Dense)             (None, 3)           15
+            <BLANKLINE>
+            ==================================================
+            Total params: 15 (60.00 Byte)
+            Trainable params: 15 (60.00 Byte)
+            Non-trainable params: 0 (0.00 Byte)
+            __________________________________________________
+        """
+        if not self.built:
+            raise ValueError("This model has not yet been built. Build the model first by "
+                             "calling `build()` or by calling the model on a batch of data.")
+        print_fn = print_fn or print
+        line_length = line_length or 65
+        positions = list(positions or [0.45, 0.85, 1.0])
+        if positions[-1] <= 1:
+            positions = [int(line_length * p) for p in positions]
+        header = ["Layer (type)", "Output Shape", "Param #"]
+        if show_trainable:
+            line_length += 11
+            positions.append(line_length)
+            header.append("Trainable")
+
+        def row(fields: list, nested: int = 0) -> None:
+            left = [str(f) for f in fields]
+            while any(left):
+                line = ""
+                for col in range(len(left)):
+                    start = positions[col - 1] if col > 0 else 0
+                    end = positions[col]
+                    space = 2 if col != len(positions) - 1 else 0
+                    cutoff = end - start - space - (1 if col != len(positions) - 1 else 0)
+                    if col == 0:
+                        cutoff -= nested
+                    fit = left[col][:cutoff]
+                    breaks = [fit.find(b) + len(b) for b in ("),", "},", "],", "',")
+                              if fit.find(b) >= 0]
+                    if breaks:
+                        cutoff = min(breaks)
+                        fit = fit[:cutoff]
+                    if col == 0:
+                        line += "|" * nested + " "
+                    line += fit + " " * space
+                    left[col] = left[col][cutoff:]
+                    if nested and col == len(positions) - 1:
+                        line += " " * (positions[col] - len(line) - nested)
+                    else:
+                        line += " " * (positions[col] - len(line))
+                print_fn(line + "|" * nested)
+
+        def show(layer: Layer, nested: int, last: bool) -> None:
+            shape = self._summary_shape(layer)
+            params = layer.count_params() if layer.built else "0 (unused)"
+            fields = [f"{layer.name} ({type(layer).__name__})", shape, params]
+            if show_trainable:
+                fields.append("Y" if layer.trainable else "N")
+            row(fields, nested)
+            if expand_nested and isinstance(layer, Model) and layer.layers:
+                bar = "|" * (nested + 1)
+                print_fn(bar + "¯" * (line_length - 2 * nested - 2) + bar)
+                for i, sub in enumerate(layer.layers):
+                    show(sub, nested + 1, i == len(layer.layers) - 1)
+                print_fn("|" * nested + "¯" * (line_length - 2 * nested) + "|" * nested)
+                last = True  # as Keras: no blank line after an expanded block
+            if not last:
+                print_fn("|" * nested + " " * (line_length - 2 * nested) + "|" * nested)
+
+        print_fn(f'Model: "{self.name}"')
+        print_fn("_" * line_length)
+        row(header)
+        print_fn("=" * line_length)
+        layers = self.layers
+        if layer_range is not None:
+            names = [l.name for l in layers]
+            lo, hi = (names.index(n) for n in layer_range)
+            layers = layers[lo:hi + 1]
+        for layer in layers:
+            show(layer, 0, False)
+        print_fn("=" * line_length)
+        trainable, frozen = self.trainable_weights, self.non_trainable_weights
+
+        def size(ws: list) -> tuple[int, int]:
+            counts = [int(np.prod(w.shape, dtype=np.int64)) for w in ws]
+            return sum(counts), sum(c * w.dtype.size for c, w in zip(counts, ws, strict=True))
+
+        (nt, bt), (nf, bf) = size(trainable), size(frozen)
+        print_fn(f"Total params: {nt + nf} ({_readable_size(bt + bf)})")
+        print_fn(f"Trainable params: {nt} ({_readable_size(bt)})")
+        print_fn(f"Non-trainable params: {nf} ({_readable_size(bf)})")
+        print_fn("_" * line_length)
