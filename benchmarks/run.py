@@ -68,6 +68,7 @@ import numpy as np  # noqa: E402
 import suite  # noqa: E402
 from suite import common  # noqa: E402
 from suite.common import Case  # noqa: E402
+from tapeflow.progress import progress  # noqa: E402  (found through common's path setup)
 
 
 @dataclass
@@ -629,7 +630,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     print_environment(env, settings, args.quick, out)
     started = time.perf_counter()
     rows: list[dict] = []
-    for module in chosen:
+    for module in progress(chosen, desc="workloads", enabled=out is sys.stdout):
         cases = [c for c in module.cases(size) if c.framework in frameworks]
         print(f"\n(running {module.NAME}: {len(cases)} cases ...)", file=out, flush=True)
         if cases and cases[0].metric == "memory":

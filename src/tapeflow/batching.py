@@ -36,6 +36,7 @@ from .ops.convert import as_tensor
 from .ops.indexing import getitem_p
 from .ops.shape import concat_p
 from .ops.structural import broadcast_to_p, move_axis, reshape_p
+from .progress import progress
 from .tensor import Tensor, TensorBase
 
 __all__ = ["vmap", "BatchingError", "BatchDims", "Batcher"]
@@ -261,13 +262,16 @@ def one_hot_rows(shape: tuple, dtype: Any, start: int, stop: int, repeat: int | 
 
 
 def vmap_chunks(fn: Callable, n: int, make_rows: Callable[[int, int], np.ndarray],
-                chunk_size: int | None = None, out_axes: Any = 0) -> Any:
+                chunk_size: int | None = None, out_axes: Any = 0,
+                show_progress: bool = False) -> Any:
     """vmap `fn` over n rows made by ``make_rows(start, stop)``, one chunk at a time, so
     only a chunk of rows (and of every batched intermediate) exists at once. Outputs
-    with out_axes 0 are joined along axis 0; those with None are taken from the first chunk."""
+    with out_axes 0 are joined along axis 0; those with None are taken from the first
+    chunk. `show_progress` reports the chunks done (tapeflow.progress)."""
     chunk = n if chunk_size is None else max(1, int(chunk_size))
+    starts = progress(range(0, n, chunk), desc="Jacobian chunks", enabled=show_progress)
     pieces = [vmap(fn, out_axes=out_axes)(Tensor(make_rows(s, min(s + chunk, n))))
-              for s in range(0, n, chunk)]
+              for s in starts]
     return _join(pieces, out_axes)
 
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence, TextIO
 import numpy as np
 
 import tapeflow as tf
+from tapeflow.progress import progress
 
 __all__ = ["main", "demo", "bench"]
 
@@ -193,7 +194,8 @@ def demo(out: TextIO | None = None) -> int:
     """
     out = sys.stdout if out is None else out
     r = _Report(out)
-    for section in _SECTIONS:
+    # Progress on stderr when printing to the terminal's stdout (not into a caller's buffer).
+    for section in progress(_SECTIONS, desc="demo sections", enabled=out is sys.stdout):
         try:
             section(tf, r)
         except Exception as exc:  # noqa: BLE001 - one broken op must not hide the others

@@ -269,11 +269,12 @@ def linearize(f: Callable, *primals: Any) -> tuple:
 
 
 # ---------------------------------------------------------------------------- jacobians
-def _over_basis(fn: Callable, x: Tensor, chunk_size: int | None, out_axes: Any = 0) -> Any:
-    """vmap `fn` over the one-hot basis of x, made chunk by chunk (never whole when chunked)."""
+def _over_basis(fn: Callable, x: Tensor, chunks: tuple, out_axes: Any = 0) -> Any:
+    """vmap `fn` over the one-hot basis of x, made chunk by chunk (never whole when
+    chunked); `chunks` is (chunk_size, show_progress)."""
     return vmap_chunks(fn, int(np.size(x._value)),
                        lambda a, b: one_hot_rows(shape_of(x), x._value.dtype, a, b),
-                       chunk_size, out_axes)
+                       chunks[0], out_axes, show_progress=chunks[1])
 
 
 def _rows_to_jacobian(rows: Tensor, out_shape: tuple, in_shape: tuple, rows_are_out: bool) -> Tensor:
@@ -288,7 +289,7 @@ def _rows_to_jacobian(rows: Tensor, out_shape: tuple, in_shape: tuple, rows_are_
 
 
 def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-           chunk_size: int | None = None) -> Callable:
+           chunk_size: int | None = None, progress: bool = False) -> Callable:
     """The Jacobian by reverse mode: one batched VJP over all output basis vectors.
 
     The result has shape ``out.shape + in.shape`` per (output leaf, argument leaf), in
@@ -304,7 +305,7 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     def wrapped(*args: Any) -> Any:
         nums = _argnums(argnums, len(args), "jacrev")
         args, trees = _split(args, nums, "jacrev")
-        res = _jacrev_at(f, args, nums, trees, argnums, has_aux, chunk_size)
+        res = _jacrev_at(f, args, nums, trees, argnums, has_aux, (chunk_size, progress))
         return res
 
     return wrapped
@@ -321,15 +322,15 @@ def _partial(f: Callable, args: list, nums: tuple, has_aux: bool = False) -> Cal
 
 
 def _jacrev_at(f: Callable, args: list, nums: tuple, trees: list, argnums: Any,
-               has_aux: bool, chunk_size: int | None) -> Any:
+               has_aux: bool, chunks: tuple) -> Any:
     res = vjp(_partial(f, args, nums), *trees, has_aux=has_aux)
     out, vjp_fn = res[0], res[1]
-    jac = _jacrev_from(out, vjp_fn, trees, argnums, chunk_size)
+    jac = _jacrev_from(out, vjp_fn, trees, argnums, chunks)
     return (jac, res[2]) if has_aux else jac
 
 
 def _jacrev_from(out: Any, vjp_fn: Callable, trees: list, argnums: Any,
-                 chunk_size: int | None) -> Any:
+                 chunks: tuple) -> Any:
     flat_out = nest.flatten(out)
     in_leaves = nest.flatten(trees)
     per_out = []
@@ -337,14 +338,14 @@ def _jacrev_from(out: Any, vjp_fn: Callable, trees: list, argnums: Any,
         def row(ct: Tensor, k: int = k) -> list:
             cts = [ct if j == k else Tensor(np.zeros_like(oj._value)) for j, oj in enumerate(flat_out)]
             return nest.flatten(list(vjp_fn(nest.pack_sequence_as(out, cts))))
-        rows = _over_basis(row, o, chunk_size)
+        rows = _over_basis(row, o, chunks)
         jacs = [_rows_to_jacobian(r, shape_of(o), shape_of(x), True) for r, x in zip(rows, in_leaves, strict=True)]
         per_out.append(_pick(_regroup(jacs, trees), argnums))
     return nest.pack_sequence_as(out, per_out)
 
 
 def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-           chunk_size: int | None = None) -> Callable:
+           chunk_size: int | None = None, progress: bool = False) -> Callable:
     """The Jacobian by forward mode: one batched JVP over all input basis vectors.
 
     Same result layout as `jacrev`. Best when inputs are fewer than outputs; keeps
@@ -360,13 +361,13 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     def wrapped(*args: Any) -> Any:
         nums = _argnums(argnums, len(args), "jacfwd")
         args, trees = _split(args, nums, "jacfwd")
-        return _jacfwd_at(f, args, nums, trees, argnums, has_aux, chunk_size)
+        return _jacfwd_at(f, args, nums, trees, argnums, has_aux, (chunk_size, progress))
 
     return wrapped
 
 
 def _jacfwd_at(f: Callable, args: list, nums: tuple, trees: list, argnums: Any,
-               has_aux: bool, chunk_size: int | None) -> Any:
+               has_aux: bool, chunks: tuple) -> Any:
     g = _partial(f, args, nums)
     in_leaves = nest.flatten(trees)
     per_in: list = []
@@ -379,7 +380,7 @@ def _jacfwd_at(f: Callable, args: list, nums: tuple, trees: list, argnums: Any,
             y, a = y if has_aux else (y, None)
             # The primal output does not depend on the batched tangent: out_axes None.
             return nest.map_structure(lambda o: _zero_if_none(acc.jvp(o), o), y), y, a
-        cols, out, aux = _over_basis(column, x, chunk_size, out_axes=(0, None, None))
+        cols, out, aux = _over_basis(column, x, chunks, out_axes=(0, None, None))
         per_in.append(nest.flatten(cols))
     flat_out = nest.flatten(out)
     per_out = []
@@ -392,12 +393,13 @@ def _jacfwd_at(f: Callable, args: list, nums: tuple, trees: list, argnums: Any,
 
 
 def jacobian(f: Callable, argnums: int | Sequence[int] = 0, mode: str = "auto",
-             chunk_size: int | None = None) -> Callable:
+             chunk_size: int | None = None, progress: bool = False) -> Callable:
     """The Jacobian, by forward or reverse mode.
 
     ``mode="auto"`` runs `f` once under a tape and then picks forward mode when the
     differentiated inputs have fewer elements than the outputs (fewer JVPs than VJPs),
     reverse mode otherwise; ``"forward"``/``"fwd"`` or ``"reverse"``/``"rev"`` force one.
+    ``progress=True`` reports the chunks of a long chunked Jacobian (tqdm when installed).
 
     Example:
         >>> import numpy as np, tapeflow as tf
@@ -413,14 +415,15 @@ def jacobian(f: Callable, argnums: int | Sequence[int] = 0, mode: str = "auto",
     def wrapped(*args: Any) -> Any:
         nums = _argnums(argnums, len(args), "jacobian")
         args, trees = _split(args, nums, "jacobian")
+        chunks = (chunk_size, progress)
         if chosen == "fwd":
-            return _jacfwd_at(f, args, nums, trees, argnums, False, chunk_size)
+            return _jacfwd_at(f, args, nums, trees, argnums, False, chunks)
         out, vjp_fn = vjp(_partial(f, args, nums), *trees)
         n_in = sum(int(np.size(x._value)) for x in nest.flatten(trees))
         n_out = sum(int(np.size(o._value)) for o in nest.flatten(out))
         if chosen == "auto" and n_in < n_out:
-            return _jacfwd_at(f, args, nums, trees, argnums, False, chunk_size)
-        return _jacrev_from(out, vjp_fn, trees, argnums, chunk_size)
+            return _jacfwd_at(f, args, nums, trees, argnums, False, chunks)
+        return _jacrev_from(out, vjp_fn, trees, argnums, chunks)
 
     return wrapped
 
