@@ -10,7 +10,8 @@ Layers and variables assigned as attributes of a layer are tracked, so custom
 layers composed of others report all their weights.
 
 Built in: `Dense`, `Conv2D` (NHWC, kernel [kh, kw, in, out]), `MaxPooling2D`,
-`AveragePooling2D`, `Flatten`, `Activation`. Inputs that do not fit a layer fail
+`AveragePooling2D`, `Flatten`, `Activation`; `Dropout`, `Lambda`, `Embedding`
+(core_layers.py) and `BatchNormalization` (normalization.py). Inputs that do not fit a layer fail
 with Keras' message, which names the layer, the shape received and the shape
 expected.
 """
@@ -26,9 +27,12 @@ from ..tensor import TensorShape, Variable
 from . import activations, initializers
 from .base_layer import (InputSpec, Layer, _conv_output_length, _normalize_data_format,
                          _normalize_padding, _normalize_tuple)
+from .core_layers import Dropout, Embedding, Lambda
+from .normalization import BatchNormalization
 
 __all__ = ["InputSpec", "Layer", "Dense", "Conv2D", "Convolution2D", "MaxPooling2D", "MaxPool2D",
-           "AveragePooling2D", "AvgPool2D", "Flatten", "Activation"]
+           "AveragePooling2D", "AvgPool2D", "Flatten", "Activation", "Dropout", "Lambda",
+           "Embedding", "BatchNormalization"]
 
 
 class Dense(Layer):
