@@ -1,7 +1,7 @@
 """Op-table rows of the creation family (src/tapeflow/ops/creation.py).
 
 The family defines no primitive: zeros, ones, eye, range and the shape queries compute
-constants, and fill, linspace and one_hot are composites, whose rows are here.
+constants, and fill, linspace, one_hot and meshgrid are composites, whose rows are here.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ ROWS: list = [
     Row("linspace", lambda a, b: tf.linspace(a, b, 5, axis=-1), args(normal(2, 1), normal(3)),
         lambda a, b: np.linspace(a, b, 5, axis=-1),
         prims=("broadcast_to", "reshape", "subtract", "divide", "multiply", "add", "concat")),
+    Row("meshgrid", lambda x, y, z: tf.stack(tf.meshgrid(x, y, z)), args(normal(3), normal(2, 2),
+                                                                      normal(2)),
+        lambda x, y, z: np.stack(np.meshgrid(x, y.ravel(), z)), prims=("reshape", "broadcast_to")),
 ]
 
 NONDIFF_ROWS: list = [

@@ -148,3 +148,43 @@ def test_exports():
     assert tf.gather is indexing.gather and tf.linalg.eye is creation.eye
     for name, where in creation.EXPORTS.items():
         assert ("tf" in where.split()) == (getattr(tf, name, None) is getattr(creation, name)), name
+
+
+# ------------------------------------------------------------------ meshgrid
+def test_meshgrid_values_as_tensorflow():
+    # TensorFlow 2.21: tf.meshgrid([1, 2, 3], [4, 5]) gives int32 [[1 2 3] [1 2 3]] and
+    # [[4 4 4] [5 5 5]]; three inputs of lengths 3, 2, 4 give [2, 3, 4] grids ("xy")
+    # and [3, 2, 4] grids ("ij").
+    X, Y = tf.meshgrid([1, 2, 3], [4, 5])
+    np.testing.assert_array_equal(X, [[1, 2, 3], [1, 2, 3]])
+    np.testing.assert_array_equal(Y, [[4, 4, 4], [5, 5, 5]])
+    assert X.dtype == Y.dtype == tf.int32
+    a, b, c = np.arange(3.), np.arange(2.), np.arange(4.)
+    for indexing in ("xy", "ij"):
+        got = tf.meshgrid(a, b, c, indexing=indexing)
+        for g, w in zip(got, np.meshgrid(a, b, c, indexing=indexing), strict=True):
+            np.testing.assert_array_equal(g, w)
+    assert [g.shape.as_list() for g in tf.meshgrid(a, b, c)] == [[2, 3, 4]] * 3
+    # One input comes back flattened; none gives an empty list; rank-2 inputs are flattened.
+    assert tf.meshgrid(tf.ones([2, 2]))[0].shape.as_list() == [4]
+    assert tf.meshgrid() == []
+    assert [g.shape.as_list() for g in tf.meshgrid(tf.ones([2, 2]), [1., 2.])] == [[2, 4]] * 2
+
+
+def test_meshgrid_gradient_sums_over_the_other_axes():
+    x, y = np.array([1., 2., 3.]), np.array([4., 5.])
+    tf.testing.check_grads(lambda x, y: tf.meshgrid(x, y)[0] * tf.meshgrid(x, y)[1] ** 2,
+                           [x, y], order=2)
+    gx, gy = numpy_grads(lambda x, y: tf.reduce_sum(tf.stack(tf.meshgrid(x, y))), x, y)
+    np.testing.assert_array_equal(gx, [2., 2., 2.])
+    np.testing.assert_array_equal(gy, [3., 3.])
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: tf.meshgrid([1, 2], [1, 2], indexing="foo"), ValueError, "indexing.*'foo'"),
+    (lambda: tf.meshgrid([1, 2], [1., 2.]), InvalidArgumentError, r"args\[1\].*float32.*int32"),
+    (lambda: tf.meshgrid([1, 2], foo=1), TypeError, "'foo'"),
+])
+def test_meshgrid_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

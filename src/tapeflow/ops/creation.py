@@ -1,5 +1,5 @@
 """Creation: zeros, ones, zeros_like, ones_like, fill, eye, range, linspace, one_hot,
-and the shape queries shape, size and rank.
+meshgrid, and the shape queries shape, size and rank.
 
 None needs a primitive: the queries and most creators return constants, `fill` is a
 broadcast, `linspace` a few elementwise ops and a concat, and `one_hot` a comparison
@@ -21,7 +21,8 @@ from .convert import as_tensor, binary_args, int_arg, int_list, int_tensor, stat
 from .elementwise import divide_p, equal_p, subtract_p
 from .indexing import getitem_p
 from .shape import broadcast_to, concat_p, expand_dims, stop_gradient
-from .structural import add_p, cast_p, multiply_p, select_p, shape_of
+from .structural import (add_p, broadcast_to_p, cast_p, multiply_p, reshape_p, select_p,
+                         shape_of)
 
 _brange = builtins.range  # this module defines TensorFlow's `range`
 
@@ -322,11 +323,62 @@ def _one_hot_value(value: Any, default: int, target: np.dtype, arg: str) -> Tens
 
 
 
+def meshgrid(*args: Any, **kwargs: Any) -> list[Tensor]:
+    """Coordinate grids from N coordinate tensors: N tensors of one shape, the i-th
+    holding `args[i]` (flattened, as TensorFlow) along its own axis.
+
+    `indexing="xy"` (the default, Cartesian) swaps the first two axes of the grid, so
+    with x of length n and y of length m the grids are [m, n]; `"ij"` (matrix indexing)
+    keeps them in argument order. Every input must have the first one's dtype, as
+    TensorFlow's product with a ones tensor demands. Each grid is a reshape and a
+    broadcast, so the gradient of an input sums its grid's cotangent over the other axes.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> X, Y = tf.meshgrid([1, 2, 3], [4, 5])
+        >>> X.numpy()
+        array([[1, 2, 3],
+               [1, 2, 3]], dtype=int32)
+        >>> Y.numpy()
+        array([[4, 4, 4],
+               [5, 5, 5]], dtype=int32)
+    """
+    indexing = kwargs.pop("indexing", "xy")
+    kwargs.pop("name", None)
+    if kwargs:
+        raise TypeError(f"meshgrid: {next(iter(kwargs))!r} is an invalid keyword argument; "
+                        "expected `indexing` or `name`.")
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: argument `indexing` must be either 'xy' or 'ij'; got "
+                         f"{indexing!r}.")
+    xs = [as_tensor(x, "meshgrid", f"args[{i}]") for i, x in enumerate(args)]
+    if not xs:
+        return []
+    dt = xs[0]._value.dtype
+    for i, x in enumerate(xs[1:], 1):
+        if x._value.dtype != dt:
+            raise InvalidArgumentError(
+                f"meshgrid: `args[{i}]` has dtype {_dt.from_numpy(x._value.dtype).name}; "
+                f"expected {_dt.from_numpy(dt).name}, the dtype of `args[0]`.")
+    n = len(xs)
+    sizes = [int(np.size(x._value)) for x in xs]
+    axes = list(_brange(n))
+    if indexing == "xy" and n > 1:
+        axes[0], axes[1] = 1, 0
+    grid = [0] * n
+    for i, size in zip(axes, sizes, strict=True):
+        grid[i] = size
+    out = []
+    for x, ax in zip(xs, axes, strict=True):
+        shape = tuple(s if k == ax else 1 for k, s in enumerate(grid))
+        line = bind(reshape_p, x, shape=shape) if shape_of(x) != shape else x
+        out.append(bind(broadcast_to_p, line, shape=tuple(grid)) if n > 1 else line)
+    return out
 
 
 # Public names and the TensorFlow namespaces they appear in ("tf" is the top level).
 EXPORTS = {
     "zeros": "tf", "ones": "tf", "zeros_like": "tf", "ones_like": "tf", "fill": "tf",
     "eye": "tf linalg", "range": "tf", "linspace": "tf", "one_hot": "tf", "shape": "tf",
-    "size": "tf", "rank": "tf",
+    "size": "tf", "rank": "tf", "meshgrid": "tf",
 }
