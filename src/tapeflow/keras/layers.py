@@ -11,7 +11,8 @@ layers composed of others report all their weights.
 
 Built in: `Dense`, `Conv2D` (NHWC, kernel [kh, kw, in, out]), `MaxPooling2D`,
 `AveragePooling2D`, `Flatten`, `Activation`; `Dropout`, `Lambda`, `Embedding`
-(core_layers.py) and `BatchNormalization` (normalization.py). Inputs that do not fit a layer fail
+(core_layers.py), `BatchNormalization` (normalization.py), `LSTM` and `GRU`
+(recurrent.py). Inputs that do not fit a layer fail
 with Keras' message, which names the layer, the shape received and the shape
 expected.
 """
@@ -29,10 +30,11 @@ from .base_layer import (InputSpec, Layer, _conv_output_length, _normalize_data_
                          _normalize_padding, _normalize_tuple)
 from .core_layers import Dropout, Embedding, Lambda
 from .normalization import BatchNormalization
+from .recurrent import GRU, LSTM
 
 __all__ = ["InputSpec", "Layer", "Dense", "Conv2D", "Convolution2D", "MaxPooling2D", "MaxPool2D",
            "AveragePooling2D", "AvgPool2D", "Flatten", "Activation", "Dropout", "Lambda",
-           "Embedding", "BatchNormalization"]
+           "Embedding", "BatchNormalization", "LSTM", "GRU"]
 
 
 class Dense(Layer):
