@@ -10,7 +10,7 @@ over the batch where they were computed, so the time is the Jacobians' and not t
 sending 3 GB of them to the client. The first run on a fresh cluster includes each
 worker's trace (one per worker) and is reported apart; then all settings run in turn for
 `--repeat` rounds (a busy spell on a shared machine hits each alike), and the throughput is
-that of each setting's best round. Dask starts its workers with one BLAS thread each (OMP_NUM_THREADS=1 and
+that of each setting's best run. Dask starts its workers with one BLAS thread each (OMP_NUM_THREADS=1 and
 the like); the in-process baseline uses tapeflow's defaults. The LocalClusters' workers
 keep freed memory as tapeflow does in any other process (KEEP_FREED_MEMORY below); a last
 row shows 2 workers under Dask's default malloc trimming, which that setting replaces.
@@ -113,7 +113,7 @@ def local_client(stack: contextlib.ExitStack, n_workers: int,
     environ = dict(os.environ)
     with dask.config.set({} if dask_malloc else KEEP_FREED_MEMORY):
         cluster = stack.enter_context(distributed.LocalCluster(
-            n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None))
+            n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0"))
     # The nanny writes the workers' variables into this process's environment too: the
     # next cluster must not inherit them.
     os.environ.clear()
@@ -123,13 +123,13 @@ def local_client(stack: contextlib.ExitStack, n_workers: int,
 
 def measure(settings: list[Setting], repeat: int) -> list[dict]:
     """Each setting's first run, then `repeat` rounds of all settings in turn (a busy spell
-    on a shared machine hits every setting alike); the best of its rounds."""
+    on a shared machine hits every setting alike); the best of its runs."""
     first, checksums = [], []
     for s in settings:
         start = time.perf_counter()
         checksums.append(s.run())
         first.append(time.perf_counter() - start)
-    best = [float("inf")] * len(settings)
+    best = list(first)  # a trace is under 1% of a run: the first run counts too
     for _ in range(repeat):
         for i, s in enumerate(settings):
             start = time.perf_counter()
@@ -178,7 +178,7 @@ def run(n: int, chunk: int, repeat: int, scheduler: str | None) -> dict:
 def report(res: dict) -> None:
     env = res["environment"]
     print(f"\nThe seed problem's 10x784 CNN Jacobians at {res['inputs']:,} inputs (float32), "
-          f"chunks of {res['chunk']}; best of {res['repeat']} round(s) after the first run")
+          f"chunks of {res['chunk']}; best of {1 + res['repeat']} runs")
     print(f"{env['cpus']} CPUs, load average {env['load_average']} before, "
           f"{env['load_average_after']} after, Python {env['python']}, "
           f"NumPy {env['numpy']}, Dask {env['dask']}"
