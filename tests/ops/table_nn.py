@@ -3,7 +3,7 @@ relu6, elu, normal_cdf (gelu's), softmax, log_softmax, the sigmoid cross-entropy
 one_hot_labels (no derivative).
 
 Also here: the composites selu, gelu (both forms), leaky_relu, the softmax
-cross-entropies, bias_add and l2_loss. Inputs stay away from each activation's kinks.
+cross-entropies, bias_add, l2_loss and the clipping by norms. Inputs stay away from each activation's kinks.
 """
 
 from __future__ import annotations
@@ -17,6 +17,12 @@ from tapeflow.core import bind
 from tapeflow.ops.nn import normal_cdf_p, one_hot_labels_p
 
 from op_table import NondiffRow, Row, args, away_from_zero, normal, scaled_normal, uniform
+
+
+def _global_clip(a, b, c):
+    (ca, none, cb), _ = tf.clip_by_global_norm([a, None, b], c)
+    assert none is None
+    return tf.concat([ca, tf.reshape(cb, [-1])], 0)
 
 
 def pieces(*intervals: tuple, shape: tuple = (6,)):
@@ -98,6 +104,19 @@ ROWS: list = [
     Row("gelu_tanh", lambda x: tf.nn.gelu(x, approximate=True), args(scaled_normal(2.0, 6)),
         lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))),
         prims=("tanh",)),
+    # Norms well above clip_norm: away from the kink of max(norm, clip_norm).
+    Row("clip_by_norm", lambda t, c: tf.clip_by_norm(t, c, axes=[1]),
+        args(scaled_normal(3.0, 3, 4), uniform(0.5, 1.0)),
+        lambda t, c: t * c / np.maximum(np.sqrt((t ** 2).sum(1, keepdims=True)), c),
+        prims=("select", "sqrt", "maximum", "divide")),
+    Row("global_norm", lambda a, b: tf.linalg.global_norm([a, None, b]),
+        args(normal(3), normal(2, 2)),
+        lambda a, b: np.sqrt((a ** 2).sum() + (b ** 2).sum()), prims=("sqrt", "stack")),
+    Row("clip_by_global_norm", lambda a, b, c: _global_clip(a, b, c),
+        args(normal(3), normal(2, 2), uniform(0.3, 0.6)),
+        lambda a, b, c: np.concatenate([a * c / np.sqrt((a ** 2).sum() + (b ** 2).sum()),
+                                        b.ravel() * c / np.sqrt((a ** 2).sum() + (b ** 2).sum())]),
+        prims=("minimum", "reciprocal", "sqrt")),
 ]
 
 NONDIFF_ROWS: list = [

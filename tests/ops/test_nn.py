@@ -270,3 +270,95 @@ def test_matches_tensorflow(name, fn, arity):
         del ours[3], theirs[3]
     for a, b in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(a, b, rtol=rtol, atol=1e-12)
+
+
+# ------------------------------------------------------------------ clipping by norms
+def test_clip_by_norm_as_tensorflow():
+    t = tf.constant([[3., 4.], [0., 0.]])
+    # TF 2.21: [[1.2 1.6] [0 0]] for clip 2 (all axes and axes=[1]); clip [1, 2] per
+    # column: [[0.6 1.6] [0 0]]; a negative clip_norm counts as 0.
+    np.testing.assert_allclose(tf.clip_by_norm(t, 2.), [[1.2, 1.6], [0, 0]], rtol=1e-6)
+    np.testing.assert_allclose(tf.clip_by_norm(t, 2., axes=[1]), [[1.2, 1.6], [0, 0]], rtol=1e-6)
+    np.testing.assert_allclose(tf.clip_by_norm(t, [1., 2.]), [[0.6, 1.6], [0, 0]], rtol=1e-6)
+    np.testing.assert_array_equal(tf.clip_by_norm(t, -1.), np.zeros((2, 2)))
+    np.testing.assert_array_equal(tf.clip_by_norm(t, 10.), t)
+    out = tf.clip_by_norm(tf.constant([3., 4.], tf.float64), tf.constant(2.))
+    assert out.dtype == tf.float64
+    np.testing.assert_allclose(out, [1.2, 1.6])
+
+
+def test_clip_by_norm_gradients_as_tensorflow():
+    # TF 2.21: at a zero norm the gradient of sum(clip_by_norm(z, 1)) is [1, 1] (no NaN);
+    # at z = [3, 4] with weights [1, 2]: [-0.064, 0.048]; d/d clip_norm of the sum: 1.4.
+    z = tf.Variable([0., 0.])
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(tf.clip_by_norm(z, 1.))
+    np.testing.assert_array_equal(tape.gradient(y, z), [1., 1.])
+    z, c = tf.Variable([3., 4.]), tf.Variable(1.)
+    with tf.GradientTape(persistent=True) as tape:
+        y = tf.reduce_sum(tf.clip_by_norm(z, c) * tf.constant([1., 2.]))
+        y2 = tf.reduce_sum(tf.clip_by_norm(z, c))
+    np.testing.assert_allclose(tape.gradient(y, z), [-0.064, 0.048], rtol=1e-5)
+    np.testing.assert_allclose(tape.gradient(y2, c), 1.4, rtol=1e-6)
+    tf.testing.check_grads(lambda t: tf.clip_by_norm(t, 1.5, axes=0),
+                           [np.array([[3., 0.1], [4., 0.2]])], order=2)
+
+
+def test_global_norm_and_clip_by_global_norm_as_tensorflow():
+    a, b = tf.constant([3., 4.]), tf.constant([[12.]])
+    assert float(tf.linalg.global_norm([a, None, b])) == 13.0
+    empty = tf.linalg.global_norm([])
+    assert empty.dtype == tf.float32 and float(empty) == 0.0
+    assert float(tf.linalg.global_norm([[3., 4.]])) == 5.0
+    clipped, norm = tf.clip_by_global_norm([a, None, b], 6.5)
+    np.testing.assert_allclose(clipped[0], [1.5, 2.])
+    assert clipped[1] is None
+    np.testing.assert_allclose(clipped[2], [[6.]])
+    assert float(norm) == 13.0
+    # TF 2.21: an inf or NaN global norm makes every output NaN; a negative clip_norm
+    # leaves the values as they are; use_norm replaces the norm; dtypes follow the values.
+    for bad in (np.inf, np.nan):
+        with np.errstate(invalid="ignore"):
+            out, _ = tf.clip_by_global_norm([tf.constant([bad, 1.])], 1.)
+        assert np.isnan(out[0].numpy()).all()
+    np.testing.assert_array_equal(tf.clip_by_global_norm([a], -1.)[0][0], [3., 4.])
+    np.testing.assert_allclose(tf.clip_by_global_norm([a], 1., use_norm=10.)[0][0], [0.3, 0.4],
+                               rtol=1e-6)
+    out, norm = tf.clip_by_global_norm((tf.constant([3., 4.], tf.float64),), 1.)
+    assert isinstance(out, list) and out[0].dtype == norm.dtype == tf.float64
+
+
+def test_clip_by_global_norm_gradients_as_tensorflow():
+    # TF 2.21: [0.2, 0.2] and [0.536, 0.848]; at an all-zero list the gradient is NaN
+    # (global_norm has no safe where in TensorFlow).
+    za, zb = tf.Variable([0., 0.]), tf.Variable([3., 4.])
+    with tf.GradientTape() as tape:
+        (ca, cb), n = tf.clip_by_global_norm([za, zb], 1.)
+        y = tf.reduce_sum(ca) + tf.reduce_sum(cb * tf.constant([1., 2.])) + n
+    ga, gb = tape.gradient(y, [za, zb])
+    np.testing.assert_allclose(ga, [0.2, 0.2], rtol=1e-6)
+    np.testing.assert_allclose(gb, [0.536, 0.848], rtol=1e-5)
+    zz = tf.Variable([0., 0.])
+    with tf.GradientTape(persistent=True) as tape, np.errstate(all="ignore"):
+        (c,), n = tf.clip_by_global_norm([zz], 1.)
+        y = tf.reduce_sum(c)
+        yn = tf.linalg.global_norm([zz])
+        assert np.isnan(tape.gradient(y, zz).numpy()).all()
+        assert np.isnan(tape.gradient(yn, zz).numpy()).all()
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: tf.linalg.global_norm(tf.constant([1.])), TypeError, "t_list.*sequence.*Tensor"),
+    (lambda: tf.clip_by_global_norm(tf.constant([1.]), 1.), TypeError, "t_list.*sequence"),
+    (lambda: tf.linalg.global_norm("ab"), TypeError, "t_list"),
+    (lambda: tf.linalg.global_norm([tf.constant([1])]), InvalidArgumentError,
+     r"t_list\[0\].*int32"),
+    (lambda: tf.linalg.global_norm([tf.constant([1.]), tf.constant([1.], tf.float64)]),
+     InvalidArgumentError, "float32 and float64"),
+    (lambda: tf.clip_by_norm(tf.constant([3, 4]), 2), InvalidArgumentError, "`t`.*int32"),
+    (lambda: tf.clip_by_norm(tf.constant([3., 4.]), tf.ones([2, 2])), ValueError, "clip_norm"),
+    (lambda: tf.clip_by_norm(tf.constant([3., 4.]), 1., axes=2), InvalidArgumentError, "axes"),
+])
+def test_clipping_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

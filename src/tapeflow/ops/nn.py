@@ -1,5 +1,6 @@
 """tf.nn activations, the softmax family, losses and bias_add (conv2d: ops/conv.py;
-pooling: ops/pooling.py; sigmoid, tanh and softplus: ops/transcendental.py).
+pooling: ops/pooling.py; sigmoid, tanh and softplus: ops/transcendental.py), and the
+clipping by norms (tf.clip_by_norm, tf.clip_by_global_norm, tf.linalg.global_norm).
 
 Primitives here exist for numerical stability or TensorFlow's exact subgradients;
 everything else is a composite of existing primitives and needs no rules:
@@ -16,7 +17,7 @@ everything else is a composite of existing primitives and needs no rules:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -25,9 +26,10 @@ from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor
 from .convert import as_tensor, binary_args, check_dtype, normalize_axis
-from .elementwise import (add, cast, greater, greater_equal, less, logical_and, multiply,
-                          negative, square, subtract)
+from .elementwise import (add, cast, divide, greater, greater_equal, less, logical_and, maximum,
+                          minimum, multiply, negative, sqrt, square, subtract)
 from .reduction import reduce_sum
+from .shape import stack
 from .structural import (along_axis_deps, batch_along_axis, batch_elementwise, batch_unary, defjvp,
                          defvjp, elementwise_deps, float_mask, ones_of, reduce_sum_p, reshape_p, select_p, shape_of,
                          unary)
@@ -459,10 +461,106 @@ def sparse_softmax_cross_entropy_with_logits(labels: Any = None, logits: Any = N
     return negative(reduce_sum(multiply(hot, bind(log_softmax_p, x, axis=len(sx) - 1)), axis=-1))
 
 
+# ================================================================== clipping by norms
+# Composites written as TensorFlow's clip_ops.py, so values and gradients match its
+# formulas: clip_by_norm's two-tap where keeps the gradient finite at a zero norm;
+# global_norm is sqrt(2 * sum of l2_loss) and, as TensorFlow's, has a NaN gradient there.
+def _tensor_list(t_list: Any, op: str) -> list:
+    if not isinstance(t_list, Sequence) or isinstance(t_list, str):
+        raise TypeError(f"{op}: `t_list` should be a sequence of tensors; received "
+                        f"{type(t_list)}.")
+    return [None if t is None else _float_arg(t, op, f"t_list[{i}]")
+            for i, t in enumerate(t_list)]
+
+
+def clip_by_norm(t: Any, clip_norm: Any, axes: Any = None, name: str | None = None) -> Tensor:
+    """`t` scaled so its L2 norm over `axes` (all axes if None) is at most `clip_norm`:
+    ``t * clip_norm / max(norm, clip_norm)``, unchanged where the norm is smaller.
+
+    A negative `clip_norm` counts as 0. A zero norm leaves `t` unchanged with a finite
+    gradient (TensorFlow's two-tap where). `clip_norm` may broadcast along `axes` but
+    must not enlarge `t`'s shape.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.clip_by_norm(tf.constant([[3., 4.], [0., 0.]]), 2.).numpy()
+        array([[1.2, 1.6],
+               [0. , 0. ]], dtype=float32)
+    """
+    values = _float_arg(t, "clip_by_norm", "t")
+    if isinstance(clip_norm, (int, float)) and not isinstance(clip_norm, bool):
+        clip = _const(max(clip_norm, 0), values)
+    else:
+        clip = cast(maximum(as_tensor(clip_norm, "clip_by_norm", "clip_norm"), 0),
+                    values.dtype)
+    axis = normalize_axis(axes, len(shape_of(values)), "clip_by_norm", "axes")
+    l2sum = reduce_sum(multiply(values, values), axis, keepdims=True)
+    pred = greater(l2sum, 0)
+    l2sum_safe = bind(select_p, pred, l2sum, ones_of(l2sum))
+    l2norm = bind(select_p, pred, sqrt(l2sum_safe), l2sum)
+    intermediate = multiply(values, clip)
+    if shape_of(intermediate) != shape_of(values):
+        raise ValueError(f"clip_by_norm: `clip_norm` of shape {shape_of(clip)} would broadcast "
+                         f"`t` of shape {shape_of(values)} to {shape_of(intermediate)}; expected "
+                         "a scalar or a shape that broadcasts to `t`'s.")
+    return divide(intermediate, maximum(l2norm, clip))
+
+
+def global_norm(t_list: Any, name: str | None = None) -> Tensor:
+    """The L2 norm of all the tensors of `t_list` together, sqrt(sum of their squares);
+    None entries are skipped and an empty list gives 0 (float32).
+
+    Every tensor must have the first one's floating dtype. The gradient is NaN where the
+    norm is 0, as TensorFlow's (sqrt(2 * sum of l2_loss), no safe where).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.linalg.global_norm([tf.constant([3., 4.]), None, tf.constant([[12.]])]).numpy()
+        np.float32(13.0)
+    """
+    values = [v for v in _tensor_list(t_list, "global_norm") if v is not None]
+    if not values:
+        return Tensor(np.float32(0))
+    dt = values[0].dtype
+    for i, v in enumerate(values):
+        if v.dtype != dt:
+            raise InvalidArgumentError(f"global_norm: the tensors of `t_list` must share one "
+                                       f"dtype; got {dt.name} and {v.dtype.name} (entry {i}).")
+    half_squared = reduce_sum(stack([l2_loss(v) for v in values]))
+    return sqrt(multiply(half_squared, _const(2.0, half_squared)))
+
+
+def clip_by_global_norm(t_list: Any, clip_norm: Any, use_norm: Any = None,
+                        name: str | None = None) -> tuple[list, Tensor]:
+    """Scale every tensor of `t_list` by ``clip_norm / max(global_norm, clip_norm)``;
+    returns (the list clipped, the global norm). None entries stay None.
+
+    `use_norm` replaces the computed global norm. When the norm is inf or NaN every
+    output is NaN (TensorFlow's documented signal of a diverged step).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> clipped, norm = tf.clip_by_global_norm([tf.constant([3., 4.]), None], 2.5)
+        >>> clipped[0].numpy(), clipped[1], norm.numpy()
+        (array([1.5, 2. ], dtype=float32), None, np.float32(5.0))
+    """
+    values = _tensor_list(t_list, "clip_by_global_norm")
+    norm = (global_norm(values) if use_norm is None
+            else _float_arg(use_norm, "clip_by_global_norm", "use_norm"))
+    clip = (_const(clip_norm, norm) if isinstance(clip_norm, (int, float))
+            else as_tensor(clip_norm, "clip_by_global_norm", "clip_norm"))
+    scale_for_finite = multiply(clip, minimum(divide(_const(1.0, norm), norm),
+                                              divide(_const(1.0, norm), clip)))
+    scale = add(scale_for_finite, subtract(norm, norm))  # NaN when the norm is inf or NaN
+    clipped = [None if v is None else multiply(v, cast(scale, v.dtype)) for v in values]
+    return clipped, norm
+
+
 # Public names and the TensorFlow namespaces they appear in ("tf" is the top level).
 EXPORTS = {
     "relu": "nn", "relu6": "nn", "elu": "nn", "selu": "nn", "gelu": "nn", "leaky_relu": "nn",
     "softmax": "math nn", "log_softmax": "math nn", "bias_add": "nn", "l2_loss": "nn",
     "sigmoid_cross_entropy_with_logits": "nn", "softmax_cross_entropy_with_logits": "nn",
-    "sparse_softmax_cross_entropy_with_logits": "nn",
+    "sparse_softmax_cross_entropy_with_logits": "nn", "clip_by_norm": "tf",
+    "clip_by_global_norm": "tf", "global_norm": "linalg",
 }
