@@ -111,7 +111,7 @@ ROWS: list = [
         prims=("select", "sqrt", "maximum", "divide")),
     Row("global_norm", lambda a, b: tf.linalg.global_norm([a, None, b]),
         args(normal(3), normal(2, 2)),
-        lambda a, b: np.sqrt((a ** 2).sum() + (b ** 2).sum()), prims=("sqrt", "stack")),
+        lambda a, b: np.sqrt((a ** 2).sum() + (b ** 2).sum()), prims=("sqrt", "concat")),
     Row("clip_by_global_norm", lambda a, b, c: _global_clip(a, b, c),
         args(normal(3), normal(2, 2), uniform(0.3, 0.6)),
         lambda a, b, c: np.concatenate([a * c / np.sqrt((a ** 2).sum() + (b ** 2).sum()),
