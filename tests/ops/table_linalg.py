@@ -53,6 +53,11 @@ ROWS: list = [
     Row("matrix_transpose", tf.linalg.matrix_transpose, args(normal(2, 3, 4)),
         lambda a: np.swapaxes(a, -1, -2), prims=("transpose",)),
     Row("adjoint", tf.linalg.adjoint, args(normal(3, 2)), lambda a: a.T, prims=("transpose",)),
+    Row("matvec", lambda a, b: tf.linalg.matvec(a, b, transpose_a=True),
+        args(normal(2, 4, 3), normal(4)), lambda a, b: np.einsum("bji,j->bi", a, b),
+        prims=("matmul", "reshape", "transpose")),
+    Row("cross", tf.linalg.cross, args(normal(2, 3), normal(2, 3)), np.cross,
+        prims=("getitem", "multiply", "subtract", "concat")),
 ]
 
 NONDIFF_ROWS: list = []

@@ -127,3 +127,49 @@ def test_matrix_view_errors():
         tf.linalg.diag_part(tf.zeros([2, 3]), k=3)
     with pytest.raises(UnimplementedError, match="band"):
         tf.linalg.diag_part(tf.zeros([3, 3]), k=(-1, 1))
+
+
+# ------------------------------------------------------------------ matvec, cross
+def test_matvec_as_tensorflow():
+    a = np.arange(6.).reshape(2, 3)
+    # TF 2.21: [8, 26]; transpose_a with [1, 2]: [6, 9, 12]; batch shapes broadcast.
+    np.testing.assert_array_equal(tf.linalg.matvec(a, [1., 2., 3.]), [8., 26.])
+    np.testing.assert_array_equal(tf.linalg.matvec(a, [1., 2.], transpose_a=True), [6., 9., 12.])
+    assert tf.linalg.matvec(tf.ones([4, 2, 3]), tf.ones([3])).shape.as_list() == [4, 2]
+    assert tf.linalg.matvec(tf.ones([2, 3]), tf.ones([5, 3])).shape.as_list() == [5, 2]
+    z = cplx(2, 3)
+    v = cplx(2)
+    np.testing.assert_allclose(tf.linalg.matvec(z, v, adjoint_a=True), z.conj().T @ v)
+    tf.testing.check_grads(lambda a, b: tf.linalg.matvec(a, b), [RNG.standard_normal((3, 2, 4)),
+                                                                 RNG.standard_normal((4,))],
+                           order=2)
+
+
+def test_cross_as_tensorflow():
+    np.testing.assert_array_equal(tf.linalg.cross([1., 0., 0.], [0., 1., 0.]), [0., 0., 1.])
+    out = tf.linalg.cross([1, 0, 0], [0, 1, 0])
+    assert out.dtype == tf.int32 and out.numpy().tolist() == [0, 0, 1]
+    a, b = RNG.standard_normal((4, 2, 3)), RNG.standard_normal((4, 2, 3))
+    np.testing.assert_allclose(tf.linalg.cross(a, b), np.cross(a, b))
+    tf.testing.check_grads(tf.linalg.cross, [a, b], order=2)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: tf.linalg.matvec(tf.ones([2, 3]), tf.ones([3]), transpose_a=True, adjoint_a=True),
+     ValueError, "only one of `transpose_a` and `adjoint_a`"),
+    (lambda: tf.linalg.matvec(tf.ones([2, 3]), tf.ones([2])), InvalidArgumentError,
+     r"`a` of shape \(2, 3\).*length 3.*`b` has shape \(2,\)"),
+    (lambda: tf.linalg.matvec(tf.ones([3]), tf.ones([3])), InvalidArgumentError, "`a`.*rank >= 2"),
+    (lambda: tf.linalg.matvec(tf.ones([3, 3]), tf.constant(1.)), InvalidArgumentError,
+     "`b`.*rank >= 1"),
+    (lambda: tf.linalg.matvec(tf.ones([2, 3], tf.float64), tf.ones([3])), InvalidArgumentError,
+     "float64.*float32"),
+    (lambda: tf.linalg.cross(tf.ones([4, 3]), tf.ones([3])), InvalidArgumentError,
+     "same shape.*\\(4, 3\\).*\\(3,\\)"),
+    (lambda: tf.linalg.cross(tf.ones([4]), tf.ones([4])), InvalidArgumentError, "3-element"),
+    (lambda: tf.linalg.cross(tf.ones([3]), tf.constant([0, 1, 0])), InvalidArgumentError,
+     "float32.*int32"),
+])
+def test_matvec_and_cross_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

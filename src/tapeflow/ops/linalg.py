@@ -1,10 +1,11 @@
-"""Linear algebra: products, contractions and matrix views: matmul, einsum, tensordot,
-matrix_transpose, adjoint, diag_part, trace. (Factorizations and solvers, and `norm`:
-ops/decompositions.py.)
+"""Linear algebra: products, contractions and matrix views: matmul, matvec, einsum,
+tensordot, matrix_transpose, adjoint, diag_part, trace, cross. (Factorizations and
+solvers, and `norm`: ops/decompositions.py.)
 
 matmul and einsum are primitives. einsum's derivative in each operand is another
 einsum (with the cotangent in place of that operand), so tensordot, diag_part and
-trace are composites that need no rules of their own. The primitive's `spec` is
+trace are composites that need no rules of their own, as are matvec (a matmul with a
+column) and cross (slices, products and a stack). The primitive's `spec` is
 explicit and canonical: letters only, no ellipsis, an output after "->", every label
 of one size in all operands (the public `einsum` expands ellipses and squeezes
 broadcast size-1 axes before binding).
@@ -27,7 +28,9 @@ from ..errors import DTypeMismatchError, InvalidArgumentError, UnimplementedErro
 from ..patterns import Pattern, union
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, binary_args, check_dtype, convert_like, matrix_arg
+from .elementwise import multiply, subtract
 from .indexing import getitem_p
+from .shape import stack
 from .structural import (add_any, align_batched, conj_if_complex, defjvp, defvjp, dense_deps,
                          instantiate, move_to_front, reshape_p, shape_of, swap_last_axes, transpose_p)
 
@@ -564,10 +567,69 @@ def trace(x: Any, name: str | None = None) -> Tensor:
     return bind(einsum_p, _diagonal_window(x, 0, "trace"), spec=f"{lead}ii->{lead}")
 
 
+def matvec(a: Any, b: Any, transpose_a: bool = False, adjoint_a: bool = False,
+           a_is_sparse: bool = False, b_is_sparse: bool = False,
+           name: str | None = None) -> Tensor:
+    """Matrix-vector product of the last two axes of `a` with the last axis of `b`;
+    leading (batch) axes broadcast, as `matmul` with `b` as a column.
+
+    `transpose_a` or `adjoint_a` (not both) applies to `a` first.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.linalg.matvec(tf.constant([[1., 2.], [3., 4.]]), tf.constant([1., 1.])).numpy()
+        array([3., 7.], dtype=float32)
+    """
+    if transpose_a and adjoint_a:
+        raise ValueError("matvec: only one of `transpose_a` and `adjoint_a` can be True; "
+                         f"received `transpose_a`={transpose_a}, `adjoint_a`={adjoint_a}.")
+    a, b = binary_args(a, b, "matvec")
+    check_dtype(a, "fciu", "matvec", "a")
+    sa, sb = shape_of(a), shape_of(b)
+    if len(sa) < 2:
+        raise InvalidArgumentError(f"matvec: `a` must have rank >= 2 (a batch of matrices); got "
+                                   f"shape {sa}.")
+    if not sb:
+        raise InvalidArgumentError("matvec: `b` must have rank >= 1 (a batch of vectors); got a "
+                                   "scalar.")
+    inner = sa[-2] if transpose_a or adjoint_a else sa[-1]
+    if inner != sb[-1]:
+        raise InvalidArgumentError(
+            f"matvec: `a` of shape {sa}{' (transposed)' if transpose_a or adjoint_a else ''} "
+            f"multiplies vectors of length {inner}; `b` has shape {sb}, with length {sb[-1]}.")
+    column = bind(reshape_p, b, shape=sb + (1,))
+    out = matmul(a, column, transpose_a=transpose_a, adjoint_a=adjoint_a)
+    return bind(reshape_p, out, shape=shape_of(out)[:-1])
+
+
+def cross(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """The cross product of the 3-element vectors on the last axis of `a` and `b`, which
+    must have one shape (no broadcasting, as TensorFlow) and one real dtype.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.linalg.cross(tf.constant([1., 0., 0.]), tf.constant([0., 1., 0.])).numpy()
+        array([0., 0., 1.], dtype=float32)
+    """
+    a, b = binary_args(a, b, "cross")
+    check_dtype(a, "fiu", "cross", "a")
+    sa, sb = shape_of(a), shape_of(b)
+    if sa != sb:
+        raise InvalidArgumentError(f"cross: both inputs must have the same shape; `a` has shape "
+                                   f"{sa} and `b` has shape {sb}.")
+    if not sa or sa[-1] != 3:
+        raise InvalidArgumentError(f"cross: cross products are only defined for 3-element "
+                                   f"vectors: the last axis must have length 3; got shape {sa}.")
+    ai = [bind(getitem_p, a, key=(Ellipsis, i)) for i in range(3)]
+    bi = [bind(getitem_p, b, key=(Ellipsis, i)) for i in range(3)]
+    parts = [subtract(multiply(ai[j], bi[k]), multiply(ai[k], bi[j]))
+             for j, k in ((1, 2), (2, 0), (0, 1))]
+    return stack(parts, axis=-1)
 
 
 # Public names and the TensorFlow namespaces they appear in ("tf" is the top level).
 EXPORTS = {
     "matmul": "tf linalg", "einsum": "tf linalg", "tensordot": "tf linalg",
     "matrix_transpose": "linalg", "adjoint": "linalg", "diag_part": "linalg", "trace": "linalg",
+    "matvec": "linalg", "cross": "linalg",
 }
