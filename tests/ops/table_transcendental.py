@@ -1,6 +1,6 @@
 """Op-table rows of the transcendental primitives (src/tapeflow/ops/transcendental.py):
 pow, exp and log (and expm1, log1p), the trigonometric and hyperbolic functions and
-their inverses, atan2, sigmoid, softplus and erf.
+their inverses, atan2, sigmoid, softplus, erf, lgamma, digamma and polygamma.
 
 Each unary function also has a row on complex inputs (`<name>_complex`, built by
 `complex_row`); tf.nn.softplus is tf.math.softplus.
@@ -16,6 +16,12 @@ import tapeflow as tf
 from op_table import Row, args, away_from_zero, complex_row, normal, scaled_normal, uniform
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
+_lgamma = np.vectorize(math.lgamma, otypes=[np.float64])
+_ORDERS = np.array([[1.], [2.]])
+try:
+    from scipy.special import polygamma as _polygamma, psi as _psi
+except ImportError:  # SciPy is optional: the NumPy fallbacks, checked against SciPy elsewhere
+    from tapeflow.ops.transcendental import _digamma_numpy as _psi, _polygamma_numpy as _polygamma
 
 # NumPy references of the unary ops that also have a row on complex inputs
 _COMPLEX_UNARY = {
@@ -55,6 +61,15 @@ ROWS: list = [
     Row("softplus", tf.math.softplus, args(lambda rng: rng.standard_normal(6) * 4),
         lambda x: np.logaddexp(0, x)),
     Row("erf", tf.math.erf, args(normal(5)), _erf),
+    # the gamma family, on both sides of the poles (the reflection formula below 0)
+    Row("lgamma", tf.math.lgamma, args(uniform(0.3, 6.0, 5)), _lgamma),
+    Row("lgamma_negative", tf.math.lgamma, args(uniform(-2.8, -2.2, 3)), _lgamma,
+        prims=("lgamma",)),
+    Row("digamma", tf.math.digamma, args(uniform(0.3, 6.0, 5)), _psi),
+    Row("digamma_negative", tf.math.digamma, args(uniform(-1.8, -1.2, 3)), _psi,
+        prims=("digamma",)),
+    Row("polygamma", lambda x: tf.math.polygamma(tf.cast(_ORDERS, x.dtype), x),
+        args(uniform(0.4, 5.0, 2, 3)), lambda x: _polygamma(_ORDERS.astype(int), x)),
     # binary
     Row("atan2", tf.math.atan2, args(normal(3, 4), away_from_zero(4)), np.arctan2),
     # complex inputs

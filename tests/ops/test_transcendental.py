@@ -140,3 +140,115 @@ def test_sigmoid_without_scipy_matches_scipys_expit():
             assert type(_sigmoid_numpy(v)) is dtype
             np.testing.assert_allclose(_sigmoid_numpy(v), special.expit(v),
                                        rtol=ulps * np.finfo(dtype).eps)
+
+
+# ------------------------------------------------------------------ lgamma, digamma, polygamma
+_GAMMA_X = [-2.5, -1., 0., 0.5, 1., 3., 30., np.inf, -np.inf, np.nan]
+_GAMMA_X_MORE = [0., -0., -1., -3., -np.inf, -2.5, -0.5, -10.3, 1e-8, 1e8]
+
+# TensorFlow 2.21 (CPU, float64) at _GAMMA_X: where it differs from SciPy (lgamma(-inf),
+# digamma(0), even orders at the poles) these are TensorFlow's.
+_TF_LGAMMA = [-5.62437165e-02, np.inf, np.inf, 5.72364943e-01, 0., 6.93147181e-01,
+              7.12570390e+01, np.inf, np.inf, np.nan]
+_TF_DIGAMMA = [1.10315664, np.nan, np.nan, -1.96351003, -0.57721566, 0.92278434, 3.38443813,
+               np.inf, np.nan, np.nan]
+_TF_POLYGAMMA = {
+    1: [9.53924664, np.inf, np.inf, 4.9348022, 1.64493407, 0.39493407, 0.03389506, 0., np.inf,
+        np.nan],
+    2: [-1.08204052e-01, np.nan, np.nan, -1.68287966e+01, -2.40411381e+00, -1.54113806e-01,
+        -1.14876520e-03, -0., np.nan, np.nan],
+}
+# at _GAMMA_X_MORE, orders 3 and 4
+_TF_POLYGAMMA_MORE = {
+    3: [np.inf] * 5 + [1.94747876e+02, 1.93409091e+02, 7.69019333e+02, 6.00000000e+32,
+                       2.00000003e-24],
+    4: [np.nan] * 5 + [-6.79959995e-02, -3.47424983e+00, 9.73875986e+03, -2.40000000e+41,
+                       -6.00000012e-32],
+}
+
+
+def test_gamma_family_values_as_tensorflow():
+    x = tf.constant(_GAMMA_X, tf.float64)
+    np.testing.assert_allclose(tf.math.lgamma(x), _TF_LGAMMA, rtol=2e-8)
+    np.testing.assert_allclose(tf.math.digamma(x), _TF_DIGAMMA, rtol=2e-8)
+    np.testing.assert_allclose(tf.math.polygamma(tf.constant(0., tf.float64), x), _TF_DIGAMMA,
+                               rtol=2e-8)
+    for n, want in _TF_POLYGAMMA.items():
+        np.testing.assert_allclose(tf.math.polygamma(tf.constant(float(n), tf.float64), x), want,
+                                   rtol=2e-8)
+    x = tf.constant(_GAMMA_X_MORE, tf.float64)
+    for n, want in _TF_POLYGAMMA_MORE.items():
+        np.testing.assert_allclose(tf.math.polygamma(tf.constant(float(n), tf.float64), x), want,
+                                   rtol=2e-8)
+    # Orders that are not non-negative integers give nan; orders broadcast against x.
+    for bad in (1.5, -1.):
+        assert np.isnan(tf.math.polygamma(tf.constant(bad, tf.float64), x).numpy()).all()
+    out = tf.math.polygamma(tf.constant([[1.], [2.]]), tf.constant([1., 2., 3.]))
+    np.testing.assert_allclose(out, [[1.644934, 0.6449341, 0.39493406],
+                                     [-2.404114, -0.40411383, -0.1541138]], rtol=1e-6)
+    assert out.dtype == tf.float32
+    assert tf.math.polygamma(1, tf.constant([1., 2.])).dtype == tf.float32
+    half = tf.math.lgamma(tf.constant([1.5], tf.float16))
+    assert half.dtype == tf.float16 and float(half[0]) == pytest.approx(-0.1208, abs=1e-4)
+    assert not hasattr(tf, "lgamma") and not hasattr(tf, "digamma")  # tf.math only
+
+
+def test_gamma_family_gradients_as_tensorflow():
+    # TF 2.21: d lgamma at [-2.5, 0.5, 3] is digamma there; d polygamma(2, x)/dx at x = 3 is
+    # 0.1189394 (float32) and the order gets None.
+    _, (g,) = value_and_grads(tf.math.lgamma, np.array([-2.5, 0.5, 3.]))
+    np.testing.assert_allclose(g, [1.10315664, -1.96351003, 0.92278434], rtol=2e-8)
+    a, x = tf.Variable(2.), tf.Variable(3.)
+    with tf.GradientTape() as tape:
+        y = tf.math.polygamma(a, x)
+    ga, gx = tape.gradient(y, [a, x])
+    assert ga is None
+    np.testing.assert_allclose(gx, 0.1189394, rtol=1e-6)
+    tf.testing.check_grads(tf.math.lgamma, [np.array([0.7, 2.5, -1.5])], order=3)
+    tf.testing.check_grads(lambda x: tf.math.polygamma(tf.constant(3., tf.float64), x),
+                           [np.array([0.7, 2.5, -1.5])], order=2)
+
+
+def test_gamma_fallbacks_match_scipy(monkeypatch):
+    """The NumPy fallbacks (SciPy absent) agree with SciPy to ~1e-12 relative in float64,
+    on both sides of zero (the reflection formula), and the ops use them when forced."""
+    special = pytest.importorskip("scipy.special")
+    from tapeflow.ops import transcendental as T
+
+    xs = np.concatenate([np.linspace(1e-3, 40, 2001), -np.linspace(0.01, 30, 2001),
+                         np.logspace(-5, 5, 200), [1e-8, 1e8, 1e12]])
+    xs = xs[xs != np.floor(xs)]
+
+    def close(got, want):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+    close(T._lgamma_numpy(xs), special.gammaln(xs))
+    close(T._digamma_numpy(xs), special.psi(xs))
+    for n in range(1, 7):
+        close(T._polygamma_numpy(n, xs), special.polygamma(n, xs))
+    want_lg = tf.math.lgamma(tf.constant(_GAMMA_X, tf.float64)).numpy()
+    want_dg = tf.math.digamma(tf.constant(_GAMMA_X, tf.float64)).numpy()
+    a = tf.constant([[0.], [1.], [2.], [3.]], tf.float64)
+    want_pg = tf.math.polygamma(a, tf.constant(_GAMMA_X, tf.float64)).numpy()
+    for name, fallback in (("gammaln", T._lgamma_numpy), ("psi", T._digamma_numpy),
+                           ("polygamma", T._polygamma_numpy)):
+        monkeypatch.setitem(T._SPECIAL, name, fallback)
+    x = tf.constant(_GAMMA_X, tf.float64)
+    np.testing.assert_allclose(tf.math.lgamma(x), want_lg, rtol=1e-12)
+    np.testing.assert_allclose(tf.math.digamma(x), want_dg, rtol=1e-12)
+    np.testing.assert_allclose(tf.math.polygamma(a, x), want_pg, rtol=1e-12)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: tf.math.lgamma(tf.constant([1, 2])), InvalidArgumentError, "lgamma.*int32"),
+    (lambda: tf.math.lgamma(tf.constant([1.5 + 1j])), InvalidArgumentError, "lgamma.*complex"),
+    (lambda: tf.math.digamma(tf.constant([1, 2])), InvalidArgumentError, "digamma.*int32"),
+    (lambda: tf.math.polygamma(tf.constant(1., tf.float64), tf.constant([1., 2.])),
+     InvalidArgumentError, "polygamma.*float64.*float32"),
+    (lambda: tf.math.polygamma(1.5, tf.constant([1, 2])), TypeError, "polygamma"),
+    (lambda: tf.math.polygamma(tf.constant(1), tf.constant([1, 2])), InvalidArgumentError,
+     "polygamma.*`x`.*int32"),
+])
+def test_gamma_family_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

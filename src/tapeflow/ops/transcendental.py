@@ -1,5 +1,6 @@
 """Transcendental functions: powers, exponentials and logarithms, trigonometric and
-hyperbolic functions and their inverses, sigmoid, softplus, erf.
+hyperbolic functions and their inverses, sigmoid, softplus, erf, and the gamma family
+(lgamma, digamma, polygamma).
 
 Most are `unary` primitives (ops/structural.py): the rules multiply by the derivative
 written beside each one, conjugated in reverse mode for complex inputs
@@ -156,6 +157,138 @@ erf_p = unary("erf", _erf_impl,
               lambda ans, x: multiply(exp(negative(square(x))), _TWO_OVER_SQRT_PI))
 
 
+# ------------------------------------------------------------------ lgamma, digamma, polygamma
+# d lgamma = digamma, d digamma = polygamma(1, .), d polygamma(n, .) = polygamma(n + 1, .);
+# no derivative in the order n (TensorFlow's gradient for `a` is None). Computed in float64
+# by SciPy when installed, else by the NumPy fallbacks below, then TensorFlow's values at
+# the poles (x a non-positive integer or -inf): lgamma inf, digamma nan, polygamma of
+# odd order inf and of even order nan.
+def _lgamma_scalar(v: float) -> float:
+    try:
+        return math.lgamma(v)
+    except ValueError:  # a pole: math raises where TensorFlow gives inf
+        return math.inf
+
+
+_lgamma_numpy = np.vectorize(_lgamma_scalar, otypes=[np.float64])  # exact, one call per element
+
+# Bernoulli numbers B_2 .. B_20 for the asymptotic series
+_BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510,
+              43867 / 798, -174611 / 330)
+
+
+def _polygamma_positive(n: int, x: np.ndarray) -> np.ndarray:
+    """psi^(n)(x) for x > 0: the recurrence psi^(n)(x) = psi^(n)(x + 1) - (-1)^n n! / x^(n+1)
+    shifts x to at least 15 + n, where the asymptotic series converges to double precision."""
+    big = 15.0 + n
+    shift = np.zeros_like(x)
+    y = x.copy()
+    with np.errstate(divide="ignore", over="ignore"):
+        while True:
+            low = y < big
+            if not low.any():
+                break
+            shift[low] += y[low] ** -(n + 1.0)
+            y[low] += 1.0
+        sign = -1.0 if n % 2 else 1.0  # (-1)^n
+        shift *= sign * math.factorial(n)
+        inv2 = 1.0 / (y * y)
+        if n == 0:
+            series = np.zeros_like(y)
+            for k in range(len(_BERNOULLI), 0, -1):
+                series = (series + _BERNOULLI[k - 1] / (2 * k)) * inv2
+            asym = np.log(y) - 0.5 / y - series
+        else:
+            series = np.zeros_like(y)
+            for k in range(len(_BERNOULLI), 0, -1):
+                coef = _BERNOULLI[k - 1] * math.factorial(2 * k + n - 1) / math.factorial(2 * k)
+                series = (series + coef) * inv2
+            asym = -sign * (math.factorial(n - 1) + n * math.factorial(n - 1) * 0.5 / y +
+                            series) / y ** n
+        return asym - shift
+
+
+def _cot_derivative(n: int, c: np.ndarray) -> np.ndarray:
+    """d^n/dz^n cot(z) as a polynomial in c = cot(z): P_0 = c, P_(k+1) = -(1 + c^2) P_k'."""
+    poly = np.polynomial.Polynomial([0.0, 1.0])
+    for _ in range(n):
+        poly = -poly.deriv() * np.polynomial.Polynomial([1.0, 0.0, 1.0])
+    return poly(c)
+
+
+def _polygamma_order(n: int, x: np.ndarray) -> np.ndarray:
+    out = np.full(x.shape, np.nan)
+    pos = x > 0
+    out[pos] = _polygamma_positive(n, x[pos])
+    neg = (x < 0) & (x != np.floor(x))
+    if neg.any():
+        # Reflection: psi^(n)(x) = (-1)^n psi^(n)(1 - x) - pi^(n+1) P_n(cot(pi x)), with cot
+        # taken of x - round(x), exact in floating point (cot has period 1).
+        xn = x[neg]
+        c = 1.0 / np.tan(np.pi * (xn - np.round(xn)))
+        sign = -1.0 if n % 2 else 1.0
+        out[neg] = sign * _polygamma_positive(n, 1.0 - xn) - np.pi ** (n + 1) * _cot_derivative(n, c)
+    return out
+
+
+def _digamma_numpy(x: np.ndarray) -> np.ndarray:
+    return _polygamma_order(0, np.asarray(x, np.float64))
+
+
+def _polygamma_numpy(n: np.ndarray, x: np.ndarray) -> np.ndarray:
+    n, x = np.broadcast_arrays(np.asarray(n, np.float64), np.asarray(x, np.float64))
+    out = np.full(x.shape, np.nan)
+    for order in np.unique(n[np.isfinite(n)]):
+        at = n == order
+        out[at] = _polygamma_order(int(order), x[at])
+    return out
+
+
+def _poles(x: np.ndarray) -> np.ndarray:
+    return (x <= 0) & (x == np.floor(x)) | (x == -np.inf)
+
+
+def _lgamma_impl(x: np.ndarray) -> np.ndarray:
+    out = np.asarray(_special("gammaln", _lgamma_numpy)(np.asarray(x, np.float64)))
+    return np.where(x == -np.inf, np.inf, out).astype(x.dtype, copy=False)[()]
+
+
+def _digamma_impl(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.asarray(_special("psi", _digamma_numpy)(np.asarray(x, np.float64)))
+    return np.where(_poles(x), np.nan, out).astype(x.dtype, copy=False)[()]
+
+
+def _polygamma_impl(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    a64, x64 = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
+    order = (a64 >= 0) & (a64 == np.floor(a64)) & np.isfinite(a64)
+    n = np.where(order, a64, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out = np.asarray(_special("polygamma", _polygamma_numpy)(n, x64), np.float64)
+        pole = np.where((n % 2 == 1), np.inf, np.nan)
+    out = np.where(_poles(x64), pole, out)
+    return np.where(order, out, np.nan).astype(np.result_type(a, x), copy=False)[()]
+
+
+lgamma_p = unary("lgamma", _lgamma_impl, lambda ans, x: bind(digamma_p, x))
+digamma_p = unary("digamma", _digamma_impl,
+                  lambda ans, x: bind(polygamma_p, Tensor(np.ones((), x._value.dtype)), x))
+
+
+def _polygamma_next(a: Tensor, x: Tensor) -> Tensor:
+    return bind(polygamma_p, add(a, 1), x)
+
+
+polygamma_p = Primitive("polygamma", _polygamma_impl)
+defjvp(polygamma_p, None, lambda t, ans, a, x: multiply(t, _polygamma_next(a, x)),
+       broadcasting=True)
+defvjp(polygamma_p, None, lambda g, ans, a, x: multiply(g, _polygamma_next(a, x)),
+       broadcasting=True)
+batch_elementwise(polygamma_p)
+# The order carries no derivative: only x's elements reach the output's.
+polygamma_p.sparsity = lambda pats, vals, outs: elementwise_deps((None, pats[1]), vals, outs)
+
+
 # ================================================================== public ops
 def pow(x: Any, y: Any, name: str | None = None) -> Tensor:  # noqa: A001
     """x ** y elementwise, with broadcasting.
@@ -228,6 +361,35 @@ erf = unary_op(erf_p, REAL_FLOAT, doc(
     "2/sqrt(pi) exp(-x^2).",
     "tf.math.erf(tf.constant([0., 10.])).numpy()", "array([0., 1.], dtype=float32)"))
 
+lgamma = unary_op(lgamma_p, REAL_FLOAT, doc(
+    "log|Gamma(x)| elementwise (real floating tensors; inf at the poles, the non-positive\n"
+    "integers); derivative digamma(x).",
+    "tf.math.lgamma(tf.constant([0.5, 3.], tf.float64)).numpy()",
+    "array([0.57236494, 0.69314718])"))
+digamma = unary_op(digamma_p, REAL_FLOAT, doc(
+    "The digamma function psi(x) = d lgamma(x) / dx elementwise (real floating tensors; nan\n"
+    "at the poles); derivative polygamma(1, x).",
+    "tf.math.digamma(tf.constant([1., 0.5], tf.float64)).numpy()",
+    "array([-0.57721566, -1.96351003])"))
+
+
+def polygamma(a: Any, x: Any, name: str | None = None) -> Tensor:
+    """The polygamma function psi^(a)(x), the a-th derivative of digamma, elementwise with
+    broadcasting (`a` and `x` of one real floating dtype).
+
+    `a` must hold non-negative integers (nan elsewhere, as TensorFlow); at the poles (x a
+    non-positive integer) the result is inf for odd `a` and nan for even `a`. The
+    derivative in x is polygamma(a + 1, x); `a` carries none.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.math.polygamma(1., tf.constant([1., 2.], tf.float64)).numpy()
+        array([1.64493407, 0.64493407])
+    """
+    a, x = binary_args(a, x, "polygamma")
+    check_dtype(x, REAL_FLOAT, "polygamma", "x")
+    return bind(polygamma_p, a, x)
+
 
 def atan2(y: Any, x: Any, name: str | None = None) -> Tensor:
     """The angle of the point (x, y), in [-pi, pi], elementwise with broadcasting.
@@ -265,5 +427,5 @@ EXPORTS = {
     "asin": "tf math", "acos": "tf math", "atan": "tf math", "atan2": "tf math",
     "sinh": "tf math", "cosh": "tf math", "tanh": "tf math nn", "asinh": "tf math",
     "acosh": "tf math", "atanh": "tf math", "sigmoid": "tf math nn", "softplus": "tf math nn",
-    "erf": "tf math",
+    "erf": "tf math", "lgamma": "math", "digamma": "math", "polygamma": "math",
 }
