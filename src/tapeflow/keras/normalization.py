@@ -27,7 +27,7 @@ class BatchNormalization(Layer):
 
     Example:
         >>> import tapeflow as tf
-        >>> bn = tf.keras.layers.BatchNormalization()
+        >>> bn = tf.keras.layers.BatchNormalization(name="bn")
         >>> x = tf.constant([[0., 10.], [2., 30.]])
         >>> bn(x, training=True).numpy().round(3)
         array([[-1., -1.],
@@ -35,7 +35,7 @@ class BatchNormalization(Layer):
         >>> bn.moving_mean.numpy().round(4), bn.moving_variance.numpy().round(4)
         (array([0.01, 0.2 ], dtype=float32), array([1.  , 1.99], dtype=float32))
         >>> [w.name for w in bn.weights]
-        ['batch_normalization/gamma:0', 'batch_normalization/beta:0', 'batch_normalization/moving_mean:0', 'batch_normalization/moving_variance:0']
+        ['bn/gamma:0', 'bn/beta:0', 'bn/moving_mean:0', 'bn/moving_variance:0']
     """
 
     def __init__(self, axis: Any = -1, momentum: float = 0.99, epsilon: float = 1e-3,
