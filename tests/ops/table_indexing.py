@@ -1,7 +1,8 @@
 """Op-table rows of the indexing primitives (src/tapeflow/ops/indexing.py): getitem,
 gather, their transposes (bound directly: their rules are what the others' reverse
-rules run) and check_indices (no derivative); gather_nd and gather with batch_dims,
-composites built on gather.
+rules run), scatter_update (tensor_scatter_nd_update) and check_indices (no derivative);
+gather_nd and gather with batch_dims, composites built on gather; tensor_scatter_nd_add
+and scatter_nd, composites built on gather_transpose.
 """
 
 from __future__ import annotations
@@ -20,6 +21,24 @@ _ND_IDX = np.array([[1, 2], [0, 0], [1, 2], [2, 3]])    # a repeated tuple: the 
 _ND_BATCH_IDX = np.array([[[1], [0], [1]], [[2], [2], [0]]])  # batch_dims=1 over (2, 3, 4)
 _BATCH_IDX = np.array([[3, 0, 3], [1, 2, 2]])            # gather batch_dims=1, axis=2
 _TABLE = np.arange(12.).reshape(3, 4)
+_ROWS_IDX = np.array([[3], [1]])
+_ELEM_IDX = np.array([[2, 1], [0, 3], [1, 1]])
+
+
+def _update_ref(idx):
+    def ref(x, u):
+        out = x.copy()
+        out[tuple(idx.T)] = u
+        return out
+    return ref
+
+
+def _add_ref(idx):
+    def ref(x, u):
+        out = x.copy()
+        np.add.at(out, tuple(idx.T), u)
+        return out
+    return ref
 
 ROWS: list = [
     Row("getitem", lambda x: x[::-1, tf.newaxis, 1:3], args(normal(3, 4)), lambda x: x[_KEY]),
@@ -38,6 +57,16 @@ ROWS: list = [
         args(normal(2, 3, 4, 2)),
         lambda p: np.stack([np.take(p[b], _BATCH_IDX[b], axis=1) for b in range(2)]),
         prims=("gather", "transpose", "reshape")),
+    # the scatters: rows (k = 1) and elements (k = 2); adds with a repeated index
+    Row("tensor_scatter_nd_update", lambda x, u: tf.tensor_scatter_nd_update(x, _ROWS_IDX, u),
+        args(normal(4, 2), normal(2, 2)), _update_ref(_ROWS_IDX), prims=("scatter_update",)),
+    Row("tensor_scatter_nd_update_elements",
+        lambda x, u: tf.tensor_scatter_nd_update(x, _ELEM_IDX, u), args(normal(3, 4), normal(3)),
+        _update_ref(_ELEM_IDX), prims=("scatter_update",)),
+    Row("tensor_scatter_nd_add", lambda x, u: tf.tensor_scatter_nd_add(x, _ND_IDX, u),
+        args(normal(3, 4, 2), normal(4, 2)), _add_ref(_ND_IDX), prims=("gather_transpose",)),
+    Row("scatter_nd", lambda u: tf.scatter_nd(_ND_IDX, u, [3, 4, 2]), args(normal(4, 2)),
+        lambda u: _add_ref(_ND_IDX)(np.zeros((3, 4, 2)), u), prims=("gather_transpose",)),
 ]
 
 NONDIFF_ROWS: list = [

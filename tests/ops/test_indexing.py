@@ -137,3 +137,96 @@ def test_the_gather_transpose_sums_repeated_indices_in_both_ways(row, axis):
         else:
             want[:, i] += g[(slice(None),) + pos]
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
+# ------------------------------------------------------------------ scatters
+T3 = [[1., 2.], [3., 4.], [5., 6.]]
+
+
+def test_scatters_as_tensorflow():
+    # TF 2.21 (CPU): these values; a repeated index in update keeps the last update, in add
+    # accumulates; an empty update leaves the tensor; integer tensors keep their dtype.
+    np.testing.assert_array_equal(
+        tf.tensor_scatter_nd_update(T3, [[0], [2]], [[9., 9.], [8., 8.]]), [[9, 9], [3, 4], [8, 8]])
+    np.testing.assert_array_equal(
+        tf.tensor_scatter_nd_update(T3, [[0, 1], [2, 0]], [7., 8.]), [[1, 7], [3, 4], [8, 6]])
+    np.testing.assert_array_equal(
+        tf.tensor_scatter_nd_update(T3, [[0, 1], [0, 1]], [7., 8.]), [[1, 8], [3, 4], [5, 6]])
+    np.testing.assert_array_equal(
+        tf.tensor_scatter_nd_add(T3, [[0, 1], [0, 1]], [7., 8.]), [[1, 17], [3, 4], [5, 6]])
+    out = tf.tensor_scatter_nd_update([1, 2, 3], [[1]], [9])
+    assert out.dtype == tf.int32 and out.numpy().tolist() == [1, 9, 3]
+    np.testing.assert_array_equal(
+        tf.tensor_scatter_nd_update(T3, tf.zeros([0, 1], tf.int32), tf.zeros([0, 2])), T3)
+    np.testing.assert_array_equal(tf.scatter_nd([[1], [3], [1]], [1., 2., 3.], [5]),
+                                  [0, 4, 0, 2, 0])
+    np.testing.assert_array_equal(tf.scatter_nd([[1]], [1.], tf.constant([5])), [0, 1, 0, 0, 0])
+    np.testing.assert_array_equal(tf.scatter_nd(tf.constant([[1, 0]], tf.int64), [[2.]], [2, 2, 1]),
+                                  [[[0], [0]], [[2], [0]]])
+
+
+def test_scatter_gradients_as_tensorflow():
+    # TF 2.21: with a repeated row index, the tensor's gradient is zero on the row and every
+    # repeated update gets the cotangent's row: [[0 0] [3 4] [5 6]] and [[1 2] [1 2]].
+    x, u = tf.Variable(T3), tf.Variable([[9., 9.], [8., 8.]])
+    w = tf.constant([[1., 2.], [3., 4.], [5., 6.]])
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(tf.tensor_scatter_nd_update(x, [[0], [0]], u) * w)
+    gx, gu = tape.gradient(y, [x, u])
+    np.testing.assert_array_equal(gx, [[0, 0], [3, 4], [5, 6]])
+    np.testing.assert_array_equal(gu, [[1, 2], [1, 2]])
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(tf.tensor_scatter_nd_add(x, [[0], [0]], u) * w)
+    gx, gu = tape.gradient(y, [x, u])
+    np.testing.assert_array_equal(gx, w)
+    np.testing.assert_array_equal(gu, [[1, 2], [1, 2]])
+    rng = np.random.default_rng(1)
+    tf.testing.check_grads(lambda x, u: tf.tensor_scatter_nd_update(x, [[1, 0], [2, 1]], u) ** 2,
+                           [rng.standard_normal((3, 2)), rng.standard_normal(2)], order=2)
+
+
+@pytest.mark.parametrize("op", ["update", "add"])
+def test_scatter_vmap_over_indices_equals_loop(op):
+    f = getattr(tf, f"tensor_scatter_nd_{op}")
+    rng = np.random.default_rng(0)
+    xs, us = rng.standard_normal((3, 4, 2)), rng.standard_normal((3, 2, 2))
+    idx = np.array([[[0], [3]], [[2], [1]], [[1], [1]]])
+    got = tf.vmap(f)(tf.constant(xs), tf.constant(idx), tf.constant(us))
+    want = np.stack([f(xs[b], idx[b], us[b]).numpy() for b in range(3)])
+    np.testing.assert_array_equal(got, want)
+    got = tf.vmap(lambda i: f(xs[0], i, us[0]))(tf.constant(idx))  # only the indices batched
+    want = np.stack([f(xs[0], idx[b], us[0]).numpy() for b in range(3)])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_scatter_checks_every_example_under_vmap_and_every_replay():
+    x = tf.zeros([3, 2])
+    bad = tf.constant([[[1]], [[3]]])
+    with pytest.raises(InvalidArgumentError, match="out of bounds for tensor"):
+        tf.vmap(lambda i: tf.tensor_scatter_nd_update(x, i, [[1., 1.]]))(bad)
+    f = tf.function(lambda i: tf.tensor_scatter_nd_add(x, i, [[1., 1.]]))
+    np.testing.assert_array_equal(f(tf.constant([[2]])), [[0, 0], [0, 0], [1, 1]])
+    with pytest.raises(InvalidArgumentError, match="out of bounds"):
+        f(tf.constant([[-1]]))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: tf.tensor_scatter_nd_update(T3, [[3]], [[9., 9.]]),
+     r"`indices`\[0\] = \[3\] is out of bounds for tensor of shape \(3, 2\)"),
+    (lambda: tf.tensor_scatter_nd_update(T3, [[0]], [[9., 9., 9.]]),
+     r"`updates` has shape \(1, 3\); expected .* \(1, 2\)"),
+    (lambda: tf.tensor_scatter_nd_update(T3, [[0], [1]], [[9., 9.]]), r"`updates` has shape"),
+    (lambda: tf.tensor_scatter_nd_update(T3, [[0, 1, 1]], [9.]), "length 3.*exceed"),
+    (lambda: tf.tensor_scatter_nd_update(T3, 0, [9., 9.]), "`indices` must have rank >= 1"),
+    (lambda: tf.tensor_scatter_nd_add(tf.constant(T3), [[0]], tf.constant([[9, 9]])),
+     "`updates` has dtype int32; expected float32"),
+    (lambda: tf.scatter_nd([[7]], [1.], [5]), r"out of bounds for output of shape \(5,\)"),
+])
+def test_scatter_bad_input(call, match):
+    with pytest.raises(InvalidArgumentError, match=match):
+        call()
+
+
+def test_scatter_float_indices_refused():
+    with pytest.raises(TypeError, match="`indices` must be an integer tensor"):
+        tf.tensor_scatter_nd_update(T3, [[0.]], [[9., 9.]])

@@ -1,11 +1,14 @@
-"""Indexing: slicing (`x[key]`), gather, gather_nd, and the bounds check of indices.
+"""Indexing: slicing (`x[key]`), gather, gather_nd, the scatters (tensor_scatter_nd_update,
+tensor_scatter_nd_add, scatter_nd), and the bounds check of indices.
 
 Slicing and gathering are linear, and each has its transpose as a primitive of its own
 (`getitem_transpose` puts a slice back into zeros, `gather_transpose` adds gathered rows
 back, repeated indices accumulating): each pair's rules are written with each other,
 so every derivative of any order stays in the family. gather_nd and gather with
 `batch_dims` are composites: index tuples become offsets into a flattening of params,
-then one `gather`.
+then one `gather`. The scatters work on the same flattening: tensor_scatter_nd_update
+is a primitive (`scatter_update`, rows replaced), tensor_scatter_nd_add and scatter_nd
+are composites of `gather_transpose` (rows added).
 """
 
 from __future__ import annotations
@@ -15,13 +18,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase
-from .convert import as_tensor, int_arg, int_tensor
-from .structural import (add_p, broadcast_to_p, cast_p, defjvp, defvjp, linear, move_to_front,
-                         moved_deps, multiply_p, reduce_sum_p, reshape_p, scatter_deps,
-                         shape_of, transpose_p)
+from .convert import as_tensor, convert_like, int_arg, int_tensor, static_shape
+from .structural import (add_p, broadcast_to_p, cast_p, defjvp, defvjp, dtype_of, linear,
+                         move_to_front, moved_deps, multiply_p, reduce_sum_p, reshape_p,
+                         scatter_deps, shape_of, transpose_p)
 
 _brange = builtins.range
 
@@ -140,13 +144,62 @@ scatter_deps(gather_transpose_p, lambda numbered, vals, axis, shape: np.take(
     numbered, vals[1], axis=axis))
 
 
+# ------------------------------------------------------------------ scatter_update
+# tensor_scatter_nd_update on the flattened form: rows `indices` of x replaced by those of
+# u. With repeated indices the last row written wins (NumPy's assignment; TensorFlow's
+# order is unspecified, its CPU kernel also keeps the last). Linear in (x, u) together:
+# d out = scatter_update(dx, i, du). Reverse, as TensorFlow: x gets g with the updated
+# rows zeroed, u gets g's rows at i (every repeated row, winner or not).
+def _scatter_update_impl(x: np.ndarray, indices: np.ndarray, u: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    out[indices] = u
+    return out
+
+
+def _zeros(shape: tuple, dtype: np.dtype) -> Tensor:
+    return Tensor(np.zeros(shape, dtype))
+
+
+scatter_update_p = Primitive("scatter_update", _scatter_update_impl)
+defjvp(scatter_update_p,
+       lambda t, ans, x, i, u: bind(scatter_update_p, t, i, _zeros(shape_of(u), dtype_of(t))),
+       None,
+       lambda t, ans, x, i, u: bind(scatter_update_p, _zeros(shape_of(x), dtype_of(t)), i, t))
+defvjp(scatter_update_p,
+       lambda g, ans, x, i, u: bind(scatter_update_p, g, i, _zeros(shape_of(u), dtype_of(g))),
+       None,
+       lambda g, ans, x, i, u: bind(gather_p, g, i, axis=0))
+
+
+def _batch_front(v: Tensor, d: int | None, size: int) -> Tensor:
+    if d is None:
+        return bind(broadcast_to_p, bind(reshape_p, v, shape=(1,) + shape_of(v)),
+                    shape=(size,) + shape_of(v))
+    return move_to_front(v, d)
+
+
+def _scatter_update_batch(vals: tuple, dims: tuple) -> tuple:
+    # Every example's rows of one [B * n, ...] flattening, its indices offset by b * n.
+    size = dims.size
+    x, i, u = (_batch_front(v, d, size) for v, d in zip(vals, dims, strict=True))
+    n, m, rest = shape_of(x)[1], shape_of(i)[1], shape_of(x)[2:]
+    out = bind(scatter_update_p, bind(reshape_p, x, shape=(size * n,) + rest),
+               bind(reshape_p, _offset_indices(i, size, n), shape=(size * m,)),
+               bind(reshape_p, u, shape=(size * m,) + rest))
+    return bind(reshape_p, out, shape=(size, n) + rest), 0
+
+
+scatter_update_p.batch = _scatter_update_batch
+moved_deps(scatter_update_p, 0, 2)
+
+
 # ------------------------------------------------------------------ check_indices
 # A primitive so the check runs where the indices are used: a Python-level check sees
 # only vmap's example-0 stand-ins and is skipped when a traced graph is replayed, while
 # an out-of-range component of a gather_nd index would still land inside the flattened
 # params and give a wrong number. Returns the indices unchanged; carries no derivative.
 def _check_indices_impl(indices: np.ndarray, limits: tuple, rows: bool, op: str,
-                        params_shape: tuple) -> np.ndarray:
+                        params_shape: tuple, target: str = "params") -> np.ndarray:
     bad = (indices < 0) | (indices >= np.asarray(limits, np.int64))
     if bad.any():
         pos = tuple(np.argwhere(bad)[0].tolist())
@@ -155,7 +208,7 @@ def _check_indices_impl(indices: np.ndarray, limits: tuple, rows: bool, op: str,
         value = np.asarray(indices[pos]).tolist()
         ranges = " and ".join(f"[0, {n})" for n in limits)
         raise InvalidArgumentError(
-            f"{op}: `indices`{list(pos)} = {value} is out of bounds for params of shape "
+            f"{op}: `indices`{list(pos)} = {value} is out of bounds for {target} of shape "
             f"{params_shape}: {'the entries of an index tuple' if rows else 'indices'} must lie "
             f"in {ranges}.")
     return indices
@@ -322,6 +375,114 @@ def gather(params: Any, indices: Any, validate_indices: Any = None, axis: Any = 
     return _transposed(out, perm)
 
 
+# ================================================================== scatters
+def _flat_index(i: Tensor, inner: tuple, op: str, shape: tuple, target: str) -> Tensor:
+    """Index tuples (the last axis of `i`) as offsets into the first len(inner) axes of
+    a tensor of `shape` flattened together, bounds checked at every evaluation."""
+    ishape = shape_of(i)
+    i = bind(check_indices_p, i, limits=inner, rows=True, op=op, params_shape=shape,
+             target=target)
+    strides = np.array([_prod(inner[j + 1:]) for j in _brange(len(inner))], np.int64)
+    flat = bind(reduce_sum_p, bind(multiply_p, _index_dtype(i), Tensor(strides)),
+                axis=(len(ishape) - 1,), keepdims=False)
+    return _reshaped(flat, (_prod(ishape[:-1]),))
+
+
+def _scatter_args(shape: tuple, indices: Any, updates: Any, dtype: Any, op: str,
+                  target: str) -> tuple[Tensor, Tensor, tuple]:
+    """The flat indices [M], the updates as [M, *rest] and the flattened target shape
+    [N, *rest] of a scatter into a tensor of `shape`, with TensorFlow's checks."""
+    i = int_tensor(indices, op, "indices")
+    ishape = shape_of(i)
+    if not ishape:
+        raise InvalidArgumentError(f"{op}: `indices` must have rank >= 1 (its last axis holds "
+                                   "the index tuples); got a scalar.")
+    k = ishape[-1]
+    if k > len(shape):
+        raise InvalidArgumentError(f"{op}: index tuples of length {k} (indices {ishape}) exceed "
+                                   f"the rank of {target} {shape}.")
+    if isinstance(updates, TensorBase):
+        u = as_tensor(updates, op, "updates")
+        if dtype is not None and u._value.dtype != dtype:
+            raise InvalidArgumentError(
+                f"{op}: `updates` has dtype {_dt.from_numpy(u._value.dtype).name}; expected "
+                f"{_dt.from_numpy(dtype).name}, the dtype of `{target}`.")
+    else:
+        u = as_tensor(updates, op, "updates") if dtype is None else \
+            convert_like(updates, Tensor(np.zeros((), dtype)), op, "updates")
+    want = ishape[:-1] + shape[k:]
+    if shape_of(u) != want:
+        raise InvalidArgumentError(
+            f"{op}: `updates` has shape {shape_of(u)}; expected indices.shape[:-1] + "
+            f"{target}.shape[{k}:] = {want} (indices {ishape}, {target} {shape}).")
+    inner, rest = shape[:k], shape[k:]
+    m = _prod(ishape[:-1])
+    return (_flat_index(i, inner, op, shape, target), _reshaped(u, (m,) + rest),
+            (_prod(inner),) + rest)
+
+
+def tensor_scatter_nd_update(tensor: Any, indices: Any, updates: Any,
+                             name: str | None = None) -> Tensor:
+    """A copy of `tensor` with the slices at the index tuples of `indices` (its last
+    axis) replaced by `updates`, of shape ``indices.shape[:-1] + tensor.shape[k:]``.
+
+    Out-of-range indices raise. With a repeated index the last update wins (TensorFlow
+    leaves the order unspecified). The gradient of `tensor` is zero at the updated
+    positions; that of `updates` is the cotangent gathered at `indices` (for every
+    repeated index, as TensorFlow).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.tensor_scatter_nd_update(tf.zeros([3, 2]), [[0], [2]], [[1., 2.], [3., 4.]]).numpy()
+        array([[1., 2.],
+               [0., 0.],
+               [3., 4.]], dtype=float32)
+    """
+    op = "tensor_scatter_nd_update"
+    x = as_tensor(tensor, op, "tensor")
+    shape = shape_of(x)
+    idx, u, flat = _scatter_args(shape, indices, updates, x._value.dtype, op, "tensor")
+    return _reshaped(bind(scatter_update_p, _reshaped(x, flat), idx, u), shape)
+
+
+def tensor_scatter_nd_add(tensor: Any, indices: Any, updates: Any,
+                          name: str | None = None) -> Tensor:
+    """`tensor` plus `updates` added at the index tuples of `indices` (its last axis);
+    repeated indices accumulate. `updates` has shape
+    ``indices.shape[:-1] + tensor.shape[k:]``; out-of-range indices raise. A composite:
+    `tensor` plus the scatter-add that is gather's transpose, so the gradient of
+    `tensor` is the cotangent and that of `updates` the cotangent gathered at `indices`.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.tensor_scatter_nd_add(tf.ones([4]), [[1], [3], [1]], [1., 2., 3.]).numpy()
+        array([1., 5., 1., 3.], dtype=float32)
+    """
+    op = "tensor_scatter_nd_add"
+    x = as_tensor(tensor, op, "tensor")
+    shape = shape_of(x)
+    idx, u, flat = _scatter_args(shape, indices, updates, x._value.dtype, op, "tensor")
+    added = bind(gather_transpose_p, u, idx, axis=0, shape=flat)
+    return bind(add_p, x, _reshaped(added, shape))
+
+
+def scatter_nd(indices: Any, updates: Any, shape: Any, name: str | None = None) -> Tensor:
+    """Zeros of `shape` with `updates` added at the index tuples of `indices` (its last
+    axis); repeated indices accumulate, as TensorFlow. A composite: gather's transpose,
+    so the gradient of `updates` is the cotangent gathered at `indices`.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.scatter_nd([[1], [3], [1]], [1., 2., 3.], [5]).numpy()
+        array([0., 4., 0., 2., 0.], dtype=float32)
+    """
+    op = "scatter_nd"
+    dims = static_shape(shape, op)
+    idx, u, flat = _scatter_args(dims, indices, updates, None, op, "output")
+    return _reshaped(bind(gather_transpose_p, u, idx, axis=0, shape=flat), dims)
+
+
 # Public names and the TensorFlow namespaces they appear in ("tf" is the top level);
 # getitem is `x[key]`, reached through Tensor.__getitem__.
-EXPORTS = {"getitem": "", "gather": "tf", "gather_nd": "tf"}
+EXPORTS = {"getitem": "", "gather": "tf", "gather_nd": "tf", "tensor_scatter_nd_update": "tf",
+           "tensor_scatter_nd_add": "tf", "scatter_nd": "tf"}
