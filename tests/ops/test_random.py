@@ -10,7 +10,7 @@ import tapeflow as tf
 from tapeflow.core import registry
 from tapeflow.errors import InvalidArgumentError
 
-DRAWS = ("random_standard_normal", "random_uniform", "random_uniform_int")
+DRAWS = ("random_standard_normal", "random_uniform", "random_uniform_int", "random_permutation")
 
 
 @pytest.fixture(autouse=True)
@@ -164,3 +164,53 @@ def test_keras_initializers_still_draw():
 def test_argument_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# ------------------------------------------------------------------ shuffle
+def test_shuffle_permutes_axis_0_anew_at_each_call():
+    x = tf.reshape(tf.range(20), [10, 2])
+    a, b = tf.random.shuffle(x).numpy(), tf.random.shuffle(x).numpy()
+    for out in (a, b):
+        assert sorted(out[:, 0].tolist()) == list(range(0, 20, 2))
+        np.testing.assert_array_equal(out[:, 1], out[:, 0] + 1)  # rows move whole
+    assert not (a == b).all()
+    assert tf.random.shuffle(tf.constant([1.5, 2.5])).dtype == tf.float32
+
+
+def test_shuffle_seeds_reproduce_as_the_other_draws():
+    def orders(op_seed):
+        return [tf.random.shuffle(tf.range(8), seed=op_seed).numpy() for _ in range(3)]
+
+    for op_seed in (None, 5):
+        tf.random.set_seed(3)
+        first = orders(op_seed)
+        tf.random.set_seed(3)
+        np.testing.assert_array_equal(orders(op_seed), first)
+        assert not (first[0] == first[1]).all()
+
+
+def test_shuffle_replays_anew_in_traced_functions_and_batches_per_example():
+    f = tf.function(lambda v: tf.random.shuffle(v))
+    x = tf.range(12)
+    outs = [f(x).numpy() for _ in range(3)]
+    assert all(sorted(o.tolist()) == list(range(12)) for o in outs)
+    assert not (outs[1] == outs[2]).all()
+    assert f.experimental_get_tracing_count() == 1
+    got = tf.vmap(tf.random.shuffle)(tf.reshape(tf.range(40), [4, 10])).numpy()
+    assert all(sorted(row.tolist()) == list(range(10 * b, 10 * b + 10)) for b, row in
+               enumerate(got))
+    assert len({tuple(row % 10) for row in got}) > 1
+
+
+def test_shuffle_gradient_flows_through_the_permutation():
+    x = tf.constant([1., 2., 3., 4.])
+    w = tf.constant([1., 10., 100., 1000.])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        out = tf.random.shuffle(x)
+        y = tf.reduce_sum(out * w)
+    g = tape.gradient(y, x).numpy()
+    order = (out.numpy() - 1).astype(int)  # out[j] = x[order[j]]
+    np.testing.assert_array_equal(g[order], w)
+    with pytest.raises(InvalidArgumentError, match="`value` must have rank >= 1"):
+        tf.random.shuffle(tf.constant(1.))

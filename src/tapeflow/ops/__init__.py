@@ -32,7 +32,7 @@ appears in, "tf" being the top level (``"add": "tf math"``). `namespace` collect
 Example:
     >>> from tapeflow import ops
     >>> sorted(ops.namespace("random"))
-    ['normal', 'set_seed', 'uniform']
+    ['normal', 'set_seed', 'shuffle', 'uniform']
 """
 
 from __future__ import annotations

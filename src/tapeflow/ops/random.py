@@ -1,4 +1,5 @@
-"""Random draws (tf.random): seeded draws as primitives, with TensorFlow's two-level seeds.
+"""Random draws (tf.random): seeded draws as primitives, with TensorFlow's two-level seeds;
+normal, uniform, shuffle, set_seed.
 
 Seeds, as TensorFlow's: the global seed (`set_seed`) and an op's `seed` argument
 together pick a reproducible sequence, and every call draws the next numbers of
@@ -9,8 +10,11 @@ graphs traced before it restart too. One difference: with no global seed set,
 tapeflow uses a fixed default rather than a random one, so unseeded programs are
 reproducible too.
 
+`shuffle` draws a permutation and gathers `value` with it, so its gradient flows
+through the gather.
+
 NOTE(draws): each draw is a primitive (`random_standard_normal`, `random_uniform`,
-`random_uniform_int`; no derivative) whose params hold the NumPy `Generator` it
+`random_uniform_int`, `random_permutation`; no derivative) whose params hold the NumPy `Generator` it
 draws from, not the numbers it drew. A tracer records the op like any other, and
 each replay of the graph calls the impl again and draws the next numbers of the
 same sequence, as a random op inside `tf.function` does (a per-call key frozen
@@ -39,6 +43,8 @@ from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, static_shape
 from .elementwise import add, multiply, subtract
+from .indexing import gather
+from .structural import shape_of
 
 _DEFAULT_SEED = 0
 
@@ -114,6 +120,12 @@ def _uniform_impl(generator: np.random.Generator, shape: tuple, dtype: np.dtype)
     return out
 
 
+def _permutation_impl(generator: np.random.Generator, shape: tuple, n: int) -> np.ndarray:
+    # `shape` leads: one permutation of range(n) per entry (a batch under vmap).
+    return generator.permuted(np.broadcast_to(np.arange(n, dtype=np.int64), shape + (n,)),
+                              axis=-1)
+
+
 def _uniform_int_impl(generator: np.random.Generator, shape: tuple, dtype: np.dtype,
                       minval: int, maxval: int) -> np.ndarray:
     return np.asarray(generator.integers(minval, maxval, shape, dtype=dtype))
@@ -125,6 +137,8 @@ standard_normal_p = Primitive("random_standard_normal", _normal_impl, differenti
 uniform_p = Primitive("random_uniform", _uniform_impl, differentiable=False, stateful=True)
 uniform_int_p = Primitive("random_uniform_int", _uniform_int_impl, differentiable=False,
                           stateful=True)
+permutation_p = Primitive("random_permutation", _permutation_impl, differentiable=False,
+                          stateful=True)
 
 
 def _batch_draw(prim: Primitive) -> None:
@@ -134,7 +148,7 @@ def _batch_draw(prim: Primitive) -> None:
     prim.batch = rule
 
 
-for _prim in (standard_normal_p, uniform_p, uniform_int_p):
+for _prim in (standard_normal_p, uniform_p, uniform_int_p, permutation_p):
     _batch_draw(_prim)
 
 
@@ -232,5 +246,28 @@ def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dt.fl
     return add(multiply(out, subtract(hi_t, lo_t)), lo_t)
 
 
+def shuffle(value: Any, seed: int | None = None, name: str | None = None) -> Tensor:
+    """`value` with its slices along axis 0 in a random order, a new order at each call
+    (and at each replay of a traced function); the same seeds give the same orders.
+
+    The order is a draw (a `random_permutation` primitive), then a gather, so the
+    gradient flows back to `value` through the permutation. Under vmap each example
+    gets its own order.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> x = tf.random.shuffle(tf.range(5), seed=3)
+        >>> sorted(x.numpy().tolist())
+        [0, 1, 2, 3, 4]
+    """
+    op = "random.shuffle"
+    x = as_tensor(value, op, "value")
+    if not shape_of(x):
+        raise InvalidArgumentError(f"{op}: `value` must have rank >= 1 (it is shuffled along "
+                                   "axis 0); got a scalar.")
+    order = bind(permutation_p, generator=_seeds.generator(seed), shape=(), n=shape_of(x)[0])
+    return gather(x, order)
+
+
 # Public names and the TensorFlow namespaces they appear in ("tf" is the top level).
-EXPORTS = {"normal": "random", "uniform": "random", "set_seed": "random"}
+EXPORTS = {"normal": "random", "uniform": "random", "set_seed": "random", "shuffle": "random"}
