@@ -32,7 +32,10 @@ import numpy as np
 
 from .. import blas
 from ..core import Husk, Primitive, Zero, bind
-from ..patterns import Abstract, pairs_of_broadcast, union
+# The dependency-rule families live with the pattern algebra (NOTE(sparsity)); re-exported
+# here with the other rule families.
+from ..patterns import (along_axis_deps, dense_deps, elementwise_deps, moved_deps,
+                        per_example_deps, per_matrix_deps, reduction_deps, scatter_deps)
 from ..tensor import Tensor
 
 __all__ = [
@@ -361,125 +364,6 @@ def batch_along_axis(prim: Primitive) -> None:
     def rule(vals: tuple, dims: tuple, axis: int, **params: Any) -> tuple:
         return bind(prim, move_to_front(vals[0], dims[0]), axis=axis + 1, **params), 0
     prim.batch = rule
-
-
-# ================================================================== dependency rules
-# NOTE(sparsity) in tapeflow/patterns.py. A dependency rule gets its inputs' patterns (None
-# where an input depends on nothing the function is differentiated in), their values
-# where they are the same at every input (Abstract shapes where not) and the outputs'
-# shapes; it returns one pattern (or None) per output.
-def elementwise_deps(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
-    """Each output element depends on the input elements broadcast onto it."""
-    shape = outs[0].shape
-    return (union(((p, None if v.shape == shape else pairs_of_broadcast(v.shape, shape))
-                   for p, v in zip(pats, vals, strict=True)), shape),)
-
-
-def reduction_deps(pats: tuple, vals: tuple, outs: tuple, axis: Any, keepdims: bool,
-                   **params: Any) -> tuple:
-    """The union over the reduced axes (`axis` a tuple or None)."""
-    return (None if pats[0] is None else pats[0].reduce(axis, keepdims),)
-
-
-def along_axis_deps(pats: tuple, vals: tuple, outs: tuple, axis: int, **params: Any) -> tuple:
-    """Every element depends on its whole line along one int `axis` (softmax; a scan,
-    over-approximated by the line)."""
-    p = pats[0]
-    return (None if p is None else p.reduce((axis,), True).broadcast_to(outs[0].shape),)
-
-
-def dense_deps(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
-    """Every output element depends on every input element (an op with no structure
-    worth tracking: the safe over-approximation)."""
-    whole = union(((p.reduce(None, False), np.zeros((), np.int64)) for p in pats
-                   if p is not None), ())
-    return tuple(None if whole is None else whole.broadcast_to(o.shape) for o in outs)
-
-
-def per_matrix_deps(core: int) -> Rule:
-    """Per example over the batch axes (all but each input's last `core`): block
-    diagonal, as batched matrix ops (inverse, solve, decompositions) act."""
-    def rule(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
-        batch = np.broadcast_shapes(*(v.shape[:len(v.shape) - core] for v in vals))
-        whole = union(((p.reduce(tuple(range(len(v.shape) - core, len(v.shape))), False),
-                        pairs_of_broadcast(v.shape[:len(v.shape) - core], batch))
-                       for p, v in zip(pats, vals, strict=True) if p is not None), batch)
-        if whole is None:
-            return (None,) * len(outs)
-        return tuple(whole.reshape(batch + (1,) * (len(o.shape) - len(batch)))
-                     .broadcast_to(o.shape) for o in outs)
-    return rule
-
-
-def per_example_deps(*batched: int) -> Rule:
-    """Per example along axis 0 for the inputs `batched` (all inputs when none given):
-    each output element of example b depends on all of example b (block diagonal); any
-    other input (a filter) reaches every output element."""
-    def rule(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
-        res = []
-        for o in outs:
-            parts = [(p.blocks(1, o.shape) if not batched or k in batched else
-                      p.reduce(None, False).broadcast_to(o.shape), None)
-                     for k, p in enumerate(pats) if p is not None]
-            res.append(union(parts, o.shape))
-        return tuple(res)
-    return rule
-
-
-def moved_deps(prim: Primitive, *argnums: int) -> None:
-    """Data movement (reshape, slicing, gathers, concatenation, padding): each output
-    element is one element of the inputs `argnums` or a constant. Read off the impl run on
-    numbered elements (twice, with the numbers shifted: a constant fill does not shift),
-    with the other inputs' values (fixed indices). Indices that change with the input
-    could move anything anywhere: then every output depends on all the data. No
-    `argnums`: every input is data (concat)."""
-    def rule(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
-        data = argnums or range(len(vals))
-        if all(pats[k] is None for k in data):
-            return (None,) * len(outs)
-        if any(isinstance(v, Abstract) for i, v in enumerate(vals) if i not in data):
-            return dense_deps(tuple(pats[k] for k in data), vals, outs)
-        offsets, total = {}, 1
-        for k in data:
-            if pats[k] is not None:
-                offsets[k], total = total, total + vals[k].size
-
-        def probe(shift: int) -> list:
-            args = list(vals)
-            for k in data:
-                if k in offsets:
-                    args[k] = np.arange(offsets[k] + shift, offsets[k] + shift + vals[k].size,
-                                        dtype=np.int64).reshape(vals[k].shape)
-                else:
-                    args[k] = np.zeros(vals[k].shape, np.int64)
-            got = prim.impl(*args, **params)
-            return [np.asarray(g) for g in (got if prim.multiple_results else (got,))]
-
-        res = []
-        for a, b in zip(probe(0), probe(total), strict=True):
-            moved = (b - a) == total
-            parts = [(pats[k], np.where(moved & (a >= off) & (a < off + vals[k].size),
-                                        a - off, -1)) for k, off in offsets.items()]
-            res.append(union(parts, a.shape))
-        return tuple(res)
-    prim.sparsity = rule
-
-
-def scatter_deps(prim: Primitive, forward: Callable[..., np.ndarray], arg: int = 0) -> None:
-    """The transpose of a movement (a gather's or a slice's scatter-add): each element of
-    input `arg` is added into the output element `forward` (the movement itself, run on
-    the numbered output elements, the other inputs' values and these params) takes it
-    from."""
-    def rule(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
-        if pats[arg] is None:
-            return (None,)
-        if any(isinstance(v, Abstract) for i, v in enumerate(vals) if i != arg):
-            return dense_deps((pats[arg],), vals, outs)
-        shape = outs[0].shape
-        numbered = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
-        dst = forward(numbered, vals, **params)
-        return (pats[arg].gather(shape, np.asarray(dst).ravel(), np.arange(vals[arg].size)),)
-    prim.sparsity = rule
 
 
 # ================================================================== simplify-rule helpers
