@@ -168,10 +168,17 @@ def test_tapeflow_does_not_load_dask_and_without_dask_says_what_to_install():
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                  dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as client:
-        yield client
+    environ = dict(os.environ)
+    try:
+        with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                      dashboard_address=":0") as cluster, \
+                distributed.Client(cluster) as client:
+            yield client
+    finally:
+        # The nanny writes the workers' variables (MALLOC_TRIM_THRESHOLD_, OMP_NUM_THREADS)
+        # into this process's environment: later tests' subprocesses must not inherit them.
+        os.environ.clear()
+        os.environ.update(environ)
 
 
 def seed_network():
