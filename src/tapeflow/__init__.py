@@ -31,6 +31,7 @@ from .ops import namespace as _namespace
 from . import sparse_jacobians
 from .sparse_jacobians import SparseJacobian, jacobian_sparsity, sparse_jacobian
 from .tape import GradientTape, UnconnectedGradients
+from .tensor_array import TensorArray
 from .tensor import (Tensor, TensorShape, Variable, constant, convert_to_tensor, is_tensor,
                      newaxis)
 from .transforms import (grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize,
@@ -48,7 +49,7 @@ __all__ = [
     "autodiff", "config", "dtypes", "errors", "extend", "keras", "linalg", "math", "nest", "nn",
     "random", "testing",
     # tensors and dtypes
-    "Tensor", "TensorShape", "Variable", "constant", "convert_to_tensor", "is_tensor",
+    "Tensor", "TensorArray", "TensorShape", "Variable", "constant", "convert_to_tensor", "is_tensor",
     "newaxis", "DType", "as_dtype", "bfloat16", "bool", "complex64", "complex128", "float16",
     "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64",
