@@ -1,8 +1,11 @@
 """A Keras-like layer set with tf.keras (Keras 2) names: `keras.layers`,
-`keras.Sequential` (also `keras.models.Sequential`), `keras.activations` and
+`keras.Sequential` (also `keras.models.Sequential`), the functional API (`keras.Input`,
+`keras.Model(inputs, outputs)`), `keras.activations` and
 `keras.initializers`."""
 
 from . import activations, initializers, layers, losses, metrics, models, optimizers  # noqa: F401
 from .models import Model, Sequential  # noqa: F401
+from .functional import Input, InputLayer, KerasTensor  # noqa: F401
 
-__all__ = ["activations", "initializers", "layers", "losses", "metrics", "models", "optimizers", "Model", "Sequential"]
+__all__ = ["activations", "initializers", "layers", "losses", "metrics", "models", "optimizers",
+           "Model", "Sequential", "Input", "InputLayer", "KerasTensor"]

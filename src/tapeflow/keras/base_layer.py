@@ -194,6 +194,11 @@ def _call_accepts(call: Callable) -> tuple[bool, bool]:
     return got
 
 
+# functional.py registers (is_symbolic, call_symbolic) here: a layer called on
+# KerasTensors records a node instead of computing, and this module cannot import
+# functional.py (which builds on it).
+_SYMBOLIC: list[Any] = [None]
+
 _LAYER_KWARGS = {"input_dim", "input_shape", "batch_input_shape", "batch_size", "weights",
                  "activity_regularizer", "autocast", "implementation", "dynamic"}
 
@@ -464,6 +469,10 @@ class Layer(Module):
             self.set_weights(initial)
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        symbolic = _SYMBOLIC[0]
+        if symbolic is not None and type(inputs) is not Tensor and (
+                symbolic[0](inputs) or (args or kwargs) and symbolic[0]((args, kwargs))):
+            return symbolic[1](self, inputs, args, kwargs)
         x = _convert_inputs(inputs, self.name)
         if kwargs:
             takes_training, takes_mask = _call_accepts(self.call)

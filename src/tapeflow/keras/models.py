@@ -8,7 +8,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..tensor import TensorShape, Variable, TensorBase
-from .base_layer import Layer, _call_accepts, _check_input
+from .base_layer import _SYMBOLIC, Layer, _call_accepts, _check_input
 from .training import Model
 
 __all__ = ["Model", "Sequential"]
@@ -182,6 +182,11 @@ class Sequential(Model):
 
     def __call__(self, inputs: Any, training: Any = None, mask: Any = None,
                  **kwargs: Any) -> Any:
+        symbolic = _SYMBOLIC[0]
+        if symbolic is not None and symbolic[0](inputs):
+            if training is not None:
+                kwargs["training"] = training
+            return symbolic[1](self, inputs, (), kwargs)
         return self.call(inputs, training=training, mask=mask, **kwargs)
 
     def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:

@@ -89,7 +89,8 @@ class Model(Layer):
             if Model._functional_class is None:
                 raise NotImplementedError("Model(inputs, outputs): the functional API is not "
                                           "available.")
-            return Model._functional_class(*args, **kwargs)
+            # a new Functional (not a call of it): Python then runs its __init__ once
+            return super().__new__(Model._functional_class)
         return super().__new__(cls)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -214,6 +215,15 @@ class Model(Layer):
     def _summary_shape(self, layer: Layer) -> str:
         return "multiple"  # as Keras for layers of subclassed models: no recorded graph
 
+    def _summary_layout(self) -> tuple[int, list, list]:
+        """The summary's default line length, column positions and header."""
+        return 65, [0.45, 0.85, 1.0], ["Layer (type)", "Output Shape", "Param #"]
+
+    def _summary_fields(self, layer: Layer) -> list:
+        """A layer's row in the summary (without the Trainable column)."""
+        params = layer.count_params() if layer.built else "0 (unused)"
+        return [f"{layer.name} ({type(layer).__name__})", self._summary_shape(layer), params]
+
     @property
     def weights(self) -> list[Variable]:
         """Every weight, layer by layer (each layer's `weights` in turn)."""
@@ -259,11 +269,11 @@ class Model(Layer):
             raise ValueError("This model has not yet been built. Build the model first by "
                              "calling `build()` or by calling the model on a batch of data.")
         print_fn = print_fn or print
-        line_length = line_length or 65
-        positions = list(positions or [0.45, 0.85, 1.0])
+        default_length, default_positions, header = self._summary_layout()
+        line_length = line_length or default_length
+        positions = list(positions or default_positions)
         if positions[-1] <= 1:
             positions = [int(line_length * p) for p in positions]
-        header = ["Layer (type)", "Output Shape", "Param #"]
         if show_trainable:
             line_length += 11
             positions.append(line_length)
@@ -297,9 +307,7 @@ class Model(Layer):
                 print_fn(line + "|" * nested)
 
         def show(layer: Layer, nested: int, last: bool) -> None:
-            shape = self._summary_shape(layer)
-            params = layer.count_params() if layer.built else "0 (unused)"
-            fields = [f"{layer.name} ({type(layer).__name__})", shape, params]
+            fields = self._summary_fields(layer)
             if show_trainable:
                 fields.append("Y" if layer.trainable else "N")
             row(fields, nested)
