@@ -12,10 +12,12 @@ small zero tensors (no recorder sees it), not from `compute_output_shape`. Runni
 layer's own `call` is the one source that cannot disagree with the real computation: it
 gives dtypes (an Embedding of int inputs is float, an argmax int), nested outputs
 (LSTM's `return_state` list) and shapes for layers that never wrote a
-`compute_output_shape` (custom layers, Lambda). Unknown dims are found by probing twice
-with different sizes for the unknown input dims: output dims that differ are unknown.
-Where the probe fails (a stack of convolutions on unknown spatial sizes the probe is too
-small for), the layer's own `compute_output_shape` is the fallback.
+`compute_output_shape` (custom layers, Lambda). Only the shapes' unknown dims need more: a
+layer's own `compute_output_shape` (the built-in layers have one) says which output dims
+are unknown; without one, the layer is probed a second time with other sizes for the
+unknown input dims, and output dims that differ are unknown. Where the probe fails (a
+stack of convolutions on unknown spatial sizes the probe is too small for), the shapes
+of `compute_output_shape` and the layer's dtype are used.
 """
 
 from __future__ import annotations
@@ -320,8 +322,9 @@ def _symbolic_shapes(x: Any) -> Any:
 
 
 # The two probe sizes of an unknown dim: the batch axis, and the others (large enough for
-# a few valid convolutions and poolings).
-_PROBE_SIZES = ((2, 3), (16, 17))
+# a few valid convolutions and poolings, and far enough apart that a floor division
+# does not make them equal).
+_PROBE_SIZES = ((2, 3), (32, 64))
 
 
 def _probe_value(kt: KerasTensor, which: int) -> Tensor:
@@ -339,23 +342,23 @@ def _run_probe(layer: Layer, args: tuple, kwargs: dict, which: int) -> Any:
         return layer(*args, **kwargs)
 
 
-def _fallback_shapes(layer: Layer, args: tuple) -> Any:
-    """compute_output_shape's answer as zeros-free KerasTensor templates, or None."""
-    if type(layer).compute_output_shape is Layer.compute_output_shape:
-        return None
+def _declared_shapes(layer: Layer, inputs: Any) -> list[TensorShape] | None:
+    """The flat output shapes the layer's own `compute_output_shape` gives for the symbolic
+    input shapes, or None where it has no rule of its own or the rule fails."""
+    if type(layer).compute_output_shape is Layer.compute_output_shape or \
+            getattr(layer, "_output_shape_arg", 0) is None:
+        return None  # the base rule (a Lambda's too) probes with unknown dims taken as 1
     try:
-        shapes = layer.compute_output_shape(_symbolic_shapes(args[0]))
-    except Exception:  # noqa: BLE001 -- the probe's own error is the one reported
+        shapes = layer.compute_output_shape(_symbolic_shapes(inputs))
+    except Exception:  # noqa: BLE001 -- the probe decides; a failing rule says nothing
         return None
-
-    def to_kt(s: Any) -> Any:
-        if isinstance(s, TensorShape):
-            return KerasTensor(s, layer.dtype)
-        if isinstance(s, (list, tuple)) and s and isinstance(s[0], (list, tuple)):
-            return [to_kt(TensorShape(v)) for v in s]
-        return KerasTensor(TensorShape(s), layer.dtype)
-
-    return to_kt(shapes if isinstance(shapes, (list, TensorShape)) else TensorShape(shapes))
+    if isinstance(shapes, (list, tuple)) and shapes and \
+            all(isinstance(v, (list, tuple)) for v in shapes):
+        return [TensorShape(v) for v in shapes]
+    try:
+        return [TensorShape(shapes)]
+    except (TypeError, ValueError):
+        return None
 
 
 def call_symbolic(layer: Layer, inputs: Any, args: tuple, kwargs: dict) -> Any:
@@ -371,30 +374,37 @@ def call_symbolic(layer: Layer, inputs: Any, args: tuple, kwargs: dict) -> Any:
     if not layer.built:
         with layer._scope() if isinstance(layer, Model) else contextlib.nullcontext():
             layer._maybe_build(_symbolic_shapes(inputs))
+    declared = _declared_shapes(layer, inputs)
     unknown = any(d is None for v in nest.flatten((args, kwargs)) if isinstance(v, KerasTensor)
                   for d in v.shape)
     try:
         first = _run_probe(layer, args, kwargs, 0)
-        second = _run_probe(layer, args, kwargs, 1) if unknown else first
-    except Exception as e:  # noqa: BLE001 -- re-raised below unless the fallback answers
-        templates = _fallback_shapes(layer, args)
-        if templates is None:
+    except Exception as e:  # noqa: BLE001 -- re-raised unless compute_output_shape answers
+        if declared is None:
             e.add_note(f"(while calling layer {layer.name!r} on symbolic inputs with shapes "
-                       f"{_symbolic_shapes(inputs)}: the layer is run once on zeros of "
-                       f"those shapes, unknown dims taken as "
-                       f"{_PROBE_SIZES[0][0]} (batch) or {_PROBE_SIZES[1][0]})")
+                       f"{_symbolic_shapes(inputs)}: the layer is run on zeros of those "
+                       f"shapes, unknown dims taken as {_PROBE_SIZES[0][0]} (batch) or "
+                       f"{_PROBE_SIZES[1][0]})")
             raise
-        outputs = templates
+        outputs = [KerasTensor(shape, layer.dtype) for shape in declared]
+        if len(outputs) == 1:
+            outputs = outputs[0]
     else:
-        def symbolic(a: Any, b: Any) -> Any:
-            if not isinstance(a, TensorBase):
-                return a
-            sa, sb = np.shape(a._value), np.shape(b._value)
-            shape = [x if x == y else None for x, y in zip(sa, sb, strict=True)] \
-                if len(sa) == len(sb) else [None] * len(sa)
-            return KerasTensor(shape, a.dtype)
-
-        outputs = nest.map_structure(symbolic, first, second)
+        leaves = [t for t in nest.flatten(first) if isinstance(t, TensorBase)]
+        if declared is not None and len(declared) == len(leaves) and all(
+                len(d) == t.ndim for d, t in zip(declared, leaves, strict=True)):
+            shapes = iter(declared)  # the layer's rule knows its unknown dims exactly
+        else:
+            second = _run_probe(layer, args, kwargs, 1) if unknown else first
+            shapes = iter([
+                TensorShape(x if x == y else None for x, y in zip(
+                    np.shape(a._value), np.shape(b._value), strict=True))
+                if np.ndim(a._value) == np.ndim(b._value) else TensorShape([None] * a.ndim)
+                for a, b in zip(leaves, [t for t in nest.flatten(second)
+                                         if isinstance(t, TensorBase)], strict=True)])
+        outputs = nest.map_structure(
+            lambda a: KerasTensor(next(shapes), a.dtype) if isinstance(a, TensorBase) else a,
+            first)
     flat = nest.flatten(outputs)
     for i, kt in enumerate(flat):
         if isinstance(kt, KerasTensor):
