@@ -527,8 +527,8 @@ class Functional(Model):
         >>> model = tf.keras.Model([a, b], out, name="siamese")
         >>> model([tf.ones([1, 2]), tf.zeros([1, 2])]).numpy()
         array([[6.]], dtype=float32)
-        >>> [layer.name for layer in model.layers]
-        ['a', 'b', 'shared', 'tf.__operators__.add', 'out']
+        >>> [type(layer).__name__ for layer in model.layers]   # `+` made an op layer
+        ['InputLayer', 'InputLayer', 'Dense', '_OpLayer', 'Dense']
         >>> [v.name for v in model.trainable_variables]
         ['shared/kernel:0', 'shared/bias:0', 'out/kernel:0', 'out/bias:0']
     """

@@ -29,12 +29,13 @@ from . import activations, initializers
 from .base_layer import (InputSpec, Layer, _conv_output_length, _normalize_data_format,
                          _normalize_padding, _normalize_tuple)
 from .core_layers import Dropout, Embedding, Lambda
+from .functional import Input, InputLayer
 from .normalization import BatchNormalization
 from .recurrent import GRU, LSTM
 
 __all__ = ["InputSpec", "Layer", "Dense", "Conv2D", "Convolution2D", "MaxPooling2D", "MaxPool2D",
            "AveragePooling2D", "AvgPool2D", "Flatten", "Activation", "Dropout", "Lambda",
-           "Embedding", "BatchNormalization", "LSTM", "GRU"]
+           "Embedding", "BatchNormalization", "LSTM", "GRU", "Input", "InputLayer"]
 
 
 class Dense(Layer):
