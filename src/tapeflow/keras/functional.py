@@ -122,8 +122,8 @@ class KerasTensor:
                         f"{tuple(self.shape)}); to split it, {_LAMBDA_HINT}.")
 
     def __len__(self) -> int:
-        raise TypeError(f"len() of a KerasTensor is not defined (its batch dim is unknown); "
-                        f"use x.shape instead.")
+        raise TypeError("len() of a KerasTensor is not defined (its batch dim is unknown); "
+                        "use x.shape instead.")
 
     __hash__ = object.__hash__
 
