@@ -142,12 +142,23 @@ def _custom_sin(x: Any) -> Any:
     return tf.sin(x), grad
 
 
+def _py_sin_times(x: Any, y: Any) -> Any:
+    # Python code run as one op: its derivative comes from running it under a tape.
+    return tf.py_function(lambda a, b: tf.sin(a) * b, [x, y], x.dtype)
+
+
 OUTSIDE_ROWS: list[Row] = [
     # user rules
     Row("custom_gradient", _custom_sin, args(normal(4)), np.sin),
+    # host callbacks (tapeflow/py_function.py)
+    Row("py_function", _py_sin_times, args(normal(4), normal(4)), lambda x, y: np.sin(x) * y),
 ]
 
-OUTSIDE_NONDIFF_ROWS: list[NondiffRow] = []
+OUTSIDE_NONDIFF_ROWS: list[NondiffRow] = [
+    NondiffRow("numpy_function",
+               lambda x: tf.numpy_function(lambda a: np.floor(a * 2), [x], x.dtype),
+               args(normal(5)), lambda x: np.floor(x * 2)),
+]
 
 # Primitives without a row of their own, and the tests that cover them.
 OUTSIDE_EXEMPT = {

@@ -27,6 +27,7 @@ from .forward import ForwardAccumulator
 from .graph import TensorSpec, function
 from .graph.plot import plot_graph
 from .module import Module, name_scope
+from .py_function import numpy_function, py_function
 from .ops import namespace as _namespace
 from . import sparse_jacobians
 from .sparse_jacobians import SparseJacobian, jacobian_sparsity, sparse_jacobian
@@ -55,7 +56,7 @@ __all__ = [
     "uint64",
     # differentiation, vectorization, tracing
     "GradientTape", "UnconnectedGradients", "ForwardAccumulator", "custom_gradient",
-    "grad_pass_through", "init_scope",
+    "grad_pass_through", "init_scope", "py_function", "numpy_function",
     "recompute_grad", "vmap", "function", "TensorSpec", "Module", "name_scope", "print", "grad",
     "value_and_grad", "jvp", "vjp", "plot_graph",
     "linearize", "jacfwd", "jacrev", "jacobian", "hessian", "hvp",

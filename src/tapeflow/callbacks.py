@@ -87,7 +87,7 @@ def _print_impl(*values: np.ndarray, template: tuple, sep: str, end: str, stream
 
 
 # Stateful: graph passes never drop or merge it, so every replay prints; no derivative.
-print_p = Primitive("print", _print_impl, differentiable=False, stateful=True)
+print_p = Primitive("print", _print_impl, differentiable=False, stateful=True, per_example=False)
 print_p.batch = lambda vals, dims, **params: (bind(print_p, *vals, **params), None)
 
 

@@ -136,8 +136,11 @@ class Primitive:
 
     - ``differentiable=False``: the outputs carry no derivative (comparisons,
       argmax, stop_gradient); tapes and accumulators ignore the op.
-    - ``stateful``: every evaluation matters (random draws): graph passes never fold,
-      merge or drop it, and the innermost vmap claims it even with no batched input.
+    - ``stateful``: every evaluation matters (random draws, host callbacks): graph
+      passes never fold, merge or drop it.
+    - ``per_example`` (default: `stateful`): the innermost vmap claims it even with no
+      batched input, so each example gets its own evaluation (a random draw); a host
+      callback (tf.print, py_function) sets it False and runs once for unbatched inputs.
     - ``is_identity``: the impl returns its one input array itself; a replay passes it on.
     - ``reads_variable``: the one input is a Variable, read at this moment; a traced
       graph reads it at each replay and never merges two reads.
@@ -152,11 +155,12 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "jvp", "vjp", "batch", "simplify", "sparsity",
-                 "multiple_results", "differentiable", "stateful", "is_identity", "reads_variable",
-                 "user_gradient", "defined_at")
+                 "multiple_results", "differentiable", "stateful", "per_example", "is_identity",
+                 "reads_variable", "user_gradient", "defined_at")
 
     def __init__(self, name: str, impl: Callable[..., Any], *, multiple_results: bool = False,
-                 differentiable: bool = True, stateful: bool = False, is_identity: bool = False,
+                 differentiable: bool = True, stateful: bool = False,
+                 per_example: bool | None = None, is_identity: bool = False,
                  reads_variable: bool = False, user_gradient: bool = False) -> None:
         if name in _REGISTRY:
             raise ValueError(f"primitive {name!r} is already defined at "
@@ -171,6 +175,7 @@ class Primitive:
         self.multiple_results = multiple_results
         self.differentiable = differentiable
         self.stateful = stateful
+        self.per_example = stateful if per_example is None else per_example
         self.is_identity = is_identity
         self.reads_variable = reads_variable
         self.user_gradient = user_gradient
@@ -423,7 +428,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     start = 0
     for level in range(len(stack) - 1, -1, -1):
         rec = stack[level]
-        if rec.batching and (prim.stateful or rec.claims(args)):
+        if rec.batching and (prim.per_example or rec.claims(args)):
             outs = rec.compute(prim, args, params, level)
             start = level + 1
             break
