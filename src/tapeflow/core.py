@@ -127,6 +127,9 @@ class Primitive:
     - ``batch(vals, dims, **params) -> (out, out_dims)``: the batching rule of `vmap`.
     - ``sparsity(pats, vals, outs, **params) -> tuple of patterns``: the dependency rule
       (NOTE(sparsity) in tapeflow/patterns.py); an op with no derivative depends on nothing.
+    - ``lower(jax, *args, **params) -> array or tuple``: the XLA lowering for
+      ``function(jit_compile=True)``, written with the given jax module's jax.numpy /
+      jax.lax (graph/xla.py); random draws also get ``key=``.
     - ``simplify(consts, same, **params) -> int | None``: for the graph passes, an
       input the output always equals exactly (``consts[i]`` is input i's value when
       it is a constant, else None; ``same(i)`` says whether input i has the output's
@@ -154,7 +157,7 @@ class Primitive:
         np.float64(0.0)
     """
 
-    __slots__ = ("name", "impl", "jvp", "vjp", "batch", "simplify", "sparsity",
+    __slots__ = ("name", "impl", "jvp", "vjp", "batch", "simplify", "sparsity", "lower",
                  "multiple_results", "differentiable", "stateful", "per_example", "is_identity",
                  "reads_variable", "user_gradient", "defined_at")
 
@@ -172,6 +175,7 @@ class Primitive:
         self.batch: Callable[..., Any] | None = None
         self.simplify: Callable[..., Any] | None = None
         self.sparsity: Callable[..., Any] | None = None if differentiable else _no_deps
+        self.lower: Callable[..., Any] | None = None
         self.multiple_results = multiple_results
         self.differentiable = differentiable
         self.stateful = stateful
@@ -452,3 +456,4 @@ read_variable_p.vjp = lambda cts, outs, primals, needs: (
 read_variable_p.batch = lambda vals, dims: (bind(read_variable_p, vals[0]), dims[0])
 # A variable holds no function input (sparse_jacobians follows writes within a graph).
 read_variable_p.sparsity = _no_deps
+read_variable_p.lower = lambda jax, v: v  # the lowering reads variables as inputs

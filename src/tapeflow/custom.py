@@ -128,6 +128,9 @@ custom_gradient_p.jvp = _custom_jvp
 custom_gradient_p.batch = _custom_batch
 # The user's rule may relate any output to any input: every output on all of them.
 custom_gradient_p.sparsity = dense_deps
+# Forward, the op is its results (the last inputs); its rule matters only to derivatives.
+custom_gradient_p.lower = lambda jax, *args, n_inputs, n_vars, **params: tuple(
+    args[n_inputs + n_vars:])
 
 
 def _as_input(x: Any, f: Callable, what: str) -> Tensor:

@@ -35,6 +35,7 @@ from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tenso
 from .ir import Graph, Guard
 from .passes import optimize
 from .replay import GuardFailed, Replay, interpret
+from .xla import XlaReplay, require_jax
 from .trace import Tracer, TracingError
 
 __all__ = ["function", "Function", "ConcreteFunction", "TensorSpec", "TracingError"]
@@ -118,11 +119,13 @@ class ConcreteFunction:
     (`get_operations()`, `.inputs`, `.outputs`) and draws (`.graph.to_dot()`).
     """
 
-    def __init__(self, graph: Graph, arg_template: tuple, pass_stats: dict) -> None:
+    def __init__(self, graph: Graph, arg_template: tuple, pass_stats: dict,
+                 jit_compile: bool = False) -> None:
         self.graph = graph
         self.pass_stats = pass_stats
         self._template = arg_template
-        self._replay = Replay(graph)
+        # jit_compile: one XLA computation through JAX (graph/xla.py), else the NumPy replay
+        self._replay = XlaReplay(graph) if jit_compile else Replay(graph)
 
     @property
     def inputs(self) -> list[int]:
@@ -182,7 +185,10 @@ class Function:
             raise TypeError(f"function: `input_signature` must be a list or tuple of "
                             f"TensorSpec, one per argument; got {input_signature!r} (wrap a "
                             "single TensorSpec in a list).")
+        if jit_compile:
+            require_jax()  # the extra, named now rather than at the first call
         self._fn = fn
+        self._jit_compile = bool(jit_compile)
         self._input_signature = None if input_signature is None else list(input_signature)
         self._guards = guards
         self._cache: collections.OrderedDict = collections.OrderedDict()
@@ -274,7 +280,7 @@ class Function:
             outs = [None if o is None else bind(identity_p, o) for o in flat]
             graph.output_structure = result
             stats = optimize(graph)
-            cf = ConcreteFunction(graph, key, stats)
+            cf = ConcreteFunction(graph, key, stats, self._jit_compile)
         finally:
             # NOTE(out-of-scope) in tensor.py: the living ones (a dead one cannot leak)
             seal([t for t in (r() for r in tracer.made) if t is not None], self.__name__)
@@ -315,7 +321,8 @@ class Function:
         if module is not None and module.__name__ != "__main__" and \
                 _attribute(module, qualname) is self:
             return qualname
-        return (Function, (self._fn, self._input_signature, False, None, self._guards))
+        return (Function, (self._fn, self._input_signature, False, self._jit_compile or None,
+                           self._guards))
 
     # ------------------------------------------------------------------ TensorFlow's extras
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
@@ -374,7 +381,8 @@ def function(fn: Callable | None = None, *, input_signature: Sequence[TensorSpec
     takes another branch is traced again (or, with ``guards="error"``, the read
     raises). Shapes are always concrete: an `input_signature` with None
     dimensions validates calls, and each concrete shape gets its own trace.
-    `reduce_retracing` and `jit_compile` are accepted for compatibility. It pickles as a
+    ``jit_compile=True`` compiles each traced graph with XLA through JAX (the `xla` extra;
+    graph/xla.py); `reduce_retracing` is accepted for compatibility. It pickles as a
     Python function does: by name where it is a module's, otherwise (with cloudpickle) with
     its Python function and none of its traces, tracing again where it is loaded.
 

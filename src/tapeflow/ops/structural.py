@@ -425,6 +425,7 @@ defjvp(add_p, lambda t, ans, x, y: t, lambda t, ans, x, y: t, broadcasting=True)
 defvjp(add_p, lambda g, ans, x, y: g, lambda g, ans, x, y: g, broadcasting=True)
 batch_elementwise(add_p)
 add_p.sparsity = elementwise_deps
+add_p.lower = lambda jax, x, y: jax.numpy.add(x, y)
 add_p.simplify = neutral_right(is_minus_zero, left_too=True)
 
 
@@ -436,6 +437,7 @@ defvjp(multiply_p, lambda g, ans, x, y: bind(multiply_p, g, conj_if_complex(y)),
        lambda g, ans, x, y: bind(multiply_p, conj_if_complex(x), g), broadcasting=True)
 batch_elementwise(multiply_p)
 multiply_p.sparsity = elementwise_deps
+multiply_p.lower = lambda jax, x, y: jax.numpy.multiply(x, y)
 multiply_p.simplify = neutral_right(is_one, left_too=True)
 
 # ------------------------------------------------------------------ conj: linear, its own transpose
@@ -443,6 +445,7 @@ conj_p = Primitive("conj", np.conjugate)
 linear(conj_p, lambda g, x: bind(conj_p, g))
 batch_unary(conj_p)
 conj_p.sparsity = elementwise_deps
+conj_p.lower = lambda jax, x: jax.numpy.conj(x)
 
 
 # ------------------------------------------------------------------ cast
@@ -464,6 +467,8 @@ defjvp(cast_p, _cast_tangent)
 defvjp(cast_p, lambda g, ans, x, dtype: bind(cast_p, g, dtype=dtype_of(x))
        if dtype_of(x).kind in "fc" else None)
 batch_unary(cast_p)
+cast_p.lower = lambda jax, x, dtype: (x.real if jax.numpy.iscomplexobj(x) and dtype.kind != "c"
+                                     else x).astype(dtype)
 cast_p.sparsity = lambda pats, vals, outs, dtype: (
     elementwise_deps(pats, vals, outs) if dtype.kind in "fc" else (None,))  # ints: no derivative
 cast_p.simplify = same_as_input
@@ -482,6 +487,7 @@ defjvp(select_p, None, _select_rule(True), _select_rule(False), broadcasting=Tru
 defvjp(select_p, None, _select_rule(True), _select_rule(False), broadcasting=True)
 batch_elementwise(select_p)
 select_p.sparsity = elementwise_deps
+select_p.lower = lambda jax, c, x, y: jax.numpy.where(c, x, y)
 
 # ------------------------------------------------------------------ reshape: linear
 # [()] gives rank-0 results as NumPy scalars, like every other op
@@ -496,6 +502,7 @@ reshape_p.batch = lambda vals, dims, shape: (
     bind(reshape_p, move_to_front(vals[0], dims[0]), shape=(shape_of(vals[0])[dims[0]],) + shape), 0)
 reshape_p.simplify = same_as_input
 moved_deps(reshape_p, 0)
+reshape_p.lower = lambda jax, x, shape: jax.numpy.reshape(x, shape)
 
 # ------------------------------------------------------------------ transpose: linear
 transpose_p = Primitive("transpose", lambda x, perm: np.transpose(x, perm))
@@ -505,6 +512,7 @@ transpose_p.batch = lambda vals, dims, perm: (
 transpose_p.simplify = lambda consts, same, perm: (
     0 if tuple(perm) == tuple(range(len(perm))) else None)
 moved_deps(transpose_p, 0)
+transpose_p.lower = lambda jax, x, perm: jax.numpy.transpose(x, perm)
 
 # ------------------------------------------------------------------ broadcast_to: linear, summed back
 broadcast_to_p = Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape))
@@ -518,6 +526,7 @@ def _broadcast_to_batch(vals: tuple, dims: tuple, shape: tuple) -> tuple:
 
 broadcast_to_p.batch = _broadcast_to_batch
 moved_deps(broadcast_to_p, 0)
+broadcast_to_p.lower = lambda jax, x, shape: jax.numpy.broadcast_to(x, shape)
 broadcast_to_p.simplify = same_as_input
 
 
@@ -583,3 +592,6 @@ reduce_sum_p = Primitive("reduce_sum", _sum_impl)
 linear(reduce_sum_p, lambda g, x, axis, keepdims: expand_reduced(g, shape_of(x), axis, keepdims))
 batch_reduction(reduce_sum_p)
 reduce_sum_p.sparsity = reduction_deps
+# Integers keep their dtype, as the impl.
+reduce_sum_p.lower = lambda jax, x, axis, keepdims: jax.numpy.sum(x, axis=axis, keepdims=keepdims,
+                                                                  dtype=x.dtype)

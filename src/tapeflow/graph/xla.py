@@ -1,0 +1,138 @@
+"""function(jit_compile=True): a traced graph lowered to JAX and compiled by XLA.
+
+Each primitive's `lower` rule (beside its other rules) rewrites it with jax.numpy /
+jax.lax: ``lower(jax, *args, **params)``, given the jax module so that the families
+never import JAX (the core needs NumPy only). A random draw's rule also gets ``key=``:
+a JAX key made from a seed its own NumPy generator draws at every call, so a compiled
+function draws new numbers at each call and a seeded program repeats them, as the NumPy
+replay does (the numbers themselves differ from NumPy's).
+
+`XlaReplay` has the interface of `replay.Replay`: arrays in, arrays out, variables read
+at the start and written at the end (under their locks), guards checked in order, a
+failed guard raising GuardFailed before anything is written. JAX runs 64-bit types only
+where the graph holds them (`jax.enable_x64` around this graph's calls alone: the
+user's own JAX code keeps its setting). A graph with a primitive that has no lowering
+runs the NumPy replay instead, after a one-time warning naming the primitive.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+from .ir import Assign, Graph, Guard, Node
+from .replay import GuardFailed, Replay, VariableLocks, _written
+
+__all__ = ["XlaReplay", "require_jax", "missing_lowerings"]
+
+_WARNED: set = set()
+
+
+def require_jax() -> Any:
+    """The jax module, or an ImportError naming the extra to install."""
+    try:
+        return importlib.import_module("jax")
+    except ImportError:
+        raise ImportError("function(jit_compile=True) compiles with XLA through JAX: "
+                          "pip install 'tapeflow[xla]' (or pass jit_compile=None to replay "
+                          "with NumPy).") from None
+
+
+def missing_lowerings(g: Graph) -> list[str]:
+    """The primitives of `g` that have no lowering rule."""
+    return sorted({n.prim.name for n in g.nodes if isinstance(n, Node) and n.prim.lower is None})
+
+
+def _needs_x64(g: Graph) -> bool:
+    return any(np.dtype(dtype).itemsize == 8 and np.dtype(dtype).kind in "fiuc" or
+               np.dtype(dtype).kind == "c" and np.dtype(dtype).itemsize == 16
+               for _, dtype in g.avals.values())
+
+
+class XlaReplay:
+    """Runs a graph as one XLA computation (see the module docstring)."""
+
+    def __init__(self, g: Graph, keep_on_device: bool = False) -> None:
+        self.graph = g
+        self.keep_on_device = keep_on_device
+        missing = missing_lowerings(g)
+        self._fallback = Replay(g) if missing else None
+        for name in missing:
+            if name not in _WARNED:
+                _WARNED.add(name)
+                warnings.warn(f"function(jit_compile=True): primitive {name!r} has no XLA "
+                              "lowering; graphs using it replay with NumPy.", stacklevel=3)
+        if missing:
+            return
+        self.jax = require_jax()
+        self.x64 = _needs_x64(g)
+        self.draws = [k for k, n in enumerate(g.nodes)
+                      if isinstance(n, Node) and n.prim.per_example]
+        self.guards = [n for n in g.nodes if isinstance(n, Guard)]
+        written = _written(g)
+        self.locks = VariableLocks(written) if written else None
+        self.n_assigns = sum(isinstance(n, Assign) for n in g.nodes)
+        self._jitted = self.jax.jit(self._lowered())
+
+    def _lowered(self) -> Callable:
+        g, jax = self.graph, self.jax
+        inputs, outputs = list(g.inputs), list(g.outputs)
+        constants = list(g.constants.items())
+        var_slots = list(g.var_slots.items())
+        draw_index = {k: i for i, k in enumerate(self.draws)}
+
+        def run(arrays: list, variables: list, seeds: Any) -> tuple:
+            env: dict[int, Any] = dict(zip(inputs, arrays, strict=True))
+            for s, value in constants:
+                env[s] = value
+            for s, i in var_slots:
+                env[s] = variables[i]
+            guard_values, assigned = [], {}
+            for k, n in enumerate(g.nodes):
+                if isinstance(n, Node):
+                    args = [env[s] for s in n.inputs]
+                    params = dict(n.params)
+                    if k in draw_index:
+                        params["key"] = jax.random.key(seeds[draw_index[k]])
+                    out = n.prim.lower(jax, *args, **params)
+                    outs = out if n.prim.multiple_results else (out,)
+                    for o, v in zip(n.outputs, outs, strict=True):
+                        env[o] = v
+                elif isinstance(n, Guard):
+                    guard_values.append(env[n.slot])
+                else:  # Assign: the variable's value from here on, its reads included
+                    assigned[n.var] = env[n.slot]
+                    for s, i in var_slots:
+                        if i == n.var:
+                            env[s] = env[n.slot]
+            outs = [None if o is None else env[o] for o in outputs]
+            return outs, guard_values, assigned
+
+        return run
+
+    def __call__(self, *arrays: Any) -> list:
+        if self._fallback is not None:
+            return self._fallback(*arrays)
+        if self.locks is None:
+            return self._run(arrays)
+        with self.locks:
+            return self._run(arrays)
+
+    def _run(self, arrays: tuple) -> list:
+        g = self.graph
+        seeds = np.array([g.nodes[k].params["generator"].integers(0, 2 ** 31 - 1)
+                          for k in self.draws], np.uint32)
+        variables = [v._value for v in g.variables]
+        with self.jax.enable_x64(self.x64):
+            outs, guard_values, assigned = self._jitted(list(arrays), variables, seeds)
+        for guard, value in zip(self.guards, guard_values, strict=True):
+            if not guard.holds(np.asarray(value)):
+                raise GuardFailed(guard)
+        for i, value in assigned.items():
+            g.variables[i]._value = np.array(value, copy=True)
+        if self.keep_on_device:
+            return list(outs)
+        return [None if o is None else np.asarray(o) for o in outs]
