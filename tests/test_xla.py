@@ -1,0 +1,110 @@
+"""function(jit_compile=True) behaves as the NumPy replay (graph/xla.py): guards retrace,
+variables are read before and written after each call, in order, a compiled call is
+differentiable from outside, JAX's 64-bit setting is the graph's only for its own calls,
+a host callback falls back to NumPy with one warning, and without JAX the error names
+the extra."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+
+
+def test_without_jax_the_error_names_the_extra(monkeypatch):
+    real = importlib.import_module
+
+    def no_jax(name, *args, **kwargs):
+        if name == "jax" or name.startswith("jax."):
+            raise ImportError("no jax here")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib, "import_module", no_jax)
+    with pytest.raises(ImportError, match=r"tapeflow\[xla\]"):
+        tf.function(lambda x: x, jit_compile=True)
+    tf.function(lambda x: x * 2.0, jit_compile=False)(tf.constant(1.0))  # NumPy replay
+
+
+needs_jax = pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                               reason="JAX (the xla extra) is not installed")
+
+
+@needs_jax
+def test_guards_retrace_under_xla():
+    @tf.function(jit_compile=True)
+    def f(x):
+        if bool(tf.reduce_sum(x) > 0):  # a guard on the comparison's value
+            return x * 2.0
+        return x - 1.0
+
+    assert f(tf.constant([1.0])).numpy().tolist() == [2.0]
+    assert f(tf.constant([-1.0])).numpy().tolist() == [-2.0]  # a failed guard: new branch
+    assert f(tf.constant([3.0])).numpy().tolist() == [6.0]
+    assert f.experimental_get_tracing_count() == 2
+
+
+@needs_jax
+def test_variables_read_before_and_written_after_in_order():
+    v = tf.Variable([1.0, 2.0])
+
+    @tf.function(jit_compile=True)
+    def step(x):
+        before = v.read_value()
+        v.assign(v * 2.0 + x)
+        after = v.read_value()
+        v.assign_add(tf.ones_like(x))
+        return before, after
+
+    before, after = step(tf.constant([1.0, 1.0]))
+    assert before.numpy().tolist() == [1.0, 2.0] and after.numpy().tolist() == [3.0, 5.0]
+    assert v.numpy().tolist() == [4.0, 6.0]
+    step(tf.constant([0.0, 0.0]))
+    assert v.numpy().tolist() == [9.0, 13.0]
+    v.assign([0.0, 0.0])  # a write from outside is read by the next call
+    assert step(tf.constant([1.0, 1.0]))[0].numpy().tolist() == [0.0, 0.0]
+
+
+@needs_jax
+def test_a_compiled_call_is_differentiable_from_outside():
+    f = tf.function(lambda x: tf.reduce_sum(x * x * 3.0), jit_compile=True)
+    x = tf.constant([1.0, 2.0])
+    f(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    assert tape.gradient(y, x).numpy().tolist() == [6.0, 12.0]
+    inner = tf.function(lambda x: tf.grad(lambda v: tf.reduce_sum(v ** 3))(x), jit_compile=True)
+    np.testing.assert_allclose(inner(tf.constant([1.0, 2.0])).numpy(), [3.0, 12.0])
+
+
+@needs_jax
+def test_64_bit_types_only_for_the_graphs_own_calls():
+    import jax
+
+    before = jax.config.jax_enable_x64
+    f = tf.function(lambda x: x * 2.0, jit_compile=True)
+    out = f(tf.constant([1.0, 2.0], tf.float64))
+    assert out.dtype == tf.float64 and out.numpy().tolist() == [2.0, 4.0]
+    assert jax.config.jax_enable_x64 == before
+    assert f(tf.constant([1.0], tf.float32)).dtype == tf.float32
+
+
+@needs_jax
+def test_a_host_callback_replays_with_numpy_after_one_warning(capsys):
+    @tf.function(jit_compile=True)
+    def f(x):
+        tf.print("x", x, output_stream=sys.stdout)
+        return x + 1.0
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        f(tf.constant(1.0))
+        f(tf.constant(2.0))
+    assert any("'print' has no XLA lowering" in str(w.message) for w in seen)
+    assert capsys.readouterr().out == "x 1\nx 2\n"
