@@ -56,6 +56,7 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
+import warnings  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from types import ModuleType  # noqa: E402
 from typing import Any, Callable, Sequence, TextIO  # noqa: E402
@@ -172,8 +173,11 @@ def _start(t: Timed, settings: Settings, out: TextIO) -> None:
         return
     try:
         start = time.perf_counter()
-        result = t.run()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", common.XlaFallback)
+            result = t.run()
         t.row["first_call_s"] = time.perf_counter() - start
+        _note_warnings(t, caught)
         c.check(result)
         del result
         warm_start = time.perf_counter()
@@ -195,6 +199,16 @@ def _start(t: Timed, settings: Settings, out: TextIO) -> None:
     if t.number == 1:  # the warm call was already a full steady-state sample
         t.samples.append(warm)
         t.spent += warm
+
+
+def _note_warnings(t: Timed, caught: list) -> None:
+    """Keep a jit_compile=True case's XLA fallback in its row (the primitives without a
+    lowering: it ran the NumPy replay); show every other warning as usual."""
+    for w in caught:
+        if isinstance(w.message, common.XlaFallback):
+            t.row.setdefault("xla_fallback", []).extend(w.message.primitives)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def _done(t: Timed, s: Settings) -> bool:
@@ -436,12 +450,20 @@ def print_group(title: str, rows: list[dict], out: TextIO) -> None:
                      _ratio(r.get("x_best_peer")),
                      _ratio(r.get("x_numpy"))]
         else:
-            cells = [r["case"], label, r["mode"], _time(r.get("first_call_s")),
+            cells = [r["case"], label, _mode(r), _time(r.get("first_call_s")),
                      _time(r.get("median_s"))]
             if per_op:
                 cells.append(_time(r["median_s"] / r["ops"]))
             cells += [_ratio(r.get("x_best_peer")), _ratio(r.get("x_numpy"))]
         print("| " + " | ".join(cells) + " |", file=out)
+    for r in rows:
+        if r.get("xla_fallback"):
+            print(f"\n{r['case']}: no XLA lowering for {', '.join(r['xla_fallback'])}; "
+                  "its graph ran the NumPy replay.", file=out)
+
+
+def _mode(r: dict) -> str:
+    return r["mode"] + (" (NumPy fallback)" if r.get("xla_fallback") else "")
 
 
 def print_workload(module: ModuleType, rows: list[dict], out: TextIO) -> None:
@@ -479,6 +501,36 @@ def print_summary(rows: list[dict], out: TextIO) -> None:
                  ours["case"] if ours else "(none)", fmt(_metric(ours)) + unit if ours else "",
                  peer["case"] if peer else "(no peer)", fmt(_metric(peer)) + unit if peer else "",
                  _ratio(_metric(ours) / _metric(peer)) if ours and peer and _metric(peer) else ""]
+        print("| " + " | ".join(cells) + " |", file=out)
+
+
+def print_xla_summary(rows: list[dict], out: TextIO) -> None:
+    """Each function(jit_compile=True) case against the fastest JAX jit case of its
+    problem: steady state and first call (tracing + XLA compiling) side by side."""
+    xla = [r for r in rows if r["mode"] == "xla"]
+    if not xla:
+        return
+    print("\n### tapeflow function(jit_compile=True) against JAX jit\n", file=out)
+    print("| workload | problem | case | first call | median | JAX jit | first call | median "
+          "| x JAX jit | first call x JAX |", file=out)
+    print("|---|---|---|---:|---:|---|---:|---:|---:|---:|", file=out)
+    for r in xla:
+        jits = [j for j in rows if j["workload"] == r["workload"] and j["group"] == r["group"]
+                and j["framework"] == "jax" and j["mode"] == "jit" and j["status"] == "ok"
+                and j.get("median_s")]
+        jit = min(jits, key=lambda j: j["median_s"], default=None)
+        ok = r["status"] == "ok" and r.get("median_s")
+        name = r["case"] + (" (NumPy fallback: " + ", ".join(r["xla_fallback"]) + ")"
+                            if r.get("xla_fallback") else "")
+        cells = [r["workload"], r["group"], name,
+                 _time(r.get("first_call_s")) if ok else _status_text(r),
+                 _time(r.get("median_s")) if ok else "",
+                 jit["case"] if jit else "(none)",
+                 _time(jit.get("first_call_s")) if jit else "",
+                 _time(jit["median_s"]) if jit else "",
+                 _ratio(r["median_s"] / jit["median_s"]) if ok and jit else "",
+                 _ratio(r["first_call_s"] / jit["first_call_s"])
+                 if ok and jit and jit.get("first_call_s") else ""]
         print("| " + " | ".join(cells) + " |", file=out)
 
 
@@ -532,6 +584,10 @@ def print_environment(env: dict, settings: Settings, quick: bool, out: TextIO) -
           "problem interleaved round-robin; 'x best peer': median / the fastest peer's "
           "(TensorFlow, JAX, PyTorch, autograd); 'x NumPy': / NumPy by hand. Every result "
           "was checked against a float64 reference first.", file=out)
+    print("- modes: 'eager'; 'traced' (tapeflow function's NumPy replay, TensorFlow "
+          "tf.function); 'jit' (JAX); 'xla' (tapeflow function(jit_compile=True): the traced "
+          "graph compiled by XLA through JAX, its first call the trace and the compile; "
+          "'NumPy fallback' where a primitive has no lowering); 'by hand' (NumPy).", file=out)
 
 
 # ---------------------------------------------------------------------- plots
@@ -642,6 +698,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         out.flush()
         rows += these
     print_summary(rows, out)
+    print_xla_summary(rows, out)
     sweeps = []
     if args.plot:
         sweeps = run_sweeps(chosen, size, SWEEP_QUICK if args.quick else SWEEP_FULL, out)

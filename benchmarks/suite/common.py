@@ -16,6 +16,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -46,7 +47,8 @@ class Case:
 
     `group` names the problem within the workload (ratios compare cases of one group);
     `mode` says how the framework runs it: "eager", "traced" (tapeflow or TensorFlow
-    function), "jit" (JAX), "by hand" (NumPy); `ops` divides times into per-op costs;
+    function), "jit" (JAX), "xla" (tapeflow function(jit_compile=True): the traced graph
+    compiled by XLA through JAX), "by hand" (NumPy); `ops` divides times into per-op costs;
     `metric` is "time" or "memory" (peak memory, measured in a fresh subprocess).
     """
 
@@ -127,6 +129,46 @@ def prepare(framework: str) -> str:
 
 def installed(framework: str) -> bool:
     return importlib.util.find_spec(framework) is not None
+
+
+# ---------------------------------------------------------------------- tapeflow through XLA
+class XlaFallback(UserWarning):
+    """A function(jit_compile=True) case's graph holds primitives with no XLA lowering, so
+    it ran the NumPy replay: run.py records this in the case's row and its table."""
+
+    def __init__(self, primitives: Sequence[str]) -> None:
+        self.primitives = list(primitives)
+        super().__init__("no XLA lowering for " + ", ".join(self.primitives)
+                         + ": the graph replays with NumPy")
+
+
+def xla_cases_wanted() -> bool:
+    """Whether to build the jit_compile=True cases: only where JAX can be imported (a
+    machine without it has no such case, rather than a failing one)."""
+    return installed("jax")
+
+
+def xla_function(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``tapeflow.function(fn, jit_compile=True)``; after its first call (trace + XLA
+    compile) it warns `XlaFallback` if the traced graph has primitives without a
+    lowering (tapeflow warns once per primitive and process; this names them per case).
+    Raises ImportError (the case is skipped) if JAX is missing."""
+    import tapeflow as tf
+    from tapeflow.graph.xla import missing_lowerings
+
+    compiled = tf.function(fn, jit_compile=True)
+    first = [True]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        out = compiled(*args, **kwargs)
+        if first[0]:
+            first[0] = False
+            missing = missing_lowerings(compiled.get_concrete_function(*args, **kwargs).graph)
+            if missing:
+                warnings.warn(XlaFallback(missing), stacklevel=2)
+        return out
+
+    return call
 
 
 # ---------------------------------------------------------------------- results and checks
