@@ -6,7 +6,8 @@ stresses both AD modes nested, on mid-sized GEMMs. The MLP: 64 inputs, three hid
 layers of 256 with tanh, 10 outputs, batch 128, loss 0.5 * mean((out - y) ** 2), float32.
 
 tapeflow and TensorFlow run the same code (ForwardAccumulator around GradientTape),
-eagerly and traced with ``function``; JAX jit(jvp(grad)); PyTorch torch.func
+eagerly and traced with ``function`` (tapeflow also with ``jit_compile=True``, its
+graph compiled by XLA, when JAX is installed); JAX jit(jvp(grad)); PyTorch torch.func
 jvp(grad); autograd make_hvp (reverse-over-reverse: its only way). The reference is a
 central difference of a hand-written float64 NumPy gradient (error ~1e-9, far below
 the float32 tolerance).
@@ -97,13 +98,16 @@ def tf_api_hvp(api: Any) -> Callable[..., Any]:
     return hvp
 
 
-def _tf_api_setup(api_name: str, traced: bool, data: tuple) -> Callable[[], Any]:
+def _tf_api_setup(api_name: str, traced: bool, data: tuple, xla: bool = False) -> Callable[[], Any]:
     import importlib
 
     api = importlib.import_module(api_name)
     params, vec, x, y = ([api.constant(a) for a in t] if isinstance(t, list) else api.constant(t)
                          for t in data)
-    hvp = api.function(tf_api_hvp(api)) if traced else tf_api_hvp(api)
+    if xla:
+        hvp = common.xla_function(tf_api_hvp(api))
+    else:
+        hvp = api.function(tf_api_hvp(api)) if traced else tf_api_hvp(api)
     return lambda: [np.asarray(g) for g in hvp(params, vec, x, y)]
 
 
@@ -167,6 +171,9 @@ def cases(size: str = "full") -> list[Case]:
     def case(name: str, framework: str, mode: str, setup: Callable[[], Callable[[], Any]]) -> Case:
         return Case(name, framework, setup, check, group=group, mode=mode)
 
+    xla = [case("tapeflow function(jit_compile=True) of the same", "tapeflow", "xla",
+                lambda: _tf_api_setup("tapeflow", True, data, xla=True))
+           ] if common.xla_cases_wanted() else []
     return [
         case("tapeflow eager ForwardAccumulator(GradientTape)", "tapeflow", "eager",
              lambda: _tf_api_setup("tapeflow", False, data)),
@@ -176,6 +183,7 @@ def cases(size: str = "full") -> list[Case]:
              lambda: _tf_api_setup("tensorflow", False, data)),
         case("TensorFlow tf.function of the same", "tensorflow", "traced",
              lambda: _tf_api_setup("tensorflow", True, data)),
+        *xla,
         case("JAX jit(jvp(grad))", "jax", "jit", lambda: _jax_setup(data)),
         case("PyTorch torch.func jvp(grad)", "torch", "eager", lambda: _torch_setup(data)),
         case("autograd make_hvp (reverse-over-reverse)", "autograd", "eager",
