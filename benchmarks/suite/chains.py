@@ -4,7 +4,9 @@ Why: on 16-element arrays the arithmetic is negligible, so the time is what each
 framework spends per op around it: Python dispatch, recording a tape, building
 a graph, or (traced / jitted) nothing at all. A 2,000-op chain (alternating sin and
 * 1.0001, benchmarks/dispatch.py's chain) is timed forward only and forward plus
-gradient of its sum; the "per op" column divides by the 2,000 forward ops.
+gradient of its sum; the "per op" column divides by the 2,000 forward ops. tapeflow's
+function(jit_compile=True) (the chain compiled by XLA; built only when JAX is
+installed) stands beside JAX jit.
 NumPy is the floor: the same ufunc calls (and a hand-written backward pass).
 References: dispatch.py's NumPy chain and hand-written gradient, in float64.
 """
@@ -39,7 +41,7 @@ def _numpy(n: int) -> tuple[Callable, Callable]:
     return (lambda: dispatch.numpy_chain(x, n)), (lambda: dispatch.numpy_chain_grad(x, n))
 
 
-def _tf_api(api_name: str, n: int, traced: bool) -> tuple[Callable, Callable]:
+def _tf_api(api_name: str, n: int, traced: bool, xla: bool = False) -> tuple[Callable, Callable]:
     import importlib
 
     api = importlib.import_module(api_name)
@@ -54,7 +56,17 @@ def _tf_api(api_name: str, n: int, traced: bool) -> tuple[Callable, Callable]:
             total = api.reduce_sum(forward(t))
         return tape.gradient(total, t)
 
-    if traced:
+    if xla:  # the gradient over the plain forward: one graph each, no nested function
+        plain = forward
+
+        def plain_gradient(t: Any) -> Any:
+            with api.GradientTape() as tape:
+                tape.watch(t)
+                total = api.reduce_sum(plain(t))
+            return tape.gradient(total, t)
+
+        forward, gradient = common.xla_function(plain), common.xla_function(plain_gradient)
+    elif traced:
         forward, gradient = api.function(forward), api.function(gradient)
     return (lambda: np.asarray(forward(x))), (lambda: np.asarray(gradient(x)))
 
@@ -112,6 +124,11 @@ def cases(size: str = "full") -> list[Case]:
         ("TensorFlow tf.function", "tensorflow", "traced",
          lambda: _tf_api("tensorflow", n, True)),
         ("JAX eager", "jax", "eager", lambda: _jax(n, False)),
+    ]
+    if common.xla_cases_wanted():
+        contestants.append(("tapeflow function(jit_compile=True)", "tapeflow", "xla",
+                            lambda: _tf_api("tapeflow", n, True, xla=True)))
+    contestants += [
         ("JAX jit", "jax", "jit", lambda: _jax(n, True)),
         ("PyTorch eager", "torch", "eager", lambda: _torch(n)),
         ("autograd", "autograd", "eager", lambda: _autograd(n)),
