@@ -4,7 +4,8 @@ Why: forward mode costs one JVP per input, reverse mode one VJP per output, so t
 right mode depends on the Jacobian's shape; ``tapeflow.jacobian`` (mode "auto") picks
 it. f(x) = tanh(W2 tanh(W1 x)), hidden 256, float32 (benchmarks/jacobian_modes.py),
 at (n, m) = (8, 4096), where forward mode should win, and (4096, 8), where reverse
-should. tapeflow jacfwd / jacrev / jacobian(auto) / tape.jacobian, eager and traced;
+should. tapeflow jacfwd / jacrev / jacobian(auto) / tape.jacobian, eager and traced
+(the first three also with function(jit_compile=True), when JAX is installed);
 TensorFlow tape.jacobian eager and tf.function; JAX jacfwd / jacrev eager and jit;
 torch.func jacfwd / jacrev; autograd.jacobian. NumPy floor: the closed form, by hand.
 The reference is that closed form in float64.
@@ -41,7 +42,8 @@ def _closed_form(w1: np.ndarray, w2: np.ndarray, x: np.ndarray) -> Callable[[], 
     return jac
 
 
-def _tapeflow(transform: str, traced: bool, data: tuple) -> Callable[[], np.ndarray]:
+def _tapeflow(transform: str, traced: bool, data: tuple,
+              xla: bool = False) -> Callable[[], np.ndarray]:
     import tapeflow as tf
 
     w1, w2, x = data
@@ -54,7 +56,10 @@ def _tapeflow(transform: str, traced: bool, data: tuple) -> Callable[[], np.ndar
             return tape.jacobian(y, v)
     else:
         jac = getattr(tf, transform)(f)
-    jac = tf.function(jac) if traced else jac
+    if xla:
+        jac = common.xla_function(jac)
+    else:
+        jac = tf.function(jac) if traced else jac
     xt = tf.constant(x)
     return lambda: np.asarray(jac(xt))
 
@@ -122,6 +127,10 @@ def _shape_cases(n: int, m: int, group: str, sweep: bool = False) -> list[Case]:
             lambda t=transform: _tapeflow(t, False, data))
         add(f"tapeflow {label} traced", "tapeflow", "traced",
             lambda t=transform: _tapeflow(t, True, data))
+    if common.xla_cases_wanted():
+        for label, transform in TAPEFLOW_MODES.items():
+            add(f"tapeflow function(jit_compile=True) {label}", "tapeflow", "xla",
+                lambda t=transform: _tapeflow(t, True, data, xla=True))
     for transform in ("jacfwd", "jacrev"):
         add(f"JAX {transform} eager", "jax", "eager", lambda t=transform: _jax(t, False, data))
         add(f"JAX {transform} jit", "jax", "jit", lambda t=transform: _jax(t, True, data))
