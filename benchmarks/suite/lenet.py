@@ -8,7 +8,8 @@ against one-hot labels, mean over the batch; float32.
 (a) the gradient of the loss w.r.t. all weights at batch 128; (b) the 10x784 Jacobians
 of the logits w.r.t. the input at 32 inputs (batch_jacobian).
 
-tapeflow and TensorFlow run the same code, eager and traced; JAX jit(grad) and
+tapeflow and TensorFlow run the same code, eager and traced (tapeflow also with
+function(jit_compile=True), compiled by XLA, when JAX is installed); JAX jit(grad) and
 jit(vmap(jacrev)); PyTorch eager autograd and torch.func. The NumPy floor is a
 hand-written backward pass; in float64 it is also the reference.
 """
@@ -168,7 +169,7 @@ def tf_api_model(api: Any) -> tuple[Callable, Callable]:
 
 
 def _tf_api(api_name: str, traced: bool, jacobian: bool, p: list, x: np.ndarray,
-            labels: np.ndarray) -> Callable[[], Any]:
+            labels: np.ndarray, xla: bool = False) -> Callable[[], Any]:
     import importlib
 
     api = importlib.import_module(api_name)
@@ -187,10 +188,13 @@ def _tf_api(api_name: str, traced: bool, jacobian: bool, p: list, x: np.ndarray,
             y = logits(q, x)
         return tape.batch_jacobian(y, x)
 
+    def wrap(f: Callable) -> Callable:
+        return common.xla_function(f) if xla else api.function(f) if traced else f
+
     if jacobian:
-        fn = api.function(batch_jacobian) if traced else batch_jacobian
+        fn = wrap(batch_jacobian)
         return lambda: np.asarray(fn(pt, xt)).reshape(len(x), 10, 784)
-    fn = api.function(gradient) if traced else gradient
+    fn = wrap(gradient)
     return lambda: [np.asarray(g) for g in fn(pt, xt, lt)]
 
 
@@ -301,6 +305,10 @@ def cases(size: str = "full") -> list[Case]:
             case(f"{label} " + ("function replay" if api == "tapeflow" else "tf.function"), api,
                  "traced", lambda a=api, j=is_jac, v=xs: _tf_api(a, True, j, p, v,
                                                                  labels[:len(v)]))
+        if common.xla_cases_wanted():
+            case("tapeflow function(jit_compile=True)", "tapeflow", "xla",
+                 lambda j=is_jac, v=xs: _tf_api("tapeflow", True, j, p, v, labels[:len(v)],
+                                                xla=True))
         case("JAX jit(vmap(jacrev))" if is_jac else "JAX jit(grad)", "jax", "jit",
              lambda j=is_jac, v=xs: _jax(j, p, v, labels[:len(v)]))
         case("PyTorch eager autograd", "torch", "eager",
