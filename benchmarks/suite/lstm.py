@@ -7,7 +7,8 @@ The LSTM: input 32, hidden 64, sequence 50, batch 16, gates i, f, g, o from one
 weight matrix W [96, 256] and bias b; loss 0.5 * mean((h_t - y_t) ** 2) over all
 steps; float32; gradient w.r.t. (W, b).
 
-tapeflow and TensorFlow run the same Python loop, eager and traced; JAX jit(grad)
+tapeflow and TensorFlow run the same Python loop, eager and traced (tapeflow also with
+function(jit_compile=True), the unrolled graph compiled by XLA, when JAX is installed); JAX jit(grad)
 over lax.scan; PyTorch eager autograd and torch.func.grad over the same loop, and
 torch.nn.LSTM (its fused kernel, loaded with the same weights); autograd. NumPy
 floor: backpropagation through time by hand, which in float64 is the reference.
@@ -96,7 +97,7 @@ def tf_api_loss(api: Any) -> Callable[..., Any]:
     return loss
 
 
-def _tf_api(api_name: str, traced: bool, data: tuple) -> Callable[[], Any]:
+def _tf_api(api_name: str, traced: bool, data: tuple, xla: bool = False) -> Callable[[], Any]:
     import importlib
 
     api = importlib.import_module(api_name)
@@ -109,7 +110,10 @@ def _tf_api(api_name: str, traced: bool, data: tuple) -> Callable[[], Any]:
             value = loss(w, b, xs, ys)
         return tape.gradient(value, [w, b])
 
-    fn = api.function(gradient) if traced else gradient
+    if xla:
+        fn = common.xla_function(gradient)
+    else:
+        fn = api.function(gradient) if traced else gradient
     return lambda: [np.asarray(g) for g in fn(w, b, xs, ys)]
 
 
@@ -224,6 +228,9 @@ def cases(size: str = "full") -> list[Case]:
         ("TensorFlow eager", "tensorflow", "eager", lambda: _tf_api("tensorflow", False, data)),
         ("TensorFlow tf.function", "tensorflow", "traced",
          lambda: _tf_api("tensorflow", True, data)),
+        *([("tapeflow function(jit_compile=True), Python loop unrolled", "tapeflow", "xla",
+            lambda: _tf_api("tapeflow", True, data, xla=True))]
+          if common.xla_cases_wanted() else []),
         ("JAX jit(grad) over lax.scan", "jax", "jit", lambda: _jax(data)),
         ("PyTorch eager autograd, Python loop", "torch", "eager", lambda: _torch("eager", data)),
         ("PyTorch torch.func.grad, Python loop", "torch", "eager", lambda: _torch("func", data)),
