@@ -95,11 +95,13 @@ defvjp(subtract_p, lambda g, ans, x, y: g, lambda g, ans, x, y: negative(g), bro
 batch_elementwise(subtract_p)
 subtract_p.sparsity = elementwise_deps
 subtract_p.simplify = neutral_right(is_plus_zero)
+subtract_p.lower = lambda jax, x, y: jax.numpy.subtract(x, y)
 
 negative_p = Primitive("negative", np.negative)
 linear(negative_p, lambda g, x: negative(g))
 batch_unary(negative_p)
 negative_p.sparsity = elementwise_deps
+negative_p.lower = lambda jax, x: jax.numpy.negative(x)
 
 # ------------------------------------------------------------------ divide: d(x/y) = dx/y - (x/y) dy/y
 divide_p = Primitive("divide", np.true_divide)
@@ -111,6 +113,7 @@ defvjp(divide_p, lambda g, ans, x, y: divide(g, conj_if_complex(y)),
 batch_elementwise(divide_p)
 divide_p.sparsity = elementwise_deps
 divide_p.simplify = neutral_right(is_one)
+divide_p.lower = lambda jax, x, y: jax.numpy.true_divide(x, y)
 
 
 # ------------------------------------------------------------------ maximum / minimum
@@ -122,6 +125,7 @@ defvjp(maximum_p, lambda g, ans, x, y: multiply(g, float_mask(greater_equal(x, y
        lambda g, ans, x, y: multiply(g, float_mask(less(x, y), g)), broadcasting=True)
 batch_elementwise(maximum_p)
 maximum_p.sparsity = elementwise_deps
+maximum_p.lower = lambda jax, x, y: jax.numpy.maximum(x, y)  # nan propagates, as NumPy
 
 minimum_p = Primitive("minimum", np.minimum)
 defjvp(minimum_p, lambda t, ans, x, y: multiply(t, float_mask(less_equal(x, y), t)),
@@ -130,6 +134,7 @@ defvjp(minimum_p, lambda g, ans, x, y: multiply(g, float_mask(less_equal(x, y), 
        lambda g, ans, x, y: multiply(g, float_mask(greater(x, y), g)), broadcasting=True)
 batch_elementwise(minimum_p)
 minimum_p.sparsity = elementwise_deps
+minimum_p.lower = lambda jax, x, y: jax.numpy.minimum(x, y)
 
 def _checked_division(name: str, fn: np.ufunc) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """An integer division that raises on a zero divisor (as TensorFlow) instead of
@@ -150,13 +155,39 @@ defvjp(floormod_p, lambda g, ans, x, y: g,
 batch_elementwise(floormod_p)
 floormod_p.sparsity = elementwise_deps
 
+
+def _floormod_lower(jax: Any, x: Any, y: Any) -> Any:
+    """np.mod's values: the sign of y, a zero result signed as y. An integer zero divisor
+    cannot raise inside XLA: the result there is XLA's (the NumPy replay raises)."""
+    r = jax.numpy.mod(x, y)
+    if r.dtype.kind != "f":
+        return r
+    return jax.numpy.where(r == 0, jax.numpy.copysign(jax.numpy.zeros_like(r), y), r)
+
+
+floormod_p.lower = _floormod_lower
+
 # floordiv is piecewise constant: no derivative (as TensorFlow).
 floordiv_p = Primitive("floordiv", _checked_division("floordiv", np.floor_divide),
                        differentiable=False)
 batch_elementwise(floordiv_p)
 
+
+def _floordiv_lower(jax: Any, x: Any, y: Any) -> Any:
+    """np.floor_divide's values, a zero quotient signed as x / y (integers: as floormod)."""
+    q = jax.numpy.floor_divide(x, y)
+    if q.dtype.kind != "f":
+        return q
+    zero = jax.numpy.zeros_like(q)
+    signed = jax.numpy.where(jax.numpy.signbit(x) != jax.numpy.signbit(y), -zero, zero)
+    return jax.numpy.where(q == 0, signed, q)
+
+
+floordiv_p.lower = _floordiv_lower
+
 # ------------------------------------------------------------------ square: 2x
 square_p = unary("square", np.square, lambda ans, x: multiply(x, 2))
+square_p.lower = lambda jax, x: jax.numpy.square(x)
 
 # ------------------------------------------------------------------ sqrt: d sqrt(x) = dx / (2 sqrt x)
 # A zero (co)tangent stays zero at x = 0, as TensorFlow (see the module note).
@@ -165,6 +196,7 @@ defjvp(sqrt_p, lambda t, ans, x: _mul_no_nan(t, divide(0.5, ans)))
 defvjp(sqrt_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(divide(0.5, ans))))
 batch_unary(sqrt_p)
 sqrt_p.sparsity = elementwise_deps
+sqrt_p.lower = lambda jax, x: jax.numpy.sqrt(x)
 
 
 # ------------------------------------------------------------------ rsqrt: -x^(-3/2) / 2
@@ -177,6 +209,7 @@ defjvp(rsqrt_p, lambda t, ans, x: _mul_no_nan(t, _rsqrt_deriv(ans)))
 defvjp(rsqrt_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(_rsqrt_deriv(ans))))
 batch_unary(rsqrt_p)
 rsqrt_p.sparsity = elementwise_deps
+rsqrt_p.lower = lambda jax, x: 1 / jax.numpy.sqrt(x)  # the impl's formula, not lax.rsqrt
 
 # ------------------------------------------------------------------ reciprocal: -1 / x^2
 reciprocal_p = Primitive("reciprocal", np.reciprocal)
@@ -184,6 +217,7 @@ defjvp(reciprocal_p, lambda t, ans, x: _mul_no_nan(t, negative(square(ans))))
 defvjp(reciprocal_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(negative(square(ans)))))
 batch_unary(reciprocal_p)
 reciprocal_p.sparsity = elementwise_deps
+reciprocal_p.lower = lambda jax, x: jax.numpy.reciprocal(x)
 
 # ------------------------------------------------------------------ abs (real x): sign x, 0 at 0
 # Complex inputs go to complex_abs (ops/complex.py), whose output is real.
@@ -192,6 +226,7 @@ defjvp(abs_p, lambda t, ans, x: multiply(t, sign(x)))
 defvjp(abs_p, lambda g, ans, x: multiply(g, sign(x)))
 batch_unary(abs_p)
 abs_p.sparsity = elementwise_deps
+abs_p.lower = lambda jax, x: jax.numpy.abs(x)
 
 # ------------------------------------------------------------------ sign: piecewise constant
 # Its derivative is zero (TensorFlow returns zeros, not None).
@@ -200,6 +235,7 @@ defjvp(sign_p, lambda t, ans, x: Zero.like(ans))
 defvjp(sign_p, lambda g, ans, x: zeros_of(x))
 batch_unary(sign_p)
 sign_p.sparsity = elementwise_deps
+sign_p.lower = lambda jax, x: jax.numpy.where(x == 0, jax.numpy.zeros_like(x), jax.numpy.sign(x))  # +0 at -0
 
 # ================================================================== no derivative
 # Comparisons and logic give bools; floor, ceil and round are piecewise constant and, as
@@ -217,6 +253,16 @@ logical_not_p = Primitive("logical_not", np.invert, differentiable=False)
 for _p in (equal_p, not_equal_p, less_p, less_equal_p, greater_p, greater_equal_p,
            logical_and_p, logical_or_p, logical_xor_p):
     batch_elementwise(_p)
+equal_p.lower = lambda jax, x, y: jax.numpy.equal(x, y)
+not_equal_p.lower = lambda jax, x, y: jax.numpy.not_equal(x, y)
+less_p.lower = lambda jax, x, y: jax.numpy.less(x, y)
+less_equal_p.lower = lambda jax, x, y: jax.numpy.less_equal(x, y)
+greater_p.lower = lambda jax, x, y: jax.numpy.greater(x, y)
+greater_equal_p.lower = lambda jax, x, y: jax.numpy.greater_equal(x, y)
+logical_and_p.lower = lambda jax, x, y: jax.numpy.bitwise_and(x, y)  # bitwise for integers
+logical_or_p.lower = lambda jax, x, y: jax.numpy.bitwise_or(x, y)
+logical_xor_p.lower = lambda jax, x, y: jax.numpy.bitwise_xor(x, y)
+logical_not_p.lower = lambda jax, x: jax.numpy.invert(x)
 
 floor_p = Primitive("floor", np.floor, differentiable=False)
 ceil_p = Primitive("ceil", np.ceil, differentiable=False)
@@ -226,6 +272,12 @@ is_nan_p = Primitive("is_nan", np.isnan, differentiable=False)
 is_inf_p = Primitive("is_inf", np.isinf, differentiable=False)
 for _p in (logical_not_p, floor_p, ceil_p, round_p, is_finite_p, is_nan_p, is_inf_p):
     batch_unary(_p)
+floor_p.lower = lambda jax, x: jax.numpy.floor(x)
+ceil_p.lower = lambda jax, x: jax.numpy.ceil(x)
+round_p.lower = lambda jax, x: jax.numpy.round(x)  # half to even
+is_finite_p.lower = lambda jax, x: jax.numpy.isfinite(x)
+is_nan_p.lower = lambda jax, x: jax.numpy.isnan(x)
+is_inf_p.lower = lambda jax, x: jax.numpy.isinf(x)
 
 
 # ================================================================== public ops: arithmetic
