@@ -27,6 +27,10 @@ exp_p = unary("exp", np.exp, lambda ans, x: ans)                                
 expm1_p = unary("expm1", np.expm1, lambda ans, x: exp(x))                          # e^x
 log_p = unary("log", np.log, lambda ans, x: divide(1, x))                          # 1 / x
 log1p_p = unary("log1p", np.log1p, lambda ans, x: bind(reciprocal_p, add(x, 1)))   # 1/(1+x)
+exp_p.lower = lambda jax, x: jax.numpy.exp(x)
+expm1_p.lower = lambda jax, x: jax.numpy.expm1(x)
+log_p.lower = lambda jax, x: jax.numpy.log(x)
+log1p_p.lower = lambda jax, x: jax.numpy.log1p(x)
 
 
 # ------------------------------------------------------------------ pow: d(x^y) = y x^(y-1) dx + log(x) x^y dy
@@ -50,6 +54,7 @@ defvjp(pow_p, lambda g, ans, x, y: multiply(g, conj_if_complex(_pow_dx(x, y))),
 batch_elementwise(pow_p)
 pow_p.sparsity = elementwise_deps
 pow_p.simplify = neutral_right(is_one)
+pow_p.lower = lambda jax, x, y: jax.numpy.power(x, y)
 
 
 # ------------------------------------------------------------------ trigonometric
@@ -65,6 +70,12 @@ acos_p = unary("acos", np.arccos,                                               
                lambda ans, x: negative(bind(rsqrt_p, _one_minus_x2(x))))
 atan_p = unary("atan", np.arctan,                                                  # 1/(1+x^2)
                lambda ans, x: bind(reciprocal_p, add(square(x), 1)))
+sin_p.lower = lambda jax, x: jax.numpy.sin(x)
+cos_p.lower = lambda jax, x: jax.numpy.cos(x)
+tan_p.lower = lambda jax, x: jax.numpy.tan(x)
+asin_p.lower = lambda jax, x: jax.numpy.arcsin(x)
+acos_p.lower = lambda jax, x: jax.numpy.arccos(x)
+atan_p.lower = lambda jax, x: jax.numpy.arctan(x)
 
 
 # atan2(y, x): d = (x dy - y dx) / (x^2 + y^2)
@@ -81,6 +92,7 @@ defvjp(atan2_p, lambda g, ans, y, x: multiply(g, multiply(x, _atan2_scale(y, x))
        broadcasting=True)
 batch_elementwise(atan2_p)
 atan2_p.sparsity = elementwise_deps
+atan2_p.lower = lambda jax, y, x: jax.numpy.arctan2(y, x)
 
 # ------------------------------------------------------------------ hyperbolic
 sinh_p = unary("sinh", np.sinh, lambda ans, x: bind(cosh_p, x))                    # cosh x
@@ -93,6 +105,12 @@ acosh_p = unary("acosh", np.arccosh,                                            
                 lambda ans, x: bind(reciprocal_p, bind(sinh_p, ans)))
 atanh_p = unary("atanh", np.arctanh,                                               # 1/(1-x^2)
                 lambda ans, x: bind(reciprocal_p, _one_minus_x2(x)))
+sinh_p.lower = lambda jax, x: jax.numpy.sinh(x)
+cosh_p.lower = lambda jax, x: jax.numpy.cosh(x)
+tanh_p.lower = lambda jax, x: jax.numpy.tanh(x)
+asinh_p.lower = lambda jax, x: jax.numpy.arcsinh(x)
+acosh_p.lower = lambda jax, x: jax.numpy.arccosh(x)
+atanh_p.lower = lambda jax, x: jax.numpy.arctanh(x)
 
 
 # ------------------------------------------------------------------ SciPy's ufuncs, if installed
@@ -135,6 +153,19 @@ def _sigmoid_impl(x: np.ndarray) -> np.ndarray:
 sigmoid_p = unary("sigmoid", _sigmoid_impl, lambda ans, x: multiply(ans, subtract(1, ans)))
 
 
+def _sigmoid_lower(jax: Any, x: Any) -> Any:
+    # _sigmoid_numpy's form (expit's): exp of -|x| only, e / (1 + e) below 0.
+    jnp = jax.numpy
+    if x.dtype.kind == "c":
+        return 1 / (1 + jnp.exp(-x))
+    e = jnp.exp(-jnp.abs(x))
+    s = 1 / (1 + e)
+    return jnp.where(jnp.signbit(x), s * e, s)
+
+
+sigmoid_p.lower = _sigmoid_lower
+
+
 def _softplus_impl(x: np.ndarray) -> np.ndarray:
     # log(e^0 + e^x) without forming e^x: no overflow at large x, full precision at
     # very negative x.
@@ -142,6 +173,7 @@ def _softplus_impl(x: np.ndarray) -> np.ndarray:
 
 
 softplus_p = unary("softplus", _softplus_impl, lambda ans, x: sigmoid(x))
+softplus_p.lower = lambda jax, x: jax.numpy.logaddexp(jax.numpy.zeros((), x.dtype), x)
 
 
 # ------------------------------------------------------------------ erf: 2/sqrt(pi) e^(-x^2)
@@ -155,6 +187,7 @@ _erf_scalar = np.vectorize(math.erf, otypes=[np.float64])  # exact, but one call
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 erf_p = unary("erf", _erf_impl,
               lambda ans, x: multiply(exp(negative(square(x))), _TWO_OVER_SQRT_PI))
+erf_p.lower = lambda jax, x: jax.lax.erf(x)
 
 
 # ------------------------------------------------------------------ lgamma, digamma, polygamma
@@ -287,6 +320,37 @@ defvjp(polygamma_p, None, lambda g, ans, a, x: multiply(g, _polygamma_next(a, x)
 batch_elementwise(polygamma_p)
 # The order carries no derivative: only x's elements reach the output's.
 polygamma_p.sparsity = lambda pats, vals, outs: elementwise_deps((None, pats[1]), vals, outs)
+
+
+# XLA's lgamma, digamma and polygamma in the input's dtype (the impls compute in float64),
+# with the impls' values at the poles, at -inf and, for polygamma, at +inf (0; XLA: nan).
+def _poles_lower(jax: Any, x: Any) -> Any:
+    return (x <= 0) & (x == jax.numpy.floor(x)) | (x == -jax.numpy.inf)
+
+
+def _lgamma_lower(jax: Any, x: Any) -> Any:
+    return jax.numpy.where(_poles_lower(jax, x), jax.numpy.inf, jax.lax.lgamma(x))
+
+
+def _digamma_lower(jax: Any, x: Any) -> Any:
+    return jax.numpy.where(_poles_lower(jax, x), jax.numpy.nan, jax.lax.digamma(x))
+
+
+def _polygamma_lower(jax: Any, a: Any, x: Any) -> Any:
+    jnp = jax.numpy
+    a, x = jnp.broadcast_arrays(a, x)
+    order = (a >= 0) & (a == jnp.floor(a)) & jnp.isfinite(a)
+    n = jnp.where(order, a, 0)
+    out = jax.lax.polygamma(n, x)
+    out = jnp.where((x == jnp.inf) & (n >= 1), jnp.where(n % 2 == 1, 0.0, -0.0), out)  # SciPy's zeros
+    pole = jnp.where(n % 2 == 1, jnp.inf, jnp.nan)
+    out = jnp.where(_poles_lower(jax, x), pole, out)
+    return jnp.where(order, out, jnp.nan).astype(out.dtype)
+
+
+lgamma_p.lower = _lgamma_lower
+digamma_p.lower = _digamma_lower
+polygamma_p.lower = _polygamma_lower
 
 
 # ================================================================== public ops
