@@ -532,6 +532,10 @@ def print_xla_summary(rows: list[dict], out: TextIO) -> None:
                  _ratio(r["first_call_s"] / jit["first_call_s"])
                  if ok and jit and jit.get("first_call_s") else ""]
         print("| " + " | ".join(cells) + " |", file=out)
+    print("\nJAX jit: the fastest JAX jit case of the problem; 'x JAX jit': median / its "
+          "median; 'first call x JAX': first call (trace + XLA compile) / its first call "
+          "(trace + compile). A NumPy fallback case ran tapeflow's NumPy replay, not XLA.",
+          file=out)
 
 
 # ---------------------------------------------------------------------- environment
