@@ -46,17 +46,30 @@ defvjp(complex_p, lambda g, ans, a, b: bind(real_p, g),
 batch_elementwise(complex_p)
 complex_p.sparsity = elementwise_deps
 
+
+def _complex_lower(jax: Any, re: Any, im: Any) -> Any:
+    # lax.complex sets the parts (exact inf parts, as the impl), on broadcast operands.
+    jnp = jax.numpy
+    part = jnp.real(jnp.zeros((), jnp.result_type(re.dtype, jnp.complex64))).dtype
+    re, im = jnp.broadcast_arrays(re.astype(part), im.astype(part))
+    return jax.lax.complex(re, im)
+
+
+complex_p.lower = _complex_lower
+
 # ------------------------------------------------------------------ real, imag
 # Both are real-linear: JVP real(t); the transpose puts g back as g + 0i (or 0 + ig).
 real_p = Primitive("real", np.real)
 linear(real_p, lambda g, z: bind(complex_p, g, zeros_of(g)))
 batch_unary(real_p)
 real_p.sparsity = elementwise_deps
+real_p.lower = lambda jax, z: jax.numpy.real(z)
 
 imag_p = Primitive("imag", np.imag)
 linear(imag_p, lambda g, z: bind(complex_p, zeros_of(g), g))
 batch_unary(imag_p)
 imag_p.sparsity = elementwise_deps
+imag_p.lower = lambda jax, z: jax.numpy.imag(z)
 
 
 # ------------------------------------------------------------------ complex_abs: |z|, real
@@ -76,6 +89,16 @@ defvjp(complex_abs_p, lambda g, ans, z: multiply(bind(complex_p, g, zeros_of(g))
                                                  _complex_sign(z, ans)))
 batch_unary(complex_abs_p)
 complex_abs_p.sparsity = elementwise_deps
+
+
+def _complex_abs_lower(jax: Any, z: Any) -> Any:
+    # np.abs is C99's hypot: inf when a part is infinite, even if the other is nan (XLA: nan).
+    jnp = jax.numpy
+    r = jnp.abs(z)
+    return jnp.where(jnp.isinf(z.real) | jnp.isinf(z.imag), jnp.asarray(jnp.inf, r.dtype), r)
+
+
+complex_abs_p.lower = _complex_abs_lower
 
 
 # ================================================================== public ops
