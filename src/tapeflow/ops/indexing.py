@@ -51,6 +51,28 @@ moved_deps(getitem_p, 0)
 scatter_deps(getitem_transpose_p, lambda numbered, vals, key, shape: numbered[key])
 
 
+def _has_index_array(key: tuple) -> bool:
+    return any(isinstance(k, (np.ndarray, list)) for k in key)
+
+
+def _getitem_transpose_lower(jax: Any, g: Any, key: tuple, shape: tuple) -> Any:
+    jnp = jax.numpy
+    zeros = jnp.zeros(shape, jnp.result_type(g))
+    if not _has_index_array(key):  # basic indexing: every position written once
+        return zeros.at[key].set(g)
+    # Index arrays may repeat a position: NumPy's assignment keeps the last value written.
+    # The positions are static (the key is a param): keep each one's last occurrence.
+    where = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)[key]
+    flat = np.broadcast_to(where, np.shape(where)).reshape(-1)
+    last = flat.size - 1 - np.unique(flat[::-1], return_index=True)[1]
+    values = jnp.broadcast_to(g, np.shape(where)).reshape(-1)[last]
+    return zeros.reshape(-1).at[flat[last]].set(values, unique_indices=True).reshape(shape)
+
+
+getitem_p.lower = lambda jax, x, key: jax.numpy.asarray(x)[key]
+getitem_transpose_p.lower = _getitem_transpose_lower
+
+
 # ------------------------------------------------------------------ gather along one axis
 def _gather_transpose_impl(g: np.ndarray, indices: np.ndarray, axis: int, shape: tuple) -> np.ndarray:
     # Repeated indices accumulate, the dense form of TensorFlow's IndexedSlices.
@@ -144,6 +166,35 @@ scatter_deps(gather_transpose_p, lambda numbered, vals, axis, shape: np.take(
     numbered, vals[1], axis=axis))
 
 
+def _wrapped(jax: Any, indices: Any, n: int) -> Any:
+    """Negative indices counted from the end, as np.take and NumPy's assignment do; below
+    -n, n (out of range: JAX would wrap it again)."""
+    where = jax.numpy.where
+    indices = jax.numpy.asarray(indices)
+    indices = where(indices < 0, indices + n, indices)
+    return where(indices < 0, n, indices)
+
+
+# Out of range (where the impl raises; check_indices guards the public ops): "fill" gives
+# NaN (or the dtype's fill value) for a gathered row, "drop" skips a scattered one.
+def _gather_lower(jax: Any, params: Any, indices: Any, axis: int) -> Any:
+    params = jax.numpy.asarray(params)
+    return jax.numpy.take(params, _wrapped(jax, indices, params.shape[axis]), axis=axis,
+                          mode="fill")
+
+
+def _gather_transpose_lower(jax: Any, g: Any, indices: Any, axis: int, shape: tuple) -> Any:
+    jnp = jax.numpy
+    flat = _wrapped(jax, jnp.reshape(indices, -1), shape[axis])
+    gm = jnp.reshape(g, shape[:axis] + (flat.size,) + shape[axis + 1:])
+    out = jnp.zeros(shape, jnp.result_type(g))
+    return out.at[(slice(None),) * axis + (flat,)].add(gm, mode="drop")  # repeats accumulate
+
+
+gather_p.lower = _gather_lower
+gather_transpose_p.lower = _gather_transpose_lower
+
+
 # ------------------------------------------------------------------ scatter_update
 # tensor_scatter_nd_update on the flattened form: rows `indices` of x replaced by those of
 # u. With repeated indices the last row written wins (NumPy's assignment; TensorFlow's
@@ -193,6 +244,22 @@ scatter_update_p.batch = _scatter_update_batch
 moved_deps(scatter_update_p, 0, 2)
 
 
+def _scatter_update_lower(jax: Any, x: Any, indices: Any, u: Any) -> Any:
+    # XLA leaves the order of a scatter's repeated indices unspecified: keep the impl's
+    # last-wins by sending every update but the last one to each row out of range (dropped).
+    jnp = jax.numpy
+    x = jnp.asarray(x)
+    n, m = x.shape[0], int(np.shape(indices)[0])
+    i = _wrapped(jax, indices, n)
+    order = jnp.arange(m)
+    last = jnp.full((n,), -1, order.dtype).at[i].max(order, mode="drop")
+    winner = last.at[i].get(mode="fill", fill_value=-1) == order
+    return x.at[jnp.where(winner, i, n)].set(u, mode="drop")
+
+
+scatter_update_p.lower = _scatter_update_lower
+
+
 # ------------------------------------------------------------------ check_indices
 # A primitive so the check runs where the indices are used: a Python-level check sees
 # only vmap's example-0 stand-ins and is skipped when a traced graph is replayed, while
@@ -218,6 +285,9 @@ check_indices_p = Primitive("check_indices", _check_indices_impl, differentiable
 # Batched: the batch axis goes first, so the index tuples stay on the last axis.
 check_indices_p.batch = lambda vals, dims, **params: (
     bind(check_indices_p, move_to_front(vals[0], dims[0]), **params), 0)
+# Compiled: the indices unchanged, unchecked (XLA cannot raise; an out-of-range index
+# reaching gather gives fill values, reaching a scatter is dropped).
+check_indices_p.lower = lambda jax, indices, **params: indices
 
 
 def _index_dtype(t: Tensor) -> Tensor:
