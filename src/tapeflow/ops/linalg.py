@@ -48,6 +48,8 @@ defjvp(matmul_p, lambda t, ans, a, b: bind(matmul_p, t, b),
        lambda t, ans, a, b: bind(matmul_p, a, t), broadcasting=True)
 defvjp(matmul_p, lambda g, ans, a, b: bind(matmul_p, g, adjoint_of(b)),     # G B^H
        lambda g, ans, a, b: bind(matmul_p, adjoint_of(a), g), broadcasting=True)  # A^H G
+# Full precision: XLA may otherwise multiply float32 in lower precision on accelerators.
+matmul_p.lower = lambda jax, a, b: jax.numpy.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
 
 
 def _example_shape(x: Tensor, dim: int) -> tuple:
@@ -252,6 +254,8 @@ einsum_p = Primitive("einsum", _einsum_impl)
 einsum_p.jvp = _einsum_jvp
 einsum_p.vjp = _einsum_vjp
 einsum_p.batch = _einsum_batch
+einsum_p.lower = lambda jax, *operands, spec: jax.numpy.einsum(
+    spec, *operands, precision=jax.lax.Precision.HIGHEST)
 
 
 def _einsum_deps(pats: tuple, vals: tuple, outs: tuple, spec: str) -> tuple:

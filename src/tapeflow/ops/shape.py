@@ -31,11 +31,13 @@ linear(identity_p, lambda g, x: g)
 batch_unary(identity_p)
 identity_p.sparsity = elementwise_deps
 identity_p.simplify = same_as_input
+identity_p.lower = lambda jax, x: x
 
 
 # stop_gradient: the outputs carry no derivative, so no recorder follows them.
 stop_gradient_p = Primitive("stop_gradient", lambda x: x, differentiable=False)
 batch_unary(stop_gradient_p)
+stop_gradient_p.lower = lambda jax, x: x  # the compiled graph computes values only
 
 
 # ------------------------------------------------------------------ concat
@@ -75,6 +77,7 @@ concat_p.jvp = _concat_jvp
 concat_p.vjp = _concat_vjp
 concat_p.batch = _concat_batch
 moved_deps(concat_p)  # every input is data
+concat_p.lower = lambda jax, *xs, axis: jax.numpy.concatenate(xs, axis=axis)
 
 
 # ------------------------------------------------------------------ split (multiple results)
@@ -113,6 +116,8 @@ split_p.jvp = _split_jvp
 split_p.vjp = _split_vjp
 split_p.batch = _split_batch
 moved_deps(split_p, 0)
+split_p.lower = lambda jax, x, sizes, axis: tuple(
+    jax.numpy.split(x, np.cumsum(sizes[:-1]).tolist(), axis=axis))
 
 
 # ================================================================== public ops
