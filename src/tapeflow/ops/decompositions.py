@@ -48,6 +48,29 @@ def _lapack(op: str, failure: str, fn: Any, *arrays: np.ndarray) -> Any:
     return np.asarray(out).astype(dtype, copy=False)[()]
 
 
+def _lowered(fn: Any) -> Any:
+    """A lowering rule running `fn(jax, *arrays)` as `_lapack` runs its routine: float16 in
+    float32, every result in the input dtype. XLA cannot raise: where the impl raises
+    (a singular matrix, one not positive definite) the results hold inf or nan."""
+    def lower(jax: Any, *arrays: Any) -> Any:
+        arrays = tuple(jax.numpy.asarray(a) for a in arrays)
+        dtype = arrays[0].dtype
+        if dtype == np.float16:
+            arrays = tuple(a.astype(np.float32) for a in arrays)
+        out = fn(jax, *arrays)
+        if isinstance(out, tuple):
+            return tuple(r.astype(dtype) for r in out)
+        return out.astype(dtype)
+    return lower
+
+
+def _broadcast_batch(jax: Any, a: Any, b: Any) -> tuple:
+    """a [..., n, n] and b [..., n, k] with their batch axes broadcast together."""
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return (jax.numpy.broadcast_to(a, batch + a.shape[-2:]),
+            jax.numpy.broadcast_to(b, batch + b.shape[-2:]))
+
+
 def _mm(a: Tensor, b: Tensor) -> Tensor:
     return bind(matmul_p, a, b)
 
@@ -91,6 +114,7 @@ defjvp(inv_p, lambda t, ans, a: negative(_mm(ans, _mm(t, ans))))
 # gA = -A^-H G A^-H
 defvjp(inv_p, lambda g, ans, a: negative(_mm(adjoint_of(ans), _mm(g, adjoint_of(ans)))))
 _batch_matrices(inv_p)
+inv_p.lower = _lowered(lambda jax, a: jax.numpy.linalg.inv(a))  # singular: inf/nan
 
 # ------------------------------------------------------------------ det
 det_p = Primitive("det", lambda a: _lapack("det", "", np.linalg.det, a))
@@ -100,6 +124,7 @@ defjvp(det_p, lambda t, ans, a: multiply(ans, trace(bind(solve_p, a, t))))
 defvjp(det_p, lambda g, ans, a: multiply(_trailing(multiply(g, conj_if_complex(ans)), (1, 1)),
                                          bind(inv_p, adjoint_of(a))))
 _batch_matrices(det_p)
+det_p.lower = _lowered(lambda jax, a: jax.numpy.linalg.det(a))
 
 
 # ------------------------------------------------------------------ slogdet: (sign, log|det|)
@@ -124,6 +149,9 @@ slogdet_p = Primitive("slogdet", lambda a: _lapack("slogdet", "", np.linalg.slog
 slogdet_p.jvp = _slogdet_jvp
 slogdet_p.vjp = _slogdet_vjp
 _batch_matrices(slogdet_p)
+# (sign, log|det|), both in the input dtype (a complex log|det| for complex input, as the
+# impl); a singular matrix gives (0, -inf) as NumPy.
+slogdet_p.lower = _lowered(lambda jax, a: tuple(jax.numpy.linalg.slogdet(a)))
 
 
 # ------------------------------------------------------------------ solve: X = A^-1 B
@@ -143,6 +171,8 @@ defjvp(solve_p, lambda t, ans, a, b: negative(bind(solve_p, a, _mm(t, ans))),
        lambda t, ans, a, b: bind(solve_p, a, t), broadcasting=True)
 solve_p.vjp = _solve_vjp
 batch_elementwise(solve_p)
+# LU with partial pivoting, as LAPACK's gesv; singular: inf/nan.
+solve_p.lower = _lowered(lambda jax, a, b: jax.numpy.linalg.solve(*_broadcast_batch(jax, a, b)))
 
 
 # ------------------------------------------------------------------ triangular_solve: op(T) X = B
@@ -190,6 +220,20 @@ triangular_solve_p.vjp = _triangular_solve_vjp
 batch_elementwise(triangular_solve_p)
 
 
+def _triangular_solve_lower(jax: Any, m: Any, b: Any, lower: bool, adjoint: bool) -> Any:
+    # Substitution on the triangle (the other one masked off, as the impl): the same
+    # solution as the impl's LU of it; a zero on the diagonal gives inf/nan.
+    def solve(jax: Any, m: Any, b: Any) -> Any:
+        t = jax.numpy.tril(m) if lower else jax.numpy.triu(m)
+        t, b = _broadcast_batch(jax, t, b)
+        return jax.lax.linalg.triangular_solve(t, b, left_side=True, lower=lower,
+                                               transpose_a=adjoint, conjugate_a=adjoint)
+    return _lowered(solve)(jax, m, b)
+
+
+triangular_solve_p.lower = _triangular_solve_lower
+
+
 # ------------------------------------------------------------------ cholesky: A = L L^H
 def _cholesky_jvp(t: Tensor, ans: Tensor, a: Tensor) -> Tensor:
     # dL = L Phi(L^-1 S L^-H), S = (dA + dA^H)/2, Phi = lower triangle with half the diagonal
@@ -215,6 +259,10 @@ cholesky_p = Primitive("cholesky", lambda a: _lapack(
 defjvp(cholesky_p, _cholesky_jvp)
 cholesky_p.vjp = _cholesky_vjp
 _batch_matrices(cholesky_p)
+# As NumPy: reads the lower triangle only (no symmetrizing), returns L with zeros above
+# the diagonal; not positive definite: nan.
+cholesky_p.lower = _lowered(lambda jax, a: jax.numpy.tril(
+    jax.lax.linalg.cholesky(a, symmetrize_input=False)))
 
 
 # ------------------------------------------------------------------ eigh: A V = V diag(e)
@@ -263,6 +311,16 @@ eigh_p = Primitive("eigh", lambda a: _lapack("eigh", "the eigenvalue iteration d
                                              np.linalg.eigh, a), multiple_results=True)
 eigh_p.jvp = _eigh_jvp
 eigh_p.vjp = _eigh_vjp
+
+
+def _eigh_lower(jax: Any, a: Any) -> tuple:
+    # As NumPy: the lower triangle read as is, eigenvalues ascending, eigenvectors in the
+    # columns (each one's sign is LAPACK's choice, as in the impl).
+    v, e = jax.lax.linalg.eigh(a, lower=True, symmetrize_input=False, sort_eigenvalues=True)
+    return e, v
+
+
+eigh_p.lower = _lowered(_eigh_lower)
 
 # Every decomposition acts per matrix: its dependencies are block diagonal over the batch.
 for _prim in (inv_p, det_p, slogdet_p, solve_p, triangular_solve_p, cholesky_p, eigh_p):
