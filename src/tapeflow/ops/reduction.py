@@ -52,6 +52,8 @@ def _extremum(name: str, impl: Any) -> Primitive:
 
 reduce_max_p = _extremum("reduce_max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims))
 reduce_min_p = _extremum("reduce_min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims))
+reduce_max_p.lower = lambda jax, x, axis, keepdims: jax.numpy.max(x, axis=axis, keepdims=keepdims)
+reduce_min_p.lower = lambda jax, x, axis, keepdims: jax.numpy.min(x, axis=axis, keepdims=keepdims)
 
 
 def _scan_axis(axis: Any, ndim: int, op: str, list_error: type) -> int:
@@ -94,6 +96,20 @@ linear(cumsum_p, lambda g, x, axis, exclusive, reverse: bind(
 batch_along_axis(cumsum_p)
 cumsum_p.sparsity = along_axis_deps
 
+
+def _cumsum_lower(jax: Any, x: Any, axis: int, exclusive: bool, reverse: bool) -> Any:
+    jnp = jax.numpy
+    if reverse:
+        x = jnp.flip(x, axis)
+    out = jnp.cumsum(x, axis=axis, dtype=x.dtype)  # integers keep their dtype
+    if exclusive:
+        first = jnp.zeros_like(out[_along(axis, slice(0, 1))])
+        out = jnp.concatenate([first, out[_along(axis, slice(0, -1))]], axis=axis)
+    return jnp.flip(out, axis) if reverse else out
+
+
+cumsum_p.lower = _cumsum_lower
+
 # ------------------------------------------------------------------ boolean reductions, arg-extrema
 reduce_all_p = Primitive("reduce_all", lambda x, axis, keepdims: np.all(
     x, axis=axis, keepdims=keepdims), differentiable=False)
@@ -101,6 +117,8 @@ reduce_any_p = Primitive("reduce_any", lambda x, axis, keepdims: np.any(
     x, axis=axis, keepdims=keepdims), differentiable=False)
 batch_reduction(reduce_all_p)
 batch_reduction(reduce_any_p)
+reduce_all_p.lower = lambda jax, x, axis, keepdims: jax.numpy.all(x, axis=axis, keepdims=keepdims)
+reduce_any_p.lower = lambda jax, x, axis, keepdims: jax.numpy.any(x, axis=axis, keepdims=keepdims)
 
 argmax_p = Primitive("argmax", lambda x, axis, output_type: np.argmax(
     x, axis=axis).astype(output_type), differentiable=False)
@@ -108,6 +126,9 @@ argmin_p = Primitive("argmin", lambda x, axis, output_type: np.argmin(
     x, axis=axis).astype(output_type), differentiable=False)
 batch_along_axis(argmax_p)
 batch_along_axis(argmin_p)
+# The first extremum, or the first nan, as NumPy.
+argmax_p.lower = lambda jax, x, axis, output_type: jax.numpy.argmax(x, axis=axis).astype(output_type)
+argmin_p.lower = lambda jax, x, axis, output_type: jax.numpy.argmin(x, axis=axis).astype(output_type)
 
 
 # ================================================================== composites
