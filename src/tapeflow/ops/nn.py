@@ -58,6 +58,7 @@ defjvp(relu_p, lambda t, ans, x: multiply(t, _relu_mask(x)))
 defvjp(relu_p, lambda g, ans, x: multiply(g, _relu_mask(x)))
 batch_unary(relu_p)
 relu_p.sparsity = elementwise_deps
+relu_p.lower = lambda jax, x: jax.numpy.maximum(x, jax.numpy.zeros((), x.dtype))
 
 
 # ------------------------------------------------------------------ relu6: d = [0 < x < 6] dx
@@ -71,6 +72,8 @@ defjvp(relu6_p, lambda t, ans, x: multiply(t, _relu6_mask(x)))
 defvjp(relu6_p, lambda g, ans, x: multiply(g, _relu6_mask(x)))
 batch_unary(relu6_p)
 relu6_p.sparsity = elementwise_deps
+relu6_p.lower = lambda jax, x: jax.numpy.clip(x, jax.numpy.zeros((), x.dtype),
+                                            jax.numpy.full((), 6, x.dtype))
 
 
 # ------------------------------------------------------------- elu: d = (x > 0 ? 1 : elu + 1) dx
@@ -81,6 +84,16 @@ def _elu_impl(x: np.ndarray) -> np.ndarray:
 
 elu_p = unary("elu", _elu_impl,
               lambda ans, x: bind(select_p, greater(x, 0), ones_of(x), add(ans, 1)))
+
+
+def _elu_lower(jax: Any, x: Any) -> Any:
+    jnp = jax.numpy
+    below = jnp.expm1(jnp.minimum(x, 0))
+    below = jnp.where(below == 0, jnp.zeros((), x.dtype), below)  # +0 at -0, as the impl
+    return jnp.where(x > 0, x, below)
+
+
+elu_p.lower = _elu_lower
 
 
 # ------------------------------------------------------------------ normal_cdf: d Phi = phi(x) dx
@@ -123,6 +136,8 @@ def _normal_pdf(x: Tensor) -> Tensor:
 
 
 normal_cdf_p = unary("normal_cdf", _normal_cdf_impl, lambda ans, x: _normal_pdf(x))
+# XLA's erfc, in the input's dtype (the impl computes in float64)
+normal_cdf_p.lower = lambda jax, x: 0.5 * jax.lax.erfc(-x / np.sqrt(2.0).astype(x.dtype))
 
 
 # ------------------------------------------------------------------ softmax family (one axis)
@@ -163,6 +178,17 @@ defvjp(softmax_p, lambda g, ans, x, axis: _weighted_center(ans, g, axis))
 batch_along_axis(softmax_p)
 softmax_p.sparsity = along_axis_deps
 
+
+def _softmax_lower(jax: Any, x: Any, axis: int) -> Any:
+    jnp = jax.numpy
+    if x.shape[axis] == 0:
+        return jnp.zeros_like(x)
+    e = jnp.exp(x - jnp.max(x, axis=axis, keepdims=True))
+    return e * (1 / jnp.sum(e, axis=axis, keepdims=True))  # the impl's reciprocal, then product
+
+
+softmax_p.lower = _softmax_lower
+
 # log_softmax: d = dx - sum(softmax dx); VJP g - softmax sum(g), with softmax = exp(ans).
 # A primitive for stability: max-shifted, and exact where one logit dominates.
 log_softmax_p = Primitive("log_softmax", _log_softmax_impl)
@@ -172,6 +198,21 @@ defvjp(log_softmax_p, lambda g, ans, x, axis: subtract(
     g, multiply(exp(ans), reduce_sum(g, axis=axis, keepdims=True))))
 batch_along_axis(log_softmax_p)
 log_softmax_p.sparsity = along_axis_deps
+
+
+def _log_softmax_lower(jax: Any, x: Any, axis: int) -> Any:
+    # The impl's form: log1p of the sum of the others, the max's own term left out.
+    jnp = jax.numpy
+    if x.shape[axis] == 0:
+        return jnp.zeros_like(x)
+    top = jnp.argmax(x, axis=axis, keepdims=True)
+    shifted = x - jnp.take_along_axis(x, top, axis=axis)
+    at_top = jax.lax.broadcasted_iota(top.dtype, x.shape, axis) == top
+    e = jnp.where(at_top, jnp.zeros((), x.dtype), jnp.exp(shifted))
+    return shifted - jnp.log1p(jnp.sum(e, axis=axis, keepdims=True))
+
+
+log_softmax_p.lower = _log_softmax_lower
 
 
 # ------------------------------------------------------------------ sigmoid cross-entropy
@@ -188,6 +229,8 @@ defvjp(sigmoid_xent_p, lambda g, ans, z, x: multiply(g, negative(x)),
        lambda g, ans, z, x: multiply(g, subtract(sigmoid(x), z)), broadcasting=True)
 batch_elementwise(sigmoid_xent_p)
 sigmoid_xent_p.sparsity = elementwise_deps
+sigmoid_xent_p.lower = lambda jax, z, x: (
+    jax.numpy.maximum(x, 0) - x * z + jax.numpy.log1p(jax.numpy.exp(-jax.numpy.abs(x))))
 
 
 # ------------------------------------------------------------------ one_hot_labels (no derivative)
@@ -203,6 +246,20 @@ def _one_hot_labels_impl(labels: np.ndarray, depth: int, dtype: np.dtype) -> np.
 
 one_hot_labels_p = Primitive("one_hot_labels", _one_hot_labels_impl, differentiable=False)
 batch_unary(one_hot_labels_p)  # the class axis is appended last: the batch axis stays put
+
+
+def _one_hot_labels_lower(jax: Any, labels: Any, depth: int, dtype: np.dtype) -> Any:
+    # XLA cannot raise on a label out of range: its row is nan instead (TensorFlow's
+    # behaviour on GPU), so the loss is nan rather than silently 0.
+    jnp = jax.numpy
+    hot = (labels[..., None] == jnp.arange(depth, dtype=labels.dtype)).astype(dtype)
+    if dtype.kind not in "fc":
+        return hot
+    bad = (labels < 0) | (labels >= depth)
+    return jnp.where(bad[..., None], jnp.asarray(jnp.nan, dtype), hot)
+
+
+one_hot_labels_p.lower = _one_hot_labels_lower
 
 
 # ================================================================== public ops: activations
