@@ -129,7 +129,9 @@ class Primitive:
       (NOTE(sparsity) in tapeflow/patterns.py); an op with no derivative depends on nothing.
     - ``lower(jax, *args, **params) -> array or tuple``: the XLA lowering for
       ``function(jit_compile=True)``, written with the given jax module's jax.numpy /
-      jax.lax (graph/xla.py); random draws also get ``key=``.
+      jax.lax (graph/xla.py); random draws also get ``key=``. ``lower_check`` (same
+      arguments) is a boolean that is False where the impl would raise (an index out of
+      range): a compiled call whose check fails reruns on NumPy, which raises the error.
     - ``simplify(consts, same, **params) -> int | None``: for the graph passes, an
       input the output always equals exactly (``consts[i]`` is input i's value when
       it is a constant, else None; ``same(i)`` says whether input i has the output's
@@ -158,6 +160,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "jvp", "vjp", "batch", "simplify", "sparsity", "lower",
+                 "lower_check",
                  "multiple_results", "differentiable", "stateful", "per_example", "is_identity",
                  "reads_variable", "user_gradient", "defined_at")
 
@@ -176,6 +179,7 @@ class Primitive:
         self.simplify: Callable[..., Any] | None = None
         self.sparsity: Callable[..., Any] | None = None if differentiable else _no_deps
         self.lower: Callable[..., Any] | None = None
+        self.lower_check: Callable[..., Any] | None = None
         self.multiple_results = multiple_results
         self.differentiable = differentiable
         self.stateful = stateful

@@ -9,7 +9,9 @@ replay does (the numbers themselves differ from NumPy's).
 
 `XlaReplay` has the interface of `replay.Replay`: arrays in, arrays out, variables read
 at the start and written at the end (under their locks), guards checked in order, a
-failed guard raising GuardFailed before anything is written. JAX runs 64-bit types only
+failed guard raising GuardFailed before anything is written; a primitive's
+`lower_check` failing (an index out of range) reruns the call on NumPy, whose impl
+raises the error, never a wrong value. JAX runs 64-bit types only
 where the graph holds them (`jax.enable_x64` around this graph's calls alone: the
 user's own JAX code keeps its setting). A graph with a primitive that has no lowering
 runs the NumPy replay instead, after a one-time warning naming the primitive.
@@ -77,6 +79,12 @@ class XlaReplay:
         self.n_assigns = sum(isinstance(n, Assign) for n in g.nodes)
         self._jitted = self.jax.jit(self._lowered())
 
+    def _numpy(self) -> Replay:
+        if self._fallback is None:
+            self._fallback_numpy = getattr(self, "_fallback_numpy", None) or Replay(self.graph)
+            return self._fallback_numpy
+        return self._fallback
+
     def _lowered(self) -> Callable:
         g, jax = self.graph, self.jax
         inputs, outputs = list(g.inputs), list(g.outputs)
@@ -90,13 +98,15 @@ class XlaReplay:
                 env[s] = value
             for s, i in var_slots:
                 env[s] = variables[i]
-            guard_values, assigned = [], {}
+            guard_values, assigned, checks = [], {}, []
             for k, n in enumerate(g.nodes):
                 if isinstance(n, Node):
                     args = [env[s] for s in n.inputs]
                     params = dict(n.params)
                     if k in draw_index:
                         params["key"] = jax.random.key(seeds[draw_index[k]])
+                    if n.prim.lower_check is not None:
+                        checks.append(n.prim.lower_check(jax, *args, **params))
                     out = n.prim.lower(jax, *args, **params)
                     outs = out if n.prim.multiple_results else (out,)
                     for o, v in zip(n.outputs, outs, strict=True):
@@ -109,7 +119,9 @@ class XlaReplay:
                         if i == n.var:
                             env[s] = env[n.slot]
             outs = [None if o is None else env[o] for o in outputs]
-            return outs, guard_values, assigned
+            ok = jax.numpy.all(jax.numpy.stack([jax.numpy.all(c) for c in checks])) \
+                if checks else True
+            return outs, guard_values, assigned, ok
 
         return run
 
@@ -127,10 +139,15 @@ class XlaReplay:
                           for k in self.draws], np.uint32)
         variables = [v._value for v in g.variables]
         with self.jax.enable_x64(self.x64):
-            outs, guard_values, assigned = self._jitted(list(arrays), variables, seeds)
+            outs, guard_values, assigned, ok = self._jitted(list(arrays), variables, seeds)
         for guard, value in zip(self.guards, guard_values, strict=True):
             if not guard.holds(np.asarray(value)):
                 raise GuardFailed(guard)
+        if not bool(ok):
+            # An input the NumPy impl refuses (an index out of range, an integer division
+            # by zero): XLA cannot raise, so the NumPy replay runs and raises its error.
+            # Its random draws differ from the compiled call's, which is discarded.
+            return self._numpy()(*arrays)
         for i, value in assigned.items():
             g.variables[i]._value = np.array(value, copy=True)
         if self.keep_on_device:

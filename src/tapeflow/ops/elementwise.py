@@ -157,8 +157,8 @@ floormod_p.sparsity = elementwise_deps
 
 
 def _floormod_lower(jax: Any, x: Any, y: Any) -> Any:
-    """np.mod's values: the sign of y, a zero result signed as y. An integer zero divisor
-    cannot raise inside XLA: the result there is XLA's (the NumPy replay raises)."""
+    """np.mod's values: the sign of y, a zero result signed as y (an integer zero divisor
+    fails `_divisor_check`: the call reruns on NumPy, which raises)."""
     r = jax.numpy.mod(x, y)
     if r.dtype.kind != "f":
         return r
@@ -166,6 +166,14 @@ def _floormod_lower(jax: Any, x: Any, y: Any) -> Any:
 
 
 floormod_p.lower = _floormod_lower
+
+
+def _divisor_check(jax: Any, x: Any, y: Any) -> Any:
+    # False where the impl raises (an integer zero divisor): the compiled call reruns on NumPy.
+    return jax.numpy.all(y != 0) if y.dtype.kind in "iu" else True
+
+
+floormod_p.lower_check = _divisor_check
 
 # floordiv is piecewise constant: no derivative (as TensorFlow).
 floordiv_p = Primitive("floordiv", _checked_division("floordiv", np.floor_divide),
@@ -184,6 +192,7 @@ def _floordiv_lower(jax: Any, x: Any, y: Any) -> Any:
 
 
 floordiv_p.lower = _floordiv_lower
+floordiv_p.lower_check = _divisor_check
 
 # ------------------------------------------------------------------ square: 2x
 square_p = unary("square", np.square, lambda ans, x: multiply(x, 2))

@@ -285,9 +285,11 @@ check_indices_p = Primitive("check_indices", _check_indices_impl, differentiable
 # Batched: the batch axis goes first, so the index tuples stay on the last axis.
 check_indices_p.batch = lambda vals, dims, **params: (
     bind(check_indices_p, move_to_front(vals[0], dims[0]), **params), 0)
-# Compiled: the indices unchanged, unchecked (XLA cannot raise; an out-of-range index
-# reaching gather gives fill values, reaching a scatter is dropped).
+# Compiled: the indices unchanged, and a check that reruns the call on NumPy (which
+# raises the impl's error) when one is out of range: XLA cannot raise.
 check_indices_p.lower = lambda jax, indices, **params: indices
+check_indices_p.lower_check = lambda jax, indices, limits, **params: jax.numpy.all(
+    (indices >= 0) & (indices < jax.numpy.asarray(limits, indices.dtype)))
 
 
 def _index_dtype(t: Tensor) -> Tensor:

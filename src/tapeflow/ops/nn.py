@@ -260,6 +260,9 @@ def _one_hot_labels_lower(jax: Any, labels: Any, depth: int, dtype: np.dtype) ->
 
 
 one_hot_labels_p.lower = _one_hot_labels_lower
+# A label out of range: the compiled call reruns on NumPy, whose impl raises TensorFlow's error.
+one_hot_labels_p.lower_check = lambda jax, labels, depth, dtype: jax.numpy.all(
+    (labels >= 0) & (labels < depth))
 
 
 # ================================================================== public ops: activations

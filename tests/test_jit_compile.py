@@ -108,3 +108,23 @@ def test_a_host_callback_replays_with_numpy_after_one_warning(capsys):
         f(tf.constant(2.0))
     assert any("'print' has no XLA lowering" in str(w.message) for w in seen)
     assert capsys.readouterr().out == "x 1\nx 2\n"
+
+
+@needs_jax
+def test_inputs_the_impl_refuses_raise_its_error_never_a_wrong_value():
+    """XLA cannot raise: a compiled call whose check fails reruns on NumPy and raises."""
+    gather = tf.function(lambda p, i: tf.gather(p, i), jit_compile=True)
+    p = tf.constant([1.0, 2.0, 3.0])
+    assert gather(p, tf.constant([2, 0])).numpy().tolist() == [3.0, 1.0]
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        gather(p, tf.constant([3, 0]))
+    div = tf.function(lambda x, y: x // y, jit_compile=True)
+    assert div(tf.constant([7]), tf.constant([2])).numpy().tolist() == [3]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="division by zero"):
+        div(tf.constant([7]), tf.constant([0]))
+    xent = tf.function(lambda l, z: tf.nn.sparse_softmax_cross_entropy_with_logits(l, z),
+                       jit_compile=True)
+    z = tf.constant([[0.0, 1.0]])
+    xent(tf.constant([1]), z)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="label value"):
+        xent(tf.constant([5]), z)
