@@ -226,6 +226,80 @@ defvjp(conv2d_filter_grad_p,
        lambda c, ans, x, g, filter_shape, **p: _conv(x, c, **p))
 
 
+# XLA (graph/xla.py): the forward is lax.conv_general_dilated at the impl's geometry;
+# the two transposes are its VJPs in x and in w (exact transposes, as the impls), made on
+# zeros of the operand's shape. Leading dims broadcast as in the impls (a vmap over them).
+def _xla_conv(jax: Any, x: Any, w: Any, strides: tuple, dilations: tuple, pads: tuple) -> Any:
+    return jax.lax.conv_general_dilated(
+        x, w, window_strides=strides, padding=pads, rhs_dilation=dilations,
+        dimension_numbers=("NHWC", "HWIO", "NHWC"), precision=jax.lax.Precision.HIGHEST)
+
+
+def _xla_leading(jax: Any, f: Any, a: Any, b: Any) -> Any:
+    """f(a, b) on rank-4 operands, over the broadcast leading dims of `a` and `b`."""
+    jnp = jax.numpy
+    lead = np.broadcast_shapes(a.shape[:-4], b.shape[:-4])
+    if not lead:
+        return f(a, b)
+    flat = [jnp.broadcast_to(v, lead + v.shape[-4:]).reshape((-1,) + v.shape[-4:]) for v in (a, b)]
+    out = jax.vmap(f)(*flat)
+    return out.reshape(lead + out.shape[1:])
+
+
+def _xla_common(jax: Any, a: Any, b: Any) -> tuple:
+    dtype = jax.numpy.result_type(a, b)
+    return a.astype(dtype), b.astype(dtype)
+
+
+def _conv_lower(jax: Any, x: Any, w: Any, strides: tuple, dilations: tuple, pads: tuple) -> Any:
+    x, w = _xla_common(jax, x, w)
+    return _xla_leading(jax, lambda a, b: _xla_conv(jax, a, b, strides, dilations, pads), x, w)
+
+
+def _input_grad_lower(jax: Any, g: Any, w: Any, strides: tuple, dilations: tuple, pads: tuple,
+                      input_shape: tuple) -> Any:
+    # As the impl: one product per kernel offset, spread (interior padding) onto the padded
+    # image and added, then cropped. (The VJP of lax.conv_general_dilated, a convolution
+    # with lhs dilation and window reversal, trips an XLA CPU compiler check for some
+    # strides and dilations, aborting the process.)
+    jax_lax, jnp = jax.lax, jax.numpy
+    g, w = _xla_common(jax, g, w)
+    h, wd = input_shape[-3], input_shape[-2]
+    hp, wp = h + sum(pads[0]), wd + sum(pads[1])
+    (sh, sw), (dh, dw) = strides, dilations
+
+    def one(g1: Any, w1: Any) -> Any:
+        kh, kw = w1.shape[0], w1.shape[1]
+        oh, ow = g1.shape[1], g1.shape[2]
+        taps = jnp.einsum("nabo,ijco->ijnabc", g1, w1, precision=jax_lax.Precision.HIGHEST)
+        zero = jnp.zeros((), g1.dtype)
+        out = jnp.zeros((g1.shape[0], hp, wp, w1.shape[2]), g1.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                r0, c0 = i * dh, j * dw
+                out = out + jax_lax.pad(taps[i, j], zero, [
+                    (0, 0, 0), (r0, hp - r0 - sh * (oh - 1) - 1, sh - 1),
+                    (c0, wp - c0 - sw * (ow - 1) - 1, sw - 1), (0, 0, 0)])
+        return out[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd, :]
+    return _xla_leading(jax, one, g, w)
+
+
+def _filter_grad_lower(jax: Any, x: Any, g: Any, strides: tuple, dilations: tuple, pads: tuple,
+                       filter_shape: tuple) -> Any:
+    x, g = _xla_common(jax, x, g)
+
+    def one(x1: Any, g1: Any) -> Any:
+        w0 = jax.numpy.zeros(tuple(filter_shape), x1.dtype)
+        _, vjp = jax.vjp(lambda w: _xla_conv(jax, x1, w, strides, dilations, pads), w0)
+        return vjp(g1)[0]
+    return _xla_leading(jax, one, x, g)
+
+
+conv2d_p.lower = _conv_lower
+conv2d_input_grad_p.lower = _input_grad_lower
+conv2d_filter_grad_p.lower = _filter_grad_lower
+
+
 def _leading_batch(prim: Primitive, image_arg: int, mergeable: bool = True) -> None:
     """Batching rule: where images are independent, an image-only batch merges into N;
     otherwise the batch is a leading dim (the implementations broadcast leading dims)."""
