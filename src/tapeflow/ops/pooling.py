@@ -198,6 +198,104 @@ defjvp(max_pool2d_grad_grad_p, None, lambda t_, ans, x, t, **p: _pick(x, t_, **p
 defvjp(max_pool2d_grad_grad_p, _zero_cotangent, lambda c, ans, x, t, **p: _route(x, c, **p),
        broadcasting=True)
 
+# XLA (graph/xla.py): the maximum is lax.reduce_window; the argmax, as the impl's, a
+# running maximum over the kernel offsets in row-major order (first maximum wins, the
+# first NaN wins, padding never wins), so both companions route through the same element.
+def _xla_window(jax: Any, xp: Any, i: int, j: int, oh: int, ow: int, strides: tuple) -> Any:
+    """Offset (i, j) of every window of the padded `xp` (`_window_slice`)."""
+    lead = xp.ndim - 3
+    start = (0,) * lead + (i, j, 0)
+    limit = xp.shape[:lead] + (i + strides[0] * (oh - 1) + 1, j + strides[1] * (ow - 1) + 1,
+                               xp.shape[-1])
+    return jax.lax.slice(xp, start, limit, (1,) * lead + (strides[0], strides[1], 1))
+
+
+def _xla_pads(lead: int, pads: tuple) -> list:
+    return [(0, 0)] * lead + [tuple(pads[0]), tuple(pads[1]), (0, 0)]
+
+
+def _xla_reduce(jax: Any, x: Any, init: Any, op: Any, ksize: tuple, strides: tuple,
+                pads: tuple) -> Any:
+    lead = x.ndim - 3
+    return jax.lax.reduce_window(x, init, op, (1,) * lead + (ksize[0], ksize[1], 1),
+                                 (1,) * lead + (strides[0], strides[1], 1), _xla_pads(lead, pads))
+
+
+def _xla_argmax(jax: Any, x: Any, ksize: tuple, strides: tuple, pads: tuple) -> Any:
+    jnp = jax.numpy
+    low = _lowest(np.dtype(x.dtype))
+    xp = jnp.pad(x, _xla_pads(x.ndim - 3, pads), constant_values=low)
+    oh, ow = _out_hw(x.shape, ksize, strides, pads)
+    nan = np.dtype(x.dtype).kind == "f"
+    top = arg = None
+    for k, (i, j) in enumerate(_offsets(ksize)):
+        v = _xla_window(jax, xp, i, j, oh, ow, strides)
+        if top is None:
+            top, arg = v, jnp.zeros(v.shape, jnp.int32)
+            continue
+        better = v > top
+        if nan:
+            better = better | (jnp.isnan(v) & ~jnp.isnan(top))
+        top = jnp.maximum(top, v)
+        arg = jnp.where(better, k, arg)
+    if any(pads[0] + pads[1]):
+        first = _first_unpadded(x.shape, ksize, strides, pads)[:, :, None].astype(np.int32)
+        arg = jnp.where(top == low, first, arg)
+    return arg
+
+
+def _xla_spread(jax: Any, parts: Any, hw: tuple, ksize: tuple, strides: tuple,
+                pads: tuple) -> Any:
+    """Sum over offsets k of parts(k) [..., OH, OW, C] placed at offset k of each window
+    of the padded image, cropped to the image `hw`."""
+    jax_lax = jax.lax
+    hp, wp = hw[0] + sum(pads[0]), hw[1] + sum(pads[1])
+    out = None
+    for k, (i, j) in enumerate(_offsets(ksize)):
+        part = parts(k)
+        oh, ow = part.shape[-3], part.shape[-2]
+        placed = jax_lax.pad(part, jax.numpy.zeros((), part.dtype),
+                             [(0, 0, 0)] * (part.ndim - 3) + [
+                                 (i, hp - i - strides[0] * (oh - 1) - 1, strides[0] - 1),
+                                 (j, wp - j - strides[1] * (ow - 1) - 1, strides[1] - 1),
+                                 (0, 0, 0)])
+        out = placed if out is None else out + placed
+    return out[..., pads[0][0]:pads[0][0] + hw[0], pads[1][0]:pads[1][0] + hw[1], :]
+
+
+def _max_pool_lower(jax: Any, x: Any, ksize: tuple, strides: tuple, pads: tuple) -> Any:
+    low = np.asarray(_lowest(np.dtype(x.dtype)), x.dtype)
+    return _xla_reduce(jax, x, low, jax.lax.max, ksize, strides, pads)
+
+
+def _grad_lower(jax: Any, x: Any, g: Any, ksize: tuple, strides: tuple, pads: tuple) -> Any:
+    jnp = jax.numpy
+    arg = _xla_argmax(jax, x, ksize, strides, pads)
+    lead = np.broadcast_shapes(arg.shape[:-4], g.shape[:-4])
+    arg = jnp.broadcast_to(arg, lead + arg.shape[-4:])
+    g = jnp.broadcast_to(g, lead + g.shape[-4:])
+    return _xla_spread(jax, lambda k: jnp.where(arg == k, g, jnp.zeros((), g.dtype)),
+                       x.shape[-3:-1], ksize, strides, pads)
+
+
+def _grad_grad_lower(jax: Any, x: Any, t: Any, ksize: tuple, strides: tuple, pads: tuple) -> Any:
+    jnp = jax.numpy
+    arg = _xla_argmax(jax, x, ksize, strides, pads)
+    oh, ow = arg.shape[-3], arg.shape[-2]
+    tp = jnp.pad(t, _xla_pads(t.ndim - 3, pads))
+    zero = jnp.zeros((), t.dtype)
+    out = None
+    for k, (i, j) in enumerate(_offsets(ksize)):
+        part = jnp.where(arg == k, _xla_window(jax, tp, i, j, oh, ow, strides), zero)
+        out = part if out is None else out + part
+    lead = np.broadcast_shapes(arg.shape[:-4], t.shape[:-4])
+    return jnp.broadcast_to(out, lead + arg.shape[-4:])
+
+
+max_pool2d_p.lower = _max_pool_lower
+max_pool2d_grad_p.lower = _grad_lower
+max_pool2d_grad_grad_p.lower = _grad_grad_lower
+
 # Leading dims broadcast in every implementation: batch first, ranks aligned.
 for _prim in (max_pool2d_p, max_pool2d_grad_p, max_pool2d_grad_grad_p):
     batch_elementwise(_prim)
@@ -293,6 +391,11 @@ linear(window_sum_p, lambda g, x, ksize, strides, pads: bind(
     input_shape=shape_of(x)[-4:]))
 linear(window_sum_transpose_p, lambda g, x, ksize, strides, pads, input_shape: _window_sum(
     g, ksize, strides, pads))
+# XLA: the sum is lax.reduce_window; its transpose spreads g onto each offset, as the impl.
+window_sum_p.lower = lambda jax, x, ksize, strides, pads: _xla_reduce(
+    jax, x, np.zeros((), x.dtype), jax.lax.add, ksize, strides, pads)
+window_sum_transpose_p.lower = lambda jax, g, ksize, strides, pads, input_shape: _xla_spread(
+    jax, lambda k: g, tuple(input_shape[-3:-1]), ksize, strides, pads)
 # The implementations slice the last three axes: any batch axis goes first.
 for _prim in (window_sum_p, window_sum_transpose_p):
     _prim.batch = lambda vals, dims, _p=_prim, **params: (
