@@ -61,6 +61,7 @@ class XlaReplay:
         self.graph = g
         self.keep_on_device = keep_on_device
         missing = missing_lowerings(g)
+        self._missing = bool(missing)
         self._fallback = Replay(g) if missing else None
         for name in missing:
             if name not in _WARNED:
@@ -80,9 +81,9 @@ class XlaReplay:
         self._jitted = self.jax.jit(self._lowered())
 
     def _numpy(self) -> Replay:
+        """The NumPy replay of this graph (made on first need: a failed lower_check)."""
         if self._fallback is None:
-            self._fallback_numpy = getattr(self, "_fallback_numpy", None) or Replay(self.graph)
-            return self._fallback_numpy
+            self._fallback = Replay(self.graph)
         return self._fallback
 
     def _lowered(self) -> Callable:
@@ -126,7 +127,7 @@ class XlaReplay:
         return run
 
     def __call__(self, *arrays: Any) -> list:
-        if self._fallback is not None:
+        if self._missing:
             return self._fallback(*arrays)
         if self.locks is None:
             return self._run(arrays)
