@@ -23,6 +23,12 @@ from op_table import NONDIFF_ROWS, ROWS, package_primitives  # noqa: E402
 HOST_CALLBACKS = {"print", "py_function", "numpy_function"}
 
 
+def test_every_primitive_has_a_lowering():
+    missing = sorted(n for n in package_primitives() - HOST_CALLBACKS
+                     if registry()[n].lower is None)
+    assert not missing, f"primitives without an XLA lowering (Primitive.lower): {missing}"
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("row", ROWS + NONDIFF_ROWS, ids=lambda r: r.name)
 def test_compiled_replay_equals_eager(row, dtype):
