@@ -103,7 +103,7 @@ def _detect(f: Callable, x: Tensor, args: tuple = ()) -> tuple[Pattern, tuple]:
     pattern = _graph_pattern(graph)
     m = int(np.prod(out_shape))
     if pattern is None:  # the output does not depend on x at all
-        pattern = Pattern.from_entries((m,), x.numpy().size, np.zeros(0, np.int64),
+        pattern = Pattern.from_entries((m,), x._value.size, np.zeros(0, np.int64),
                                        np.zeros(0, np.int64))
     return pattern.reshape((m,)), out_shape
 
@@ -349,11 +349,11 @@ class SparseJacobian:
         self.info: SparseJacobianInfo | None = None
 
     def _plan_for(self, x: Tensor, args: tuple) -> tuple:
-        key = (tuple(x.shape), np.dtype(x.numpy().dtype).str)
+        key = (tuple(x.shape), np.dtype(x._value.dtype).str)
         entry = self._plans.get(key)
         if entry is None:
             detected, out_shape = _detect(self.f, x, args)
-            n = x.numpy().size
+            n = x._value.size
             if self.sparsity is None:
                 pattern, is_detected = detected, True
             else:
@@ -376,7 +376,7 @@ class SparseJacobian:
         x = _input(x, "SparseJacobian")
         args = tuple(convert_to_tensor(a) for a in args)
         plan, out_shape, run = self._plan_for(x, args)
-        dtype = np.result_type(x.numpy().dtype, np.float32)
+        dtype = np.result_type(x._value.dtype, np.float32)
         traced = run.experimental_get_tracing_count()
         fwd, rev, probe = run(x, *args)
         if traced and run.experimental_get_tracing_count() > traced and self.sparsity is None:
@@ -389,7 +389,7 @@ class SparseJacobian:
                                               np.concatenate(rows), np.concatenate(cols))
                 plan = _make_plan(merged, self.mode, True)
                 run = _compressed(self.f, plan, check=False)
-                self._plans[(tuple(x.shape), np.dtype(x.numpy().dtype).str)] = (plan, out_shape,
+                self._plans[(tuple(x.shape), np.dtype(x._value.dtype).str)] = (plan, out_shape,
                                                                                  run)
                 fwd, rev, probe = run(x, *args)
         values = _recover(plan, fwd, rev)

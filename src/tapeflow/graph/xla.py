@@ -48,10 +48,11 @@ def missing_lowerings(g: Graph) -> list[str]:
     return sorted({n.prim.name for n in g.nodes if isinstance(n, Node) and n.prim.lower is None})
 
 
+_WIDE = {np.dtype(t) for t in (np.float64, np.int64, np.uint64, np.complex128)}
+
+
 def _needs_x64(g: Graph) -> bool:
-    return any(np.dtype(dtype).itemsize == 8 and np.dtype(dtype).kind in "fiuc" or
-               np.dtype(dtype).kind == "c" and np.dtype(dtype).itemsize == 16
-               for _, dtype in g.avals.values())
+    return any(np.dtype(dtype) in _WIDE for _, dtype in g.avals.values())
 
 
 class XlaReplay:
