@@ -16,7 +16,6 @@ differentiable from outside. Fast replay is checked against it in the tests.
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any, Callable
 
@@ -25,6 +24,7 @@ import numpy as np
 from ..core import bind, reading_records
 from ..tensor import Tensor
 from .ir import Assign, Graph, Guard, Node
+from .specialize import node_impl
 from .trace import TracingError
 
 __all__ = ["GuardFailed", "Replay", "VariableLocks", "compile_graph", "interpret", "plan_runner"]
@@ -152,8 +152,7 @@ def compile_graph(g: Graph) -> Callable[..., list]:
             if n.prim.is_identity:
                 lines.append(f"    {outs} = {args}")
                 continue
-            fn = functools.partial(n.prim.impl, **n.params) if n.params else n.prim.impl
-            ns[f"f{k}"] = fn
+            ns[f"f{k}"] = node_impl(g, n)
             out_arg = f", out={ref[reuse[k]]}" if k in reuse else ""
             if n.prim.multiple_results:
                 lines.append(f"    {outs}, = f{k}({args})")
@@ -197,7 +196,7 @@ def plan_runner(g: Graph) -> Callable[..., list]:
     drop = _last_uses(g)
     for k, n in enumerate(g.nodes):
         if isinstance(n, Node):
-            fn = functools.partial(n.prim.impl, **n.params) if n.params else n.prim.impl
+            fn = node_impl(g, n)
             ins, outs = tuple(n.inputs), tuple(n.outputs)
             if n.prim.is_identity:
                 steps.append((_PASS, None, ins[0], outs[0]))

@@ -1,0 +1,94 @@
+"""Replay-time choices of a node's implementation from the graph's static shapes.
+
+A traced graph knows every array's shape before its first replay, so a replay can pick,
+once per node, an implementation that NumPy's generic call would only find slowly. Each
+choice computes exactly what the node's impl computes (the same ufunc on the same
+elements, bit for bit); it only changes how NumPy walks the memory.
+
+The one choice today: a binary ufunc that broadcasts a small operand over a large one
+along its trailing dims (a bias added to NHWC activations, [128, 24, 24, 6] + [6]).
+NumPy then runs its inner loop over the 6 elements of a row and pays its per-loop
+overhead every 6 elements: five times the cost of adding two whole arrays. Tiling the
+small operand to a row of up to 1,024 elements and viewing the large one as rows of that
+width gives the ufunc long inner loops.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from .ir import Graph, Node
+
+# A broadcast operand of fewer elements than this makes NumPy's inner loop short enough
+# for its per-loop overhead to dominate; rows are tiled up to _ROW_WIDTH elements, and
+# only arrays of at least _MIN_SIZE elements are worth the tile (a few microseconds).
+_SHORT_ROW = 64
+_ROW_WIDTH = 1024
+_MIN_SIZE = 1 << 14
+
+
+def node_impl(g: Graph, n: Node) -> Callable[..., Any]:
+    """The function a replay calls for node `n` of graph `g`: its primitive's impl with
+    the node's params bound, or an equivalent specialized to the node's shapes."""
+    impl = n.prim.impl
+    if isinstance(impl, np.ufunc) and impl.nin == 2 and impl.nout == 1 and not n.params:
+        fast = tiled_broadcast(impl, g.avals[n.inputs[0]][0], g.avals[n.inputs[1]][0])
+        if fast is not None:
+            return fast
+    return functools.partial(impl, **n.params) if n.params else impl
+
+
+def tiled_broadcast(ufunc: np.ufunc, a_shape: tuple, b_shape: tuple) -> Callable | None:
+    """`ufunc(a, b, out=None)` for operands of these shapes with long inner loops, when
+    one operand is small and broadcasts along the other's trailing dims; None otherwise.
+
+    Example:
+        >>> import numpy as np
+        >>> f = tiled_broadcast(np.add, (64, 32, 32, 6), (6,))
+        >>> x, b = np.ones((64, 32, 32, 6), np.float32), np.arange(6, dtype=np.float32)
+        >>> bool((f(x, b) == x + b).all())
+        True
+    """
+    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
+    try:
+        out_shape = np.broadcast_shapes(a_shape, b_shape)
+    except ValueError:
+        return None
+    size = math.prod(out_shape)
+    if size < _MIN_SIZE:
+        return None
+    for small_first in (False, True):
+        big, small = (b_shape, a_shape) if small_first else (a_shape, b_shape)
+        core = small
+        while core and core[0] == 1:
+            core = core[1:]
+        s = math.prod(core)
+        if big != out_shape or not core or not 2 <= s < _SHORT_ROW or out_shape[-len(core):] != core:
+            continue
+        rows = size // s
+        repeats = max(d for d in range(1, _ROW_WIDTH // s + 1) if rows % d == 0)
+        if repeats == 1:
+            return None
+        return _tiled(ufunc, small_first, repeats, s * repeats, out_shape)
+    return None
+
+
+def _tiled(ufunc: np.ufunc, small_first: bool, repeats: int, width: int,
+           out_shape: tuple) -> Callable:
+    def run(a: Any, b: Any, out: np.ndarray | None = None) -> Any:
+        big, small = (b, a) if small_first else (a, b)
+        # A view of rows needs C-contiguous memory: anything else takes NumPy's own path
+        # (a reshape would copy, and writes into a copied `out` would be lost).
+        if not (isinstance(big, np.ndarray) and isinstance(small, np.ndarray)
+                and big.flags.c_contiguous and (out is None or out.flags.c_contiguous)):
+            return ufunc(a, b, out=out)
+        row = np.tile(small.reshape(-1), repeats)
+        grid = big.reshape(-1, width)
+        target = None if out is None else out.reshape(-1, width)
+        res = ufunc(row, grid, out=target) if small_first else ufunc(grid, row, out=target)
+        return out if out is not None else res.reshape(out_shape)
+    return run

@@ -1,0 +1,116 @@
+"""Shape-specialized node implementations (graph/specialize.py) against NumPy's own call.
+
+A tiled broadcast must equal the ufunc bit for bit for every operand order, dtype mix,
+memory layout and `out=` target, decline shapes it does not serve, and a traced bias add
+(the case it exists for) must replay exactly as eager, buffer reuse included.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tapeflow.graph.ir import Node
+from tapeflow.graph.replay import COMPILE_AFTER
+from tapeflow.graph.specialize import node_impl, tiled_broadcast
+
+_CASES = [
+    ((128, 24, 24, 6), (6,)),
+    ((6,), (128, 24, 24, 6)),
+    ((64, 8, 8, 16), (1, 1, 1, 16)),
+    ((100003, 3), (3,)),            # a prime number of rows: no repeat divides it
+    ((4096, 7), (1, 7)),
+    ((32, 40, 5, 6), (5, 6)),
+    ((2, 3, 4096), (3, 1)),         # broadcast inside, not trailing: declined
+]
+
+
+def _arrays(rng, shape, dtype):
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    return rng.integers(-50, 50, shape).astype(dtype)
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.subtract, np.multiply, np.maximum,
+                                   np.true_divide, np.greater, np.arctan2])
+@pytest.mark.parametrize("shapes", _CASES)
+def test_equals_the_ufunc_bit_for_bit(ufunc, shapes):
+    rng = np.random.default_rng(0)
+    a, b = (_arrays(rng, s, np.float32) for s in shapes)
+    b[..., 0] = np.nan  # NaN propagates through the same elements
+    fast = tiled_broadcast(ufunc, a.shape, b.shape)
+    want = ufunc(a, b)
+    if fast is None:
+        return
+    got = fast(a, b)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_serves_the_bias_add_and_declines_the_rest():
+    assert tiled_broadcast(np.add, (128, 24, 24, 6), (6,)) is not None
+    assert tiled_broadcast(np.add, (6,), (128, 24, 24, 6)) is not None
+    assert tiled_broadcast(np.add, (100003, 3), (3,)) is None       # no row width divides
+    assert tiled_broadcast(np.add, (2, 3, 4096), (3, 1)) is None    # not a trailing block
+    assert tiled_broadcast(np.add, (128, 6), (6,)) is None          # too small to pay
+    assert tiled_broadcast(np.add, (4096, 64), (64,)) is None       # rows already long
+    assert tiled_broadcast(np.add, (4096, 8), (4096, 8)) is None    # no broadcast
+    assert tiled_broadcast(np.add, (3, 5), (4, 5)) is None          # not broadcastable
+    assert tiled_broadcast(np.add, (1, 6), (4096, 1)) is None       # both broadcast
+
+
+@pytest.mark.parametrize("dtypes", [(np.float64, np.float32), (np.int8, np.float32),
+                                    (np.int32, np.int64), (np.complex64, np.float64)])
+def test_dtype_promotion_is_the_ufuncs(dtypes):
+    rng = np.random.default_rng(1)
+    a = _arrays(rng, (64, 16, 16, 4), dtypes[0])
+    b = _arrays(rng, (4,), dtypes[1])
+    for x, y in ((a, b), (b, a)):
+        fast = tiled_broadcast(np.multiply, x.shape, y.shape)
+        want = np.multiply(x, y)
+        got = fast(x, y)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_layouts_and_out_targets():
+    rng = np.random.default_rng(2)
+    b = rng.standard_normal(6).astype(np.float32)
+    base = rng.standard_normal((6, 32, 32, 64)).astype(np.float32)
+    strided = np.transpose(base, (3, 2, 1, 0))       # [64, 32, 32, 6], not C-contiguous
+    fast = tiled_broadcast(np.add, strided.shape, b.shape)
+    np.testing.assert_array_equal(fast(strided, b), strided + b)
+    # into a C-contiguous out, as the replay's buffer reuse passes it
+    x = np.ascontiguousarray(strided)
+    out = np.empty_like(x)
+    assert fast(x, b, out=out) is out
+    np.testing.assert_array_equal(out, x + b)
+    # in place over an operand (the reused buffer is the large input itself)
+    want = x + b
+    assert fast(x, b, out=x) is x
+    np.testing.assert_array_equal(x, want)
+    # into an F-ordered out: NumPy's own path, still written in place
+    out_f = np.asfortranarray(np.zeros_like(x))
+    assert fast(x, b, out=out_f) is out_f
+    np.testing.assert_array_equal(out_f, x + b)
+
+
+def test_traced_bias_add_replays_as_eager_with_reuse():
+    rng = np.random.default_rng(3)
+    x = tf.constant(rng.standard_normal((128, 24, 24, 6)).astype(np.float32))
+    b = tf.Variable(rng.standard_normal(6).astype(np.float32))
+
+    def f(x):
+        h = tf.nn.relu(x * 2.0 + b)         # the add's output buffer is reused by relu
+        return tf.reduce_sum(h * h + b, axis=[1, 2])
+
+    traced = tf.function(f)
+    want = f(x).numpy()
+    for _ in range(COMPILE_AFTER + 2):      # the plan interpreter, then compiled code
+        np.testing.assert_array_equal(traced(x).numpy(), want)
+    b.assign(b * -1.5)                       # a new bias value: read at every replay
+    np.testing.assert_array_equal(traced(x).numpy(), f(x).numpy())
+    g = traced.get_concrete_function(x).graph
+    adds = [n for n in g.nodes if isinstance(n, Node) and n.prim.name == "add"]
+    assert adds and any(node_impl(g, n) is not n.prim.impl for n in adds)
