@@ -105,3 +105,35 @@ def test_einsum_contractions_are_sized_like_products(monkeypatch, n, one_thread)
     out = einsum_p.impl(a, a, spec="ij,jk->ik")
     assert seen == [1 if one_thread else before] and CONTROLS[0]() == before
     assert out.shape == (n, n) and out[0, 0] == n
+
+
+@pytest.mark.parametrize("shapes", [((25, 73728), (73728, 6)), ((3, 9, 20000), (20000, 4)),
+                                    ((2, 1, 16, 8193), (5, 8193, 3)), ((64, 8192), (8192, 64))])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.float32])
+def test_long_inner_products_sum_chunks_to_numpys_value(monkeypatch, shapes, dtype):
+    # NOTE(long-k): the product is taken as a sum over inner chunks (spied on), and
+    # equals NumPy's single product to the rounding of a blocked sum.
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(s).astype(dtype) for s in shapes)
+    if np.dtype(dtype).kind == "c":
+        a, b = a + 1j * a[..., ::-1], b - 1j * b
+    calls = []
+    real = np.matmul
+    monkeypatch.setattr(blas.np, "matmul", lambda x, y: calls.append(x.shape[-1]) or real(x, y))
+    got = blas.matmul(a, b)
+    want = real(a, b)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert len(calls) == -(-shapes[0][-1] // blas._K_CHUNK) and max(calls) == blas._K_CHUNK
+    tol = 1e-4 if dtype == np.float32 else 1e-11
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(shapes[0][-1]))
+
+
+def test_long_inner_products_with_a_large_result_or_integers_are_one_product(monkeypatch):
+    calls = []
+    real = np.matmul
+    monkeypatch.setattr(blas.np, "matmul", lambda x, y: calls.append(1) or real(x, y))
+    blas.matmul(np.ones((65, 8192)), np.ones((8192, 64)))      # a result of 65*64
+    blas.matmul(np.ones((8, 8191)), np.ones((8191, 8)))        # inner dim under 4 chunks
+    blas.matmul(np.ones((8, 9000), np.int64), np.ones((9000, 8), np.int64))
+    blas.matmul(np.ones((8, 9000)), np.ones(9000))              # a matrix-vector product
+    assert len(calls) == 4

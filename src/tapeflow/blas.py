@@ -87,7 +87,29 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.multiply(a, b)
     m = a.shape[-2] if a.ndim > 1 else 1
     n = b.shape[-1] if b.ndim > 1 else 1
-    return sized(m * n * a.shape[-1], np.matmul, a, b)
+    k = a.shape[-1]
+    if (k >= 4 * _K_CHUNK and m * n <= _SMALL_RESULT and a.ndim > 1 and b.ndim > 1
+            and a.dtype.kind in "fc" and b.dtype.kind in "fc"):
+        return _long_k(a, b)
+    return sized(m * n * k, np.matmul, a, b)
+
+
+# NOTE(long-k): a product with a small result and a long inner dimension (a convolution's
+# filter gradient sums over every pixel of the batch: [25, 73728] @ [73728, 6]) runs
+# 2-3x faster in OpenBLAS as a sum of products over inner chunks of 2,048 than as one
+# product, whose packed panels then no longer fit in cache. The chunked sum rounds
+# differently, never less accurately (a blocked sum).
+_K_CHUNK = 2048
+_SMALL_RESULT = 64 * 64
+
+
+def _long_k(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    k = a.shape[-1]
+    acc = np.matmul(a[..., :_K_CHUNK], b[..., :_K_CHUNK, :])
+    for start in range(_K_CHUNK, k, _K_CHUNK):
+        stop = min(k, start + _K_CHUNK)
+        np.add(acc, np.matmul(a[..., start:stop], b[..., start:stop, :]), out=acc)
+    return acc
 
 
 def sized(work: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
