@@ -167,6 +167,28 @@ def test_sparse_softmax_cross_entropy_value_and_gradient():
                                [[0.09003057, -0.75527155, 0.66524094]], rtol=1e-6)  # TF
 
 
+@pytest.mark.parametrize("shape,classes", [((640,), 1000), ((3, 70), 100), ((20,), 1000)])
+def test_sparse_softmax_cross_entropy_large_batches_against_numpy(shape, classes):
+    # Batches of 16k label-class pairs or more build the one-hot rows by writing ones.
+    rng = np.random.default_rng(5)
+    z = rng.integers(0, classes, shape).astype(np.int32)
+    x = rng.standard_normal(shape + (classes,))
+    with tf.GradientTape() as tape:
+        xt = tf.constant(x)
+        tape.watch(xt)
+        loss = tf.nn.sparse_softmax_cross_entropy_with_logits(tf.constant(z), xt)
+    lse = np.log(np.exp(x).sum(-1))
+    want = lse - np.take_along_axis(x, z[..., None], -1)[..., 0]
+    np.testing.assert_allclose(loss.numpy(), want, rtol=1e-12)
+    hot = np.arange(classes) == z[..., None]
+    np.testing.assert_allclose(tape.gradient(loss, xt).numpy(),
+                               np.exp(x - lse[..., None]) - hot, rtol=1e-12, atol=1e-15)
+    with pytest.raises(InvalidArgumentError, match=f"label value of {classes}"):
+        bad = z.copy()
+        bad.reshape(-1)[-1] = classes
+        tf.nn.sparse_softmax_cross_entropy_with_logits(tf.constant(bad), xt)
+
+
 @pytest.mark.parametrize("labels", [[5], [-1]])
 def test_sparse_softmax_cross_entropy_rejects_out_of_range_labels(labels):
     with pytest.raises(InvalidArgumentError, match="outside the valid range of \\[0, 2\\)"):

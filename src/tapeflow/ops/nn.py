@@ -241,7 +241,13 @@ def _one_hot_labels_impl(labels: np.ndarray, depth: int, dtype: np.dtype) -> np.
             f"sparse_softmax_cross_entropy_with_logits: received a label value of {bad} which "
             f"is outside the valid range of [0, {depth}) (`labels` must index the classes of "
             "`logits`' last axis).")
-    return (labels[..., None] == np.arange(depth)).astype(dtype)
+    if labels.size * depth < 1 << 14:
+        return (labels[..., None] == np.arange(depth)).astype(dtype)
+    # Zeros with a one written per row: a [640, 1000] batch in a tenth of the time of
+    # comparing every label with every class (which is faster for small batches).
+    hot = np.zeros(labels.shape + (depth,), dtype)
+    np.put_along_axis(hot, labels[..., None].astype(np.intp, copy=False), 1, axis=-1)
+    return hot
 
 
 one_hot_labels_p = Primitive("one_hot_labels", _one_hot_labels_impl, differentiable=False)
