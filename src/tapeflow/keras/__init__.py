@@ -3,9 +3,9 @@
 `keras.Model(inputs, outputs)`), `keras.activations` and
 `keras.initializers`."""
 
-from . import activations, initializers, layers, losses, metrics, models, optimizers  # noqa: F401
+from . import activations, initializers, layers, losses, masks, metrics, models, optimizers  # noqa: F401
 from .models import Model, Sequential  # noqa: F401
 from .functional import Input, InputLayer, KerasTensor  # noqa: F401
 
-__all__ = ["activations", "initializers", "layers", "losses", "metrics", "models", "optimizers",
+__all__ = ["activations", "initializers", "layers", "losses", "masks", "metrics", "models", "optimizers",
            "Model", "Sequential", "Input", "InputLayer", "KerasTensor"]

@@ -279,6 +279,13 @@ def serialize(activation: Callable) -> str:
     raise ValueError(f"Unknown activation function {activation!r} cannot be serialized.")
 
 
+def _config(activation: Callable) -> Any:
+    """What a layer's config holds for its activation: the name of a built-in one; a
+    function of the user's as itself (it has no name Keras could look up)."""
+    name = getattr(activation, "__name__", None)
+    return name if _BY_NAME.get(name) is activation else activation
+
+
 def deserialize(name: str, custom_objects: dict | None = None) -> Callable:
     """The activation function of a name.
 

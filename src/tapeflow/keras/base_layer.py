@@ -10,12 +10,13 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from .. import dtypes as _dt
-from .. import ops
+from .. import nest, ops
 from ..core import no_recorders
 from ..module import Module, name_scope
 from ..ops.convert import as_tensor
 from ..tensor import Tensor, TensorShape, Variable, TensorBase
 from . import initializers
+from .masks import get_mask, set_mask
 
 __all__ = ["InputSpec", "Layer"]
 
@@ -168,6 +169,16 @@ def _convert_inputs(x: Any, who: str) -> Any:
     return as_tensor(x, who, "inputs")
 
 
+def _masks_of(x: Any) -> Any:
+    """The masks of the inputs' tensors, in their structure; None when none has one."""
+    if isinstance(x, TensorBase):
+        return get_mask(x)
+    flat = [get_mask(v) for v in nest.flatten(x)]
+    if all(m is None for m in flat):
+        return None
+    return nest.pack_sequence_as(x, flat)
+
+
 def _dedup(variables: Iterable[Variable]) -> list[Variable]:
     seen, out = set(), []
     for v in variables:
@@ -198,6 +209,10 @@ def _call_accepts(call: Callable) -> tuple[bool, bool]:
 # KerasTensors records a node instead of computing, and this module cannot import
 # functional.py (which builds on it).
 _SYMBOLIC: list[Any] = [None]
+
+# class name -> class, for every public layer class of tapeflow.keras (Layer.__init_subclass__
+# fills it): what serialization.deserialize looks `class_name` up in.
+_LAYER_CLASSES: dict[str, type] = {}
 
 _LAYER_KWARGS = {"input_dim", "input_shape", "batch_input_shape", "batch_size", "weights",
                  "activity_regularizer", "autocast", "implementation", "dynamic"}
@@ -230,6 +245,11 @@ class Layer(Module):
     """
 
     _input_hint = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.startswith("tapeflow.keras.") and not cls.__name__.startswith("_"):
+            _LAYER_CLASSES.setdefault(cls.__name__, cls)
 
     def __init__(self, trainable: bool = True, name: str | None = None, dtype: Any = None,
                  dynamic: bool = False, **kwargs: Any) -> None:
@@ -474,12 +494,20 @@ class Layer(Module):
                 symbolic[0](inputs) or (args or kwargs) and symbolic[0]((args, kwargs))):
             return symbolic[1](self, inputs, args, kwargs)
         x = _convert_inputs(inputs, self.name)
-        if kwargs:
-            takes_training, takes_mask = _call_accepts(self.call)
-            if not takes_training:
-                kwargs.pop("training", None)
-            if not takes_mask:
-                kwargs.pop("mask", None)
+        takes_training, takes_mask = _call_accepts(self.call)
+        masking = self.supports_masking
+        # NOTE(masks): an explicit `mask=` wins; otherwise the inputs' own masks (tf_keras'
+        # `_keras_mask`) reach a `call` that takes `mask` and this layer's `compute_mask`.
+        if "mask" in kwargs:
+            input_masks = kwargs["mask"] if takes_mask else kwargs.pop("mask")
+        elif masking or takes_mask:
+            input_masks = _masks_of(x)
+            if takes_mask and input_masks is not None:
+                kwargs["mask"] = input_masks
+        else:
+            input_masks = None
+        if not takes_training:
+            kwargs.pop("training", None)
         single = isinstance(x, TensorBase)
         if single and self.input_spec is not None:
             _check_input(self, self.input_spec, np.shape(x._value))
@@ -489,7 +517,61 @@ class Layer(Module):
                 _check_input(self, self.input_spec, np.shape(x._value))
         if self._autocast:
             x = self._cast(x)
-        return self.call(x, *args, **kwargs)
+        outputs = self.call(x, *args, **kwargs)
+        if masking:
+            self._set_output_masks(x, outputs, input_masks)
+        return outputs
+
+    # -------------------------------------------------- masks
+    @property
+    def supports_masking(self) -> bool:
+        """Whether the layer passes masks on (through `compute_mask`); by default, whether
+        its class overrides `compute_mask`, as tf_keras."""
+        value = self.__dict__.get("_supports_masking")
+        if value is None:
+            return type(self).compute_mask is not Layer.compute_mask
+        return value
+
+    @supports_masking.setter
+    def supports_masking(self, value: bool) -> None:
+        self.__dict__["_supports_masking"] = bool(value)
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The mask of the layer's output for `inputs` with input `mask`: the input mask
+        where the layer supports masking, else None (and a TypeError if a mask was given),
+        as tf_keras. Layers that change the time axis, or make masks, override it.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> mask = tf.constant([[True, False]])
+            >>> tf.keras.layers.Dense(3).compute_mask(tf.ones([1, 2, 4]), mask).numpy()
+            array([[ True, False]])
+            >>> tf.keras.layers.Flatten().compute_mask(tf.ones([1, 2, 4])) is None
+            True
+        """
+        if not self.supports_masking:
+            if any(m is not None for m in nest.flatten(mask)):
+                raise TypeError(f"Layer {self.name} does not support masking, but was passed "
+                                f"an input_mask: {mask}")
+            return None
+        return mask
+
+    def _set_output_masks(self, inputs: Any, outputs: Any, input_masks: Any) -> None:
+        """tf_keras' _set_mask_metadata: attach `compute_mask`'s masks to the outputs, unless
+        the layer set them itself."""
+        if self.__dict__.get("_compute_output_and_mask_jointly"):
+            return
+        if input_masks is None and type(self).compute_mask is Layer.compute_mask:
+            return  # the base rule passes the (absent) input mask on: nothing to attach
+        flat = nest.flatten(outputs)
+        if all(get_mask(o) is not None for o in flat):
+            return
+        masks = self.compute_mask(inputs, input_masks)
+        if masks is None:
+            return
+        for out, mask in zip(flat, nest.flatten(masks)):  # not strict: tf_keras zips
+            if isinstance(out, TensorBase):
+                set_mask(out, mask)
 
     def _cast(self, x: Any) -> Any:
         """Keras' autocast: floating inputs take the layer's dtype; others are left alone."""
@@ -513,8 +595,31 @@ class Layer(Module):
         return shape
 
     def get_config(self) -> dict:
-        """The layer's constructor arguments (name, trainable, dtype for the base)."""
-        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        """The layer's constructor arguments, as tf_keras names them: `name`, `trainable`,
+        `dtype` (and `batch_input_shape` when given) for the base; each layer adds its
+        own. ``type(layer).from_config(layer.get_config())`` makes a new layer like it.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> config = tf.keras.layers.Dropout(0.25, name="drop").get_config()
+            >>> config["rate"], config["name"]
+            (0.25, 'drop')
+            >>> tf.keras.layers.Dropout.from_config(config).rate
+            0.25
+        """
+        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        if self._batch_input_shape is not None:
+            config["batch_input_shape"] = tuple(self._batch_input_shape)
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Layer":
+        """A new layer (unbuilt: no weights) from the dict of `get_config`."""
+        try:
+            return cls(**config)
+        except Exception as e:
+            raise TypeError(f"Error when deserializing class '{cls.__name__}' using "
+                            f"config={config}.\n\nException encountered: {e}") from e
 
     def __repr__(self) -> str:
         cls = type(self)

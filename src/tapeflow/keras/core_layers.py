@@ -1,4 +1,4 @@
-"""Keras layers without a family of their own: `Dropout`, `Lambda`, `Embedding`.
+"""Keras layers without a family of their own: `Dropout`, `Lambda`, `Embedding`, `Masking`.
 
 Dropout draws its mask with tapeflow's random ops (NOTE(draws) in ops/random.py), so a
 traced training step draws a new mask at every replay, and `tf.random.set_seed` makes
@@ -7,7 +7,11 @@ the masks reproducible.
 
 from __future__ import annotations
 
+import codecs
 import inspect
+import marshal
+import sys
+import types
 from typing import Any, Callable
 
 import numpy as np
@@ -16,8 +20,9 @@ from .. import ops
 from ..tensor import TensorShape
 from . import initializers
 from .base_layer import Layer
+from .masks import set_mask
 
-__all__ = ["Dropout", "Lambda", "Embedding"]
+__all__ = ["Dropout", "Lambda", "Embedding", "Masking"]
 
 
 class Dropout(Layer):
@@ -46,6 +51,7 @@ class Dropout(Layer):
         self.rate = float(rate)
         self.noise_shape = None if noise_shape is None else tuple(noise_shape)
         self.seed = seed
+        self.supports_masking = True
 
     def _mask_shape(self, shape: tuple) -> tuple:
         if self.noise_shape is None:
@@ -96,6 +102,7 @@ class Lambda(Layer):
         self.function = function
         self.arguments = dict(arguments or {})
         self._output_shape_arg = output_shape
+        self.mask = mask
         try:
             params = inspect.signature(function).parameters
         except (TypeError, ValueError):
@@ -111,6 +118,13 @@ class Lambda(Layer):
             kwargs["mask"] = mask
         return self.function(inputs, **kwargs)
 
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The `mask` argument: called as ``mask(inputs, mask)`` if callable, else itself
+        (so with none, the layer's output has no mask, as tf_keras)."""
+        if callable(self.mask):
+            return self.mask(inputs, mask)
+        return self.mask
+
     def compute_output_shape(self, input_shape: Any) -> Any:
         if self._output_shape_arg is None:
             return super().compute_output_shape(input_shape)
@@ -119,7 +133,73 @@ class Lambda(Layer):
         return TensorShape((TensorShape(input_shape)[0],) + tuple(self._output_shape_arg))
 
     def get_config(self) -> dict:
-        return dict(super().get_config(), function=self.function, arguments=self.arguments)
+        """tf_keras' Lambda config: a Python function as its marshalled code, defaults and
+        closure (``function_type="lambda"``), another callable by name (``"function"``),
+        and `output_shape` and `mask` the same way."""
+        function, function_type, module = _function_config(self.function)
+        shape, shape_type, shape_module = _function_config(self._output_shape_arg,
+                                                           allow_raw=True)
+        config = {"function": function, "function_type": function_type, "module": module,
+                  "output_shape": shape, "output_shape_type": shape_type,
+                  "output_shape_module": shape_module}
+        if self.mask is not None:
+            mask, mask_type, mask_module = _function_config(self.mask)
+            config.update(mask=mask, mask_type=mask_type, mask_module=mask_module)
+        config["arguments"] = self.arguments
+        return dict(super().get_config(), **config)
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "Lambda":
+        """A Lambda from `get_config()`. A function saved as code is rebuilt from it, with
+        its module's globals (and `custom_objects`): as in tf_keras, load configs you
+        trust only, since the code runs when the layer is called."""
+        config = dict(config)
+        config["function"] = _function_from_config(config, custom_objects, "function",
+                                                   "module", "function_type")
+        config["output_shape"] = _function_from_config(config, custom_objects, "output_shape",
+                                                       "output_shape_module",
+                                                       "output_shape_type")
+        config["mask"] = _function_from_config(config, custom_objects, "mask", "mask_module",
+                                               "mask_type") if "mask" in config else None
+        return cls(**config)
+
+
+def _function_config(fn: Any, allow_raw: bool = False) -> tuple[Any, str, str | None]:
+    """(value, type, module) for a function in a config, as tf_keras' Lambda writes it."""
+    if isinstance(fn, types.FunctionType):  # tf_keras' func_dump: code, defaults, closure
+        code = codecs.encode(marshal.dumps(fn.__code__), "base64").decode("ascii")
+        closure = tuple(c.cell_contents for c in fn.__closure__) if fn.__closure__ else None
+        return (code, fn.__defaults__, closure), "lambda", fn.__module__
+    if callable(fn):
+        return fn.__name__, "function", getattr(fn, "__module__", None)
+    if allow_raw:
+        return fn, "raw", None
+    raise ValueError(f"Invalid input for serialization, type: {type(fn)} ")
+
+
+def _function_from_config(config: dict, custom_objects: dict | None, key: str,
+                          module_key: str, type_key: str) -> Any:
+    """The function `_function_config` saved under `key` (popping its type and module)."""
+    module = config.pop(module_key, None)
+    kind = config.pop(type_key, "raw")
+    value = config.get(key)
+    if kind == "raw":
+        return value
+    scope = dict(vars(sys.modules[module])) if module in sys.modules else {}
+    scope.update(custom_objects or {})
+    if kind == "function":
+        if value not in scope:
+            raise ValueError(f"Lambda.from_config: unknown function {value!r} (module "
+                             f"{module!r}); pass it in custom_objects={{{value!r}: fn}}.")
+        return scope[value]
+    if kind == "lambda":
+        code, defaults, closure = value
+        cells = None if closure is None else tuple(types.CellType(v) for v in closure)
+        code = marshal.loads(codecs.decode(code.encode("ascii"), "base64"))
+        return types.FunctionType(code, scope, code.co_name,
+                                  None if defaults is None else tuple(defaults), cells)
+    raise TypeError(f"Unsupported value for `{type_key}` argument. Received: "
+                    f"{type_key}={kind}. Expected one of ['function', 'lambda', 'raw']")
 
 
 class Embedding(Layer):
@@ -140,8 +220,8 @@ class Embedding(Layer):
                  embeddings_regularizer: Any = None, activity_regularizer: Any = None,
                  embeddings_constraint: Any = None, mask_zero: bool = False,
                  input_length: int | None = None, sparse: bool = False, **kwargs: Any) -> None:
-        if "input_shape" not in kwargs and input_length is not None:
-            kwargs["input_shape"] = (input_length,)
+        if "input_shape" not in kwargs and "batch_input_shape" not in kwargs:
+            kwargs["input_shape"] = (input_length,)  # as tf_keras: (None,) without a length
         super().__init__(**kwargs)
         for arg, value in (("input_dim", input_dim), ("output_dim", output_dim)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
@@ -154,6 +234,7 @@ class Embedding(Layer):
         self.input_dim, self.output_dim = int(input_dim), int(output_dim)
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.mask_zero = bool(mask_zero)
+        self.supports_masking = self.mask_zero
         self.input_length = input_length
         self._autocast = False  # integer indices must not become floats
         self.embeddings = None
@@ -162,7 +243,7 @@ class Embedding(Layer):
         """Create `embeddings` [input_dim, output_dim]."""
         self.embeddings = self.add_weight("embeddings", (self.input_dim, self.output_dim),
                                           initializer=self.embeddings_initializer)
-        self.built = True
+        super().build(input_shape)
 
     def call(self, inputs: Any) -> Any:
         """The rows of `embeddings` at `inputs`."""
@@ -186,4 +267,49 @@ class Embedding(Layer):
 
     def get_config(self) -> dict:
         return dict(super().get_config(), input_dim=self.input_dim, output_dim=self.output_dim,
-                    mask_zero=self.mask_zero, input_length=self.input_length)
+                    embeddings_initializer=initializers.serialize(self.embeddings_initializer),
+                    embeddings_regularizer=None, activity_regularizer=None,
+                    embeddings_constraint=None, mask_zero=self.mask_zero,
+                    input_length=self.input_length)
+
+
+class Masking(Layer):
+    """Mask the time steps whose features all equal `mask_value`: the output is the input
+    with those steps zeroed, and its mask (read by LSTM, GRU, ...) is False there. Inputs
+    are (batch, time, ...); a step is kept when any of its last-axis values differs.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> x = tf.constant([[[1., 2.], [0., 0.], [3., 0.]]])
+        >>> masking = tf.keras.layers.Masking(mask_value=0.)
+        >>> masking.compute_mask(x).numpy()
+        array([[ True, False,  True]])
+        >>> out = masking(x)
+        >>> tf.keras.masks.get_mask(out).numpy()
+        array([[ True, False,  True]])
+    """
+
+    def __init__(self, mask_value: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.supports_masking = True
+        self.mask_value = mask_value
+        self._compute_output_and_mask_jointly = True  # call() sets the mask itself
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """True where any value of the step's last axis differs from `mask_value`."""
+        return ops.reduction.reduce_any(ops.elementwise.not_equal(inputs, self.mask_value),
+                                        axis=-1)
+
+    def call(self, inputs: Any) -> Any:
+        """The inputs with masked steps set to 0; the mask is attached to the output."""
+        keep = ops.reduction.reduce_any(ops.elementwise.not_equal(inputs, self.mask_value),
+                                        axis=-1, keepdims=True)
+        outputs = inputs * ops.elementwise.cast(keep, inputs.dtype)
+        set_mask(outputs, ops.shape.squeeze(keep, axis=-1))
+        return outputs
+
+    def compute_output_shape(self, input_shape: Any) -> TensorShape:
+        return TensorShape(input_shape)
+
+    def get_config(self) -> dict:
+        return dict(super().get_config(), mask_value=self.mask_value)

@@ -483,15 +483,19 @@ _BY_NAME.update({
 })
 
 
-def serialize(initializer: Initializer) -> dict:
-    """``{"class_name": ..., "config": ...}`` for a built-in initializer.
+def serialize(initializer: Any) -> Any:
+    """An initializer's class and config, as tf_keras 2.21 writes them (what layers'
+    `get_config` holds). A plain function, which has no config, is returned as itself.
 
     Example:
         >>> import tapeflow as tf
         >>> tf.keras.initializers.serialize(tf.keras.initializers.HeNormal(seed=1))
-        {'class_name': 'HeNormal', 'config': {'seed': 1}}
+        {'module': 'keras.initializers', 'class_name': 'HeNormal', 'config': {'seed': 1}, 'registered_name': None}
     """
-    return {"class_name": type(initializer).__name__, "config": initializer.get_config()}
+    if initializer is None or not isinstance(initializer, Initializer):
+        return initializer
+    return {"module": "keras.initializers", "class_name": type(initializer).__name__,
+            "config": initializer.get_config(), "registered_name": None}
 
 
 def deserialize(config: Any, custom_objects: dict | None = None) -> Initializer:

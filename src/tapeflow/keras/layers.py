@@ -28,14 +28,16 @@ from ..tensor import TensorShape, Variable
 from . import activations, initializers
 from .base_layer import (InputSpec, Layer, _conv_output_length, _normalize_data_format,
                          _normalize_padding, _normalize_tuple)
-from .core_layers import Dropout, Embedding, Lambda
+from .core_layers import Dropout, Embedding, Lambda, Masking
 from .functional import Input, InputLayer
 from .normalization import BatchNormalization
 from .recurrent import GRU, LSTM
+from .serialization import deserialize, serialize
 
 __all__ = ["InputSpec", "Layer", "Dense", "Conv2D", "Convolution2D", "MaxPooling2D", "MaxPool2D",
            "AveragePooling2D", "AvgPool2D", "Flatten", "Activation", "Dropout", "Lambda",
-           "Embedding", "BatchNormalization", "LSTM", "GRU", "Input", "InputLayer"]
+           "Embedding", "Masking", "BatchNormalization", "LSTM", "GRU", "Input", "InputLayer",
+           "serialize", "deserialize"]
 
 
 class Dense(Layer):
@@ -80,6 +82,7 @@ class Dense(Layer):
         self.kernel: Variable | None = None
         self.bias: Variable | None = None
         self.input_spec = InputSpec(min_ndim=2)
+        self.supports_masking = True  # a mask over time steps passes through, as tf_keras
 
     def build(self, input_shape: Any) -> None:
         """Create `kernel` [last dim of input_shape, units] and `bias` [units]."""
@@ -93,7 +96,7 @@ class Dense(Layer):
                                       initializer=self.kernel_initializer)
         self.bias = self.add_weight("bias", (self.units,), initializer=self.bias_initializer) \
             if self.use_bias else None
-        self.built = True
+        super().build(input_shape)
 
     def call(self, inputs: Any) -> Any:
         """``activation(inputs @ kernel + bias)``; every input dtype is cast to the layer's."""
@@ -116,6 +119,19 @@ class Dense(Layer):
             raise ValueError(f"The last dimension of the input shape of a Dense layer should be "
                              f"defined. Found None. Received: input_shape={input_shape}")
         return TensorShape(tuple(input_shape[:-1]) + (self.units,))
+
+    def get_config(self) -> dict:
+        return dict(super().get_config(), units=self.units,
+                    activation=activations._config(self.activation), use_bias=self.use_bias,
+                    kernel_initializer=initializers.serialize(self.kernel_initializer),
+                    bias_initializer=initializers.serialize(self.bias_initializer),
+                    **_NO_REGULARIZERS)
+
+
+# tapeflow has no regularizers or constraints: their config entries are always None
+_NO_REGULARIZERS = {"kernel_regularizer": None, "bias_regularizer": None,
+                    "activity_regularizer": None, "kernel_constraint": None,
+                    "bias_constraint": None}
 
 
 def _no_regularizers(layer: Layer, *args: Any) -> None:
@@ -214,7 +230,7 @@ class Conv2D(Layer):
         self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer) \
             if self.use_bias else None
         self.input_spec = InputSpec(min_ndim=4, axes={self._channel_axis: channels})
-        self.built = True
+        super().build(input_shape)
 
     def compute_output_shape(self, input_shape: Any) -> TensorShape:
         """The output shape: spatial sizes per padding, strides and dilation; `filters` channels."""
@@ -267,6 +283,15 @@ class Conv2D(Layer):
     def _conv(self, x: Any, kernel: Any) -> Any:
         return ops.conv.conv2d(x, kernel, strides=self.strides, padding=self.padding.upper(),
                           dilations=self.dilation_rate)
+
+    def get_config(self) -> dict:
+        return dict(super().get_config(), filters=self.filters, kernel_size=self.kernel_size,
+                    strides=self.strides, padding=self.padding, data_format=self.data_format,
+                    dilation_rate=self.dilation_rate, groups=self.groups,
+                    activation=activations._config(self.activation), use_bias=self.use_bias,
+                    kernel_initializer=initializers.serialize(self.kernel_initializer),
+                    bias_initializer=initializers.serialize(self.bias_initializer),
+                    **_NO_REGULARIZERS)
 
 
 Convolution2D = Conv2D
@@ -324,6 +349,10 @@ class _Pooling2D(Layer):
 
     def _pool(self, x: Any) -> Any:
         raise NotImplementedError
+
+    def get_config(self) -> dict:
+        return dict(super().get_config(), pool_size=self.pool_size, padding=self.padding,
+                    strides=self.strides, data_format=self.data_format)
 
 
 class MaxPooling2D(_Pooling2D):
@@ -404,6 +433,9 @@ class Flatten(Layer):
             x = ops.shape.transpose(x, [0] + list(range(2, len(shape))) + [1])
         return ops.shape.reshape(x, (shape[0], int(np.prod(shape[1:], dtype=np.int64))))
 
+    def get_config(self) -> dict:
+        return dict(super().get_config(), data_format=self.data_format)
+
 
 # ---------------------------------------------------------------- Activation
 class Activation(Layer):
@@ -418,6 +450,7 @@ class Activation(Layer):
     def __init__(self, activation: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.activation = activations.get(activation)
+        self.supports_masking = True
 
     def call(self, inputs: Any) -> Any:
         """``activation(inputs)``."""
@@ -426,3 +459,6 @@ class Activation(Layer):
     def compute_output_shape(self, input_shape: Any) -> TensorShape:
         """The input shape."""
         return TensorShape(input_shape)
+
+    def get_config(self) -> dict:
+        return dict(super().get_config(), activation=activations._config(self.activation))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import warnings
+
 import numpy as np
 
 from .. import ops
@@ -70,6 +72,7 @@ class BatchNormalization(Layer):
         self.moving_variance_initializer = initializers.get(moving_variance_initializer)
         self.gamma = self.beta = self.moving_mean = self.moving_variance = None
         self._axes: list[int] = []
+        self.supports_masking = True
 
     def build(self, input_shape: Any) -> None:
         """Create gamma, beta (trainable) and the moving statistics (not) over `axis`."""
@@ -95,7 +98,7 @@ class BatchNormalization(Layer):
                                            initializer=self.moving_mean_initializer)
         self.moving_variance = self.add_weight("moving_variance", param_shape, trainable=False,
                                                initializer=self.moving_variance_initializer)
-        self.built = True
+        super().build(input_shape)
 
     def _fused(self, rank: int) -> bool:
         return rank in (4, 5) and self._axes in ([1], [rank - 1])
@@ -108,16 +111,26 @@ class BatchNormalization(Layer):
             shape[a] = int(d)
         return ops.shape.reshape(param, shape)
 
-    def call(self, inputs: Any, training: Any = None) -> Any:
-        """Normalize with the batch statistics (training) or the moving ones."""
+    def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
+        """Normalize with the batch statistics (training) or the moving ones. With a
+        `mask` (batch, time) in training, the statistics are over the unmasked steps
+        (tf.nn.weighted_moments), as tf_keras' unfused kernel; the fused one (inputs of
+        rank 4 or 5) ignores masks with a warning, as tf_keras."""
         rank = inputs.ndim
         training = bool(training) and self.trainable
         reduce_axes = [a for a in range(rank) if a not in self._axes]
         if training:
-            mean = ops.reduction.reduce_mean(inputs, axis=reduce_axes)
-            centered = ops.complex.squared_difference(
-                inputs, self._broadcast(ops.shape.stop_gradient(mean), rank))
-            variance = ops.reduction.reduce_mean(centered, axis=reduce_axes)
+            if mask is not None and self._fused(rank):
+                warnings.warn("Masking is not supported with `fused=True`: the mask is ignored "
+                              "for the normalization (as tf_keras).", stacklevel=2)
+                mask = None
+            if mask is None:
+                mean = ops.reduction.reduce_mean(inputs, axis=reduce_axes)
+                centered = ops.complex.squared_difference(
+                    inputs, self._broadcast(ops.shape.stop_gradient(mean), rank))
+                variance = ops.reduction.reduce_mean(centered, axis=reduce_axes)
+            else:
+                mean, variance = self._masked_moments(inputs, mask, reduce_axes)
             n = int(np.prod([inputs.shape[a] for a in reduce_axes], dtype=np.int64))
             moving_variance_target = variance * (n / (n - 1)) \
                 if self._fused(rank) and n > 1 else variance
@@ -134,9 +147,37 @@ class BatchNormalization(Layer):
         shift = -mean * inv if self.beta is None else self.beta - mean * inv
         return inputs * self._broadcast(inv, rank) + self._broadcast(shift, rank)
 
+    def _masked_moments(self, inputs: Any, mask: Any, reduce_axes: list[int]) -> tuple:
+        """tf.nn.weighted_moments with the mask (one more axis for the features) as the
+        frequency weights; 0/0 (every step masked) is 0, as its div_no_nan."""
+        weights = ops.shape.expand_dims(ops.elementwise.cast(mask, inputs.dtype), -1)
+        total = ops.reduction.reduce_sum(weights + ops.creation.zeros_like(inputs),
+                                         axis=reduce_axes, keepdims=True)
+        some = ops.elementwise.greater(total, 0)
+        safe_total = ops.elementwise.where(some, total, ops.creation.ones_like(total))
+
+        def weighted_mean(values: Any) -> Any:
+            summed = ops.reduction.reduce_sum(weights * values, axis=reduce_axes, keepdims=True)
+            return ops.elementwise.where(some, summed / safe_total,
+                                         ops.creation.zeros_like(summed))
+
+        mean = weighted_mean(inputs)
+        variance = weighted_mean(ops.complex.squared_difference(inputs, mean))
+        return (ops.shape.squeeze(mean, axis=reduce_axes),
+                ops.shape.squeeze(variance, axis=reduce_axes))
+
     def compute_output_shape(self, input_shape: Any) -> TensorShape:
         return TensorShape(input_shape)
 
     def get_config(self) -> dict:
-        return dict(super().get_config(), axis=self.axis, momentum=self.momentum,
-                    epsilon=self.epsilon, center=self.center, scale=self.scale)
+        # as tf_keras: after build, `axis` is the list of non-negative feature axes
+        axis = list(self._axes) if self.built and self._axes else self.axis
+        return dict(super().get_config(), axis=axis, momentum=self.momentum,
+                    epsilon=self.epsilon, center=self.center, scale=self.scale,
+                    beta_initializer=initializers.serialize(self.beta_initializer),
+                    gamma_initializer=initializers.serialize(self.gamma_initializer),
+                    moving_mean_initializer=initializers.serialize(self.moving_mean_initializer),
+                    moving_variance_initializer=initializers.serialize(
+                        self.moving_variance_initializer),
+                    beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                    gamma_constraint=None)

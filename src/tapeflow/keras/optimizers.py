@@ -74,7 +74,9 @@ class Optimizer:
     def __init__(self, learning_rate: Any = 0.001, name: str | None = None,
                  weight_decay: float | None = None, clipnorm: float | None = None,
                  clipvalue: float | None = None, global_clipnorm: float | None = None,
-                 use_ema: bool = False, jit_compile: bool = True, **kwargs: Any) -> None:
+                 use_ema: bool = False, ema_momentum: float = 0.99,
+                 ema_overwrite_frequency: int | None = None, jit_compile: bool = True,
+                 **kwargs: Any) -> None:
         who = type(self).__name__
         kwargs.pop("is_legacy_optimizer", None)
         if kwargs:
@@ -90,6 +92,8 @@ class Optimizer:
         self.weight_decay = weight_decay
         self.clipnorm, self.clipvalue, self.global_clipnorm = clipnorm, clipvalue, global_clipnorm
         self.jit_compile = jit_compile
+        # kept for the config only: tapeflow has no moving average of the weights (use_ema)
+        self.ema_momentum, self.ema_overwrite_frequency = ema_momentum, ema_overwrite_frequency
         self._index: dict[int, int] = {}
         self._slots: dict[str, list[Variable]] = {}
         with no_recorders():  # as Keras' init_scope: state is made, never traced
@@ -293,7 +297,9 @@ class Optimizer:
         lr = self._learning_rate
         return {"name": self.name, "weight_decay": self.weight_decay,
                 "clipnorm": self.clipnorm, "global_clipnorm": self.global_clipnorm,
-                "clipvalue": self.clipvalue, "use_ema": False, "jit_compile": self.jit_compile,
+                "clipvalue": self.clipvalue, "use_ema": False, "ema_momentum": self.ema_momentum,
+                "ema_overwrite_frequency": self.ema_overwrite_frequency,
+                "jit_compile": self.jit_compile,
                 "is_legacy_optimizer": False,
                 "learning_rate": schedules.serialize(lr) if isinstance(lr, LearningRateSchedule)
                 else float(lr.numpy())}
@@ -423,6 +429,7 @@ class RMSprop(Optimizer):
         self.momentum = _check_float(momentum, "RMSprop", "momentum", 0.0)
         self.epsilon = _check_float(epsilon, "RMSprop", "epsilon")
         self.centered = bool(centered)
+        kwargs.setdefault("ema_overwrite_frequency", 100)  # tf_keras' RMSprop default
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
 
     def _slot_makers(self, var: Variable) -> list:
