@@ -34,7 +34,10 @@ from ..core import no_recorders
 from ..ops.convert import as_tensor
 from ..tensor import Tensor, TensorBase, TensorShape
 from . import base_layer
-from .base_layer import Layer, _NAME_UIDS, _call_accepts, _unique_name
+from .base_layer import _LAYER_CLASSES, _NAME_UIDS, Layer, _call_accepts, _unique_name
+from .core_layers import _function_config, _function_from_config
+from .functional_config import functional_config, functional_from_config
+from .masks import get_mask, set_mask
 from .training import Model
 
 __all__ = ["Input", "InputLayer", "KerasTensor", "Functional"]
@@ -167,13 +170,35 @@ for _sym, _name, _dunder, _fn in (
 class _OpLayer(Layer):
     """An operator applied to KerasTensors (tf_keras' TFOpLambda): no weights, no cast."""
 
-    def __init__(self, fn: Callable, op_name: str) -> None:
-        super().__init__(name=_unique_name(f"tf.{op_name}"))
+    _preserve_input_structure_in_config = True  # called on a list, even of one tensor
+
+    def __init__(self, fn: Callable, op_name: str, name: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(name=name or _unique_name(f"tf.{op_name}"), **kwargs)
         self._autocast = False  # `x * 2` on float64 inputs stays float64, as the op would
         self.fn = fn
+        self.op_name = op_name
 
     def call(self, inputs: Any) -> Any:
         return self.fn(*inputs)
+
+    def get_config(self) -> dict:
+        # the operator as a Lambda saves its function: tf_keras' TFOpLambda names a tf op,
+        # and an operator's function here is a closure over it and its constant operand
+        fn, fn_type, module = _function_config(self.fn)
+        return dict(super().get_config(), function=fn, function_type=fn_type, module=module,
+                    op_name=self.op_name)
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "_OpLayer":
+        config = dict(config)
+        fn = _function_from_config(config, custom_objects, "function", "module",
+                                   "function_type")
+        config.pop("function")
+        return cls(fn, **config)
+
+
+_LAYER_CLASSES["_OpLayer"] = _OpLayer  # private, so not registered by its class statement
 
 
 def _op(fn: Callable, op_name: str, x: KerasTensor) -> KerasTensor:
@@ -217,32 +242,63 @@ def _add_node(layer: Layer, args: tuple, kwargs: dict, outputs: Any) -> Node:
     for i, kt in enumerate(node.flat_outputs):
         if isinstance(kt, KerasTensor):
             kt._keras_history = (layer, len(nodes) - 1, i)
+            mask = getattr(kt, "_keras_mask", None)
+            if isinstance(mask, KerasTensor):  # made by the same call: the same node
+                mask._keras_history = (layer, len(nodes) - 1, i)
     return node
 
 
 # ---------------------------------------------------------------- Input
 class InputLayer(Layer):
-    """The layer behind `keras.Input`: no weights; its output is the placeholder.
+    """The layer behind `keras.Input`: no weights; its output (`output`) is the
+    placeholder. As the first layer of a `Sequential`, it gives the model its input shape
+    (the model does not list it in `layers`, as tf_keras).
 
     Example:
         >>> import tapeflow as tf
         >>> x = tf.keras.Input(shape=(3,), name="x")
         >>> type(x.node.layer).__name__, x.node.layer.name
         ('InputLayer', 'x')
+        >>> model = tf.keras.Sequential([tf.keras.layers.InputLayer(input_shape=(3,)),
+        ...                              tf.keras.layers.Dense(2)])
+        >>> model.built, len(model.layers)
+        (True, 1)
     """
 
-    def __init__(self, batch_shape: Any, dtype: Any = None, name: str | None = None) -> None:
+    def __init__(self, input_shape: Any = None, batch_size: int | None = None,
+                 dtype: Any = None, input_tensor: Any = None, sparse: bool | None = None,
+                 name: str | None = None, ragged: bool | None = None, type_spec: Any = None,
+                 **kwargs: Any) -> None:
+        batch_shape = kwargs.pop("batch_input_shape", None)
+        if batch_shape is None:
+            batch_shape = kwargs.pop("batch_shape", None)
+        kwargs.pop("optional", None)
+        for arg, value in (("input_tensor", input_tensor), ("sparse", sparse),
+                           ("ragged", ragged), ("type_spec", type_spec)):
+            if value:
+                raise NotImplementedError(f"InputLayer: `{arg}` is not supported by tapeflow.")
+        if kwargs:
+            raise TypeError(f"InputLayer: unexpected keyword argument(s) {sorted(kwargs)}.")
+        if batch_shape is None:
+            if input_shape is None:
+                raise ValueError("InputLayer needs `input_shape` (without the batch dim) or "
+                                 "`batch_input_shape`.")
+            batch_shape = (batch_size,) + tuple(input_shape)
         if name is None:
             # as Keras: "input_1", "input_2", ... (one-based, unlike other layers)
             _NAME_UIDS["input"] += 1
             name = f"input_{_NAME_UIDS['input']}"
         super().__init__(name=name, dtype=dtype)
         self.built = True
-        self._batch_input_shape = tuple(batch_shape)
+        self._batch_input_shape = tuple(TensorShape(batch_shape))
         kt = KerasTensor(batch_shape, self.dtype, name=self.name)
         node = _add_node(self, (), {}, kt)
         node.is_input = True
         self.output = kt
+
+    def get_config(self) -> dict:
+        return {"batch_input_shape": self._batch_input_shape, "dtype": self.dtype,
+                "sparse": False, "ragged": False, "name": self.name, "optional": False}
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"InputLayer {self.name!r} is not called: use the KerasTensor that "
@@ -297,7 +353,7 @@ def Input(shape: Any = None, batch_size: int | None = None, name: str | None = N
         raise TypeError(f"Input: the shape must hold ints or None; received {full!r}.") from None
     if any(d is not None and d < 0 for d in full):
         raise ValueError(f"Input: dims must be >= 0 or None; received shape {tuple(full)}.")
-    return InputLayer(full, dtype=dtype, name=name).output
+    return InputLayer(batch_input_shape=full, dtype=dtype, name=name).output
 
 
 # ---------------------------------------------------------------- calling on KerasTensors
@@ -330,7 +386,12 @@ _PROBE_SIZES = ((2, 3), (32, 64))
 def _probe_value(kt: KerasTensor, which: int) -> Tensor:
     dims = [(_PROBE_SIZES[0] if i == 0 else _PROBE_SIZES[1])[which] if d is None else d
             for i, d in enumerate(kt.shape)]
-    return Tensor(np.zeros(dims, kt.dtype._np))
+    # a bool probe is True: as a mask, it keeps every step, as the data's probe is made of
+    value = Tensor(np.ones(dims, bool) if kt.dtype == _dt.bool else np.zeros(dims, kt.dtype._np))
+    mask = getattr(kt, "_keras_mask", None)
+    if isinstance(mask, KerasTensor):
+        set_mask(value, _probe_value(mask, which))
+    return value
 
 
 def _run_probe(layer: Layer, args: tuple, kwargs: dict, which: int) -> Any:
@@ -377,6 +438,7 @@ def call_symbolic(layer: Layer, inputs: Any, args: tuple, kwargs: dict) -> Any:
     declared = _declared_shapes(layer, inputs)
     unknown = any(d is None for v in nest.flatten((args, kwargs)) if isinstance(v, KerasTensor)
                   for d in v.shape)
+    probed = None
     try:
         first = _run_probe(layer, args, kwargs, 0)
     except Exception as e:  # noqa: BLE001 -- re-raised unless compute_output_shape answers
@@ -405,12 +467,31 @@ def call_symbolic(layer: Layer, inputs: Any, args: tuple, kwargs: dict) -> Any:
         outputs = nest.map_structure(
             lambda a: KerasTensor(next(shapes), a.dtype) if isinstance(a, TensorBase) else a,
             first)
+        probed = first
     flat = nest.flatten(outputs)
     for i, kt in enumerate(flat):
         if isinstance(kt, KerasTensor):
             kt.name = layer.name if len(flat) == 1 else f"{layer.name}/{i}"
+    if probed is not None:
+        _symbolic_masks(flat, nest.flatten(probed))
     _add_node(layer, args, dict(kwargs), outputs)
     return outputs
+
+
+def _symbolic_masks(flat: list, probed: list) -> None:
+    """Give each symbolic output whose probe came out with a mask a KerasTensor for that
+    mask (tf_keras' `_keras_mask` of a KerasTensor): its dims are the output's leading
+    dims where the probe's mask matches them, else the probe's with the batch dim None."""
+    for kt, value in zip(flat, probed, strict=True):
+        mask = get_mask(value) if isinstance(value, TensorBase) else None
+        if not isinstance(kt, KerasTensor) or not isinstance(mask, TensorBase):
+            continue
+        mshape = np.shape(mask._value)
+        if len(mshape) <= value.ndim and mshape == np.shape(value._value)[:len(mshape)]:
+            shape = TensorShape(tuple(kt.shape)[:len(mshape)])
+        else:
+            shape = TensorShape((None,) + tuple(mshape[1:]) if mshape else ())
+        kt._keras_mask = KerasTensor(shape, mask.dtype, name=f"{kt.name}/mask")
 
 
 base_layer._SYMBOLIC[0] = (_is_symbolic, call_symbolic)
@@ -492,6 +573,7 @@ def _map_graph(inputs: list[KerasTensor], outputs: list[Any]) -> tuple[list[Node
                     f"without issue: {done}. Pass every keras.Input the outputs depend on "
                     f"in `inputs=`.")
         computable.update(id(o) for o in node.flat_outputs)
+        computable.update(id(m) for m in _output_masks(node))
         done.append(node.layer.name)
     layers = sorted(layers_by_id.values(),
                     key=lambda l: (-layer_depth[id(l)], layer_index[id(l)]))
@@ -503,6 +585,12 @@ def _map_graph(inputs: list[KerasTensor], outputs: list[Any]) -> tuple[list[Node
     depths = {id(n): node_depth[id(n)] for n in order}
     del by_id
     return order, depths, layers
+
+
+def _output_masks(node: Node) -> list[KerasTensor]:
+    """The mask KerasTensors of a node's outputs."""
+    masks = (getattr(o, "_keras_mask", None) for o in node.flat_outputs)
+    return [m for m in masks if isinstance(m, KerasTensor)]
 
 
 def _shape_str(shape: Any) -> str:
@@ -640,6 +728,10 @@ class Functional(Model):
         """Replay the graph of layer calls on `inputs`, in an order that computes each
         layer's inputs first."""
         flat = self._flatten_call_inputs(inputs)
+        masks = None if mask is None else nest.flatten(mask)
+        if masks is not None and len(masks) != len(flat):
+            raise ValueError(f'Layer "{self.name}": `mask` must hold one mask (or None) per '
+                             f"input, {len(flat)}; received {len(masks)}.")
         values: dict[int, Any] = {}
         for i, (kt, x) in enumerate(zip(self._input_list, flat, strict=True)):
             t = as_tensor(x, self.name, f"inputs[{i}]")
@@ -652,6 +744,8 @@ class Functional(Model):
             if t.dtype != kt.dtype:
                 from ..ops.elementwise import cast  # noqa: PLC0415 -- keras builds after ops
                 t = cast(t, kt.dtype)
+            if masks is not None and masks[i] is not None:
+                set_mask(t, masks[i])  # as tf_keras: the input tensor carries the mask
             values[id(kt)] = t
         for node in self._nodes:
             if node.is_input or all(id(o) in values for o in node.flat_outputs):
@@ -669,8 +763,58 @@ class Functional(Model):
                                  f"where the graph recorded {len(node.flat_outputs)}.")
             for kt, t in zip(node.flat_outputs, got, strict=True):
                 values[id(kt)] = t
+                if isinstance(getattr(kt, "_keras_mask", None), KerasTensor):
+                    values[id(kt._keras_mask)] = get_mask(t)
         return nest.pack_sequence_as(self._nested_outputs,
                                      [values[id(o)] for o in self._output_list])
+
+    def get_config(self) -> dict:
+        """The model as tf_keras 2.21 writes it: its layers' configs with the calls between
+        them (`inbound_nodes`), `input_layers` and `output_layers`
+        (functional_config.py).
+
+        Example:
+            >>> import tapeflow as tf
+            >>> x = tf.keras.Input(shape=(3,), name="x")
+            >>> model = tf.keras.Model(x, tf.keras.layers.Dense(2, name="d")(x), name="m")
+            >>> config = model.get_config()
+            >>> [(layer["name"], layer["inbound_nodes"]) for layer in config["layers"]]
+            [('x', []), ('d', [[['x', 0, 0, {}]]])]
+            >>> config["input_layers"], config["output_layers"]
+            ([['x', 0, 0]], [['d', 0, 0]])
+        """
+        return functional_config(self)
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "Functional":
+        """A new model from `get_config()`: new layers, called as the config says (copy
+        the weights with `get_weights`/`set_weights`). As in tf_keras, a Lambda saved as
+        code runs that code: load configs you trust.
+
+        Example:
+            >>> import numpy as np, tapeflow as tf
+            >>> a = tf.keras.Input(shape=(2,))
+            >>> hidden = tf.keras.layers.Dense(3, activation="relu")(a)
+            >>> model = tf.keras.Model(a, tf.keras.layers.Dense(1)(hidden) + a[:, :1])
+            >>> copy = tf.keras.Model.from_config(model.get_config())
+            >>> copy.set_weights(model.get_weights())
+            >>> x = np.ones((1, 2), np.float32)
+            >>> bool(np.all(copy(x).numpy() == model(x).numpy()))
+            True
+        """
+        return functional_from_config(cls, config, custom_objects)
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The masks of the outputs: the graph is run on `inputs` (tf_keras' rule).
+
+        Example:
+            >>> import tapeflow as tf
+            >>> ids = tf.keras.Input(shape=(None,), dtype="int32")
+            >>> model = tf.keras.Model(ids, tf.keras.layers.Embedding(4, 2, mask_zero=True)(ids))
+            >>> model.compute_mask(tf.constant([[2, 0]])).numpy()
+            array([[ True, False]])
+        """
+        return nest.map_structure(get_mask, self.call(inputs, mask=mask))
 
     def build(self, input_shape: Any = None) -> None:
         """A functional model is built when made: its layers were built by their calls."""

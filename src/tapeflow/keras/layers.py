@@ -28,16 +28,18 @@ from ..tensor import TensorShape, Variable
 from . import activations, initializers
 from .base_layer import (InputSpec, Layer, _conv_output_length, _normalize_data_format,
                          _normalize_padding, _normalize_tuple)
+from .cells import GRUCell, LSTMCell, SimpleRNNCell
 from .core_layers import Dropout, Embedding, Lambda, Masking
 from .functional import Input, InputLayer
 from .normalization import BatchNormalization
-from .recurrent import GRU, LSTM
+from .recurrent import GRU, LSTM, RNN, SimpleRNN
 from .serialization import deserialize, serialize
 
 __all__ = ["InputSpec", "Layer", "Dense", "Conv2D", "Convolution2D", "MaxPooling2D", "MaxPool2D",
            "AveragePooling2D", "AvgPool2D", "Flatten", "Activation", "Dropout", "Lambda",
-           "Embedding", "Masking", "BatchNormalization", "LSTM", "GRU", "Input", "InputLayer",
-           "serialize", "deserialize"]
+           "Embedding", "Masking", "BatchNormalization", "RNN", "SimpleRNN", "LSTM", "GRU",
+           "SimpleRNNCell", "LSTMCell", "GRUCell", "Input", "InputLayer", "serialize",
+           "deserialize"]
 
 
 class Dense(Layer):

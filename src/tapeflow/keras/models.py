@@ -7,8 +7,12 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..tensor import TensorShape, Variable, TensorBase
 from .base_layer import _SYMBOLIC, Layer, _call_accepts, _check_input
+from .functional import InputLayer, KerasTensor
+from .masks import get_mask
+from .serialization import deserialize, serialize
 from .training import Model
 
 __all__ = ["Model", "Sequential"]
@@ -72,6 +76,8 @@ class Sequential(Model):
         self._autocast = False  # as Keras' models: each layer casts its own inputs
         self.__dict__["_layers"] = []
         self._input_shape: TensorShape | None = None
+        # what a leading InputLayer (or keras.Input) declared: shape, dtype, name
+        self.__dict__["_input_layer"] = None
         if layers is not None:
             if isinstance(layers, Layer) or not isinstance(layers, (list, tuple)):
                 layers = [layers]
@@ -99,6 +105,16 @@ class Sequential(Model):
             >>> [w.shape for w in model.weights]
             [TensorShape([4, 8]), TensorShape([8]), TensorShape([8, 1]), TensorShape([1])]
         """
+        if isinstance(layer, KerasTensor) and isinstance(getattr(layer.node, "layer", None),
+                                                         InputLayer):
+            layer = layer.node.layer  # Sequential([keras.Input(shape), ...])
+        if isinstance(layer, InputLayer):
+            if self._layers:
+                raise ValueError(f"An InputLayer ({layer.name!r}) can only be the first layer of "
+                                 f"a Sequential model; {self.name!r} already has "
+                                 f"{len(self._layers)} layer(s).")
+            self.__dict__["_input_layer"] = layer
+            return
         if not isinstance(layer, Layer):
             raise TypeError(f"The added layer must be an instance of class Layer. "
                             f"Received: layer={layer!r} of type {type(layer)}.")
@@ -107,8 +123,10 @@ class Sequential(Model):
                              f'Name "{layer.name}" is already the name of a layer in this model. '
                              f"Update the `name` argument to pass a unique name.")
         self._layers.append(layer)
-        if len(self._layers) == 1 and layer._batch_input_shape is not None:
-            self.build(layer._batch_input_shape)
+        declared = self._input_layer._batch_input_shape if self._input_layer is not None \
+            else layer._batch_input_shape
+        if len(self._layers) == 1 and declared is not None:
+            self.build(declared)
         elif self.built and self._input_shape is not None:
             self.build(self._input_shape)  # the new layer is built from its input shape
         else:
@@ -197,12 +215,11 @@ class Sequential(Model):
                                     and not self._input_shape.is_compatible_with(np.shape(value)))
         for layer in self._layers:
             kwargs = {}
-            takes_training, takes_mask = _call_accepts(layer.call)
-            if takes_training and training is not None:
+            if _call_accepts(layer.call)[0] and training is not None:
                 kwargs["training"] = training
-            if takes_mask and mask is not None:
+            if mask is not None:  # the model's mask is its first layer's input mask
                 kwargs["mask"] = mask
-            x = layer(x, **kwargs)
+            x = layer(x, **kwargs)  # later layers read the mask their input carries
             mask = None
             if record and isinstance(x, TensorBase):
                 old = layer.__dict__.get("_output_shape")
@@ -212,8 +229,20 @@ class Sequential(Model):
             if value is not None:
                 self._input_shape = _relax(self._input_shape if self.built else None,
                                            np.shape(value))
+                self.__dict__["_input_dtype"] = _dt.from_numpy(value.dtype).name
             self.built = True
         return x
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The mask of the model's output: the model is run on `inputs` (tf_keras' rule).
+
+        Example:
+            >>> import tapeflow as tf
+            >>> model = tf.keras.Sequential([tf.keras.layers.Embedding(4, 2, mask_zero=True)])
+            >>> model.compute_mask(tf.constant([[2, 0]])).numpy()
+            array([[ True, False]])
+        """
+        return get_mask(self.call(inputs, mask=mask))
 
     def compute_output_shape(self, input_shape: Any) -> Any:
         """The shape after every layer."""
@@ -221,6 +250,54 @@ class Sequential(Model):
         for layer in self._layers:
             shape = layer.compute_output_shape(shape)
         return shape
+
+    # -------------------------------------------------- config
+    def get_config(self) -> dict:
+        """The model's name and its layers' serialized configs (`keras.layers.serialize`),
+        led by an InputLayer's when the input shape is known, as tf_keras writes them.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> model = tf.keras.Sequential([tf.keras.layers.Dense(2, input_shape=(3,))])
+            >>> [entry["class_name"] for entry in model.get_config()["layers"]]
+            ['InputLayer', 'Dense']
+        """
+        layers = []
+        if self._layers and self._input_shape is not None:
+            declared = self._input_layer
+            first = self._layers[0]
+            layers.append({"module": "keras.layers", "class_name": "InputLayer",
+                           "config": {"batch_input_shape": tuple(self._input_shape),
+                                      "dtype": declared.dtype if declared is not None
+                                      else self.__dict__.get("_input_dtype") or first.dtype,
+                                      "sparse": False, "ragged": False,
+                                      "name": declared.name if declared is not None
+                                      else f"{first.name}_input", "optional": False},
+                           "registered_name": None})
+        layers += [serialize(layer) for layer in self._layers]
+        return {"name": self.name, "layers": layers}
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "Sequential":
+        """A new model of `get_config()`'s layers, built if the config gives the input
+        shape; copy the weights with `get_weights`/`set_weights`.
+
+        Example:
+            >>> import numpy as np, tapeflow as tf
+            >>> model = tf.keras.Sequential([tf.keras.layers.Dense(2, input_shape=(3,))])
+            >>> copy = tf.keras.Sequential.from_config(model.get_config())
+            >>> copy.set_weights(model.get_weights())
+            >>> x = np.ones((1, 3), np.float32)
+            >>> bool(np.all(copy(x).numpy() == model(x).numpy()))
+            True
+        """
+        model = cls(name=config.get("name"))
+        for entry in config.get("layers", []):
+            model.add(deserialize(entry, custom_objects))
+        shape = config.get("build_input_shape")
+        if not model.built and shape is not None and model.layers:
+            model.build(shape)
+        return model
 
     # -------------------------------------------------- weights
     def _assert_weights_created(self) -> None:

@@ -93,6 +93,14 @@ class Model(Layer):
             return super().__new__(Model._functional_class)
         return super().__new__(cls)
 
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "Model":
+        """A model from `get_config()`: ``keras.Model.from_config`` of a functional
+        model's config rebuilds it (as tf_keras); a subclass gets ``cls(**config)``."""
+        if cls is Model and "input_layers" in config and "layers" in config:
+            return Model._functional_class.from_config(config, custom_objects)
+        return super().from_config(config)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args:
             raise TypeError(f"{type(self).__name__}: positional arguments are only accepted as "
