@@ -314,7 +314,8 @@ def test_supports_masking_matches_tf_keras():
               "Embedding": lambda L: L.Embedding(3, 2),
               "EmbeddingMasked": lambda L: L.Embedding(3, 2, mask_zero=True),
               "LSTM": lambda L: L.LSTM(2), "GRU": lambda L: L.GRU(2),
-              "SimpleRNN": lambda L: L.SimpleRNN(2)}
+              "SimpleRNN": lambda L: L.SimpleRNN(2), "Add": lambda L: L.Add(),
+              "Concatenate": lambda L: L.Concatenate(), "Dot": lambda L: L.Dot(1)}
     for name, make in makers.items():
         assert make(layers).supports_masking == make(tk.layers).supports_masking, name
 

@@ -31,6 +31,8 @@ from .base_layer import (InputSpec, Layer, _conv_output_length, _normalize_data_
 from .cells import GRUCell, LSTMCell, SimpleRNNCell
 from .core_layers import Dropout, Embedding, Lambda, Masking
 from .functional import Input, InputLayer
+from .merge import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add,
+                    average, concatenate, dot, maximum, minimum, multiply, subtract)
 from .normalization import BatchNormalization
 from .recurrent import GRU, LSTM, RNN, SimpleRNN
 from .serialization import deserialize, serialize
@@ -38,7 +40,9 @@ from .serialization import deserialize, serialize
 __all__ = ["InputSpec", "Layer", "Dense", "Conv2D", "Convolution2D", "MaxPooling2D", "MaxPool2D",
            "AveragePooling2D", "AvgPool2D", "Flatten", "Activation", "Dropout", "Lambda",
            "Embedding", "Masking", "BatchNormalization", "RNN", "SimpleRNN", "LSTM", "GRU",
-           "SimpleRNNCell", "LSTMCell", "GRUCell", "Input", "InputLayer", "serialize",
+           "SimpleRNNCell", "LSTMCell", "GRUCell", "Add", "Subtract", "Multiply", "Average",
+           "Maximum", "Minimum", "Concatenate", "Dot", "add", "subtract", "multiply", "average",
+           "maximum", "minimum", "concatenate", "dot", "Input", "InputLayer", "serialize",
            "deserialize"]
 
 
