@@ -1,0 +1,136 @@
+"""DeviceTensor: a result of ``function(jit_compile=True, keep_on_device=True)``.
+
+A compiled call computes its results on JAX's device (the CPU, or a GPU with a CUDA
+build of JAX). Copying them to host NumPy arrays costs a transfer per result and call;
+a program that hands the results of one compiled function straight to another never
+needs them on the host. A DeviceTensor keeps its device array and copies it to the host
+only when something reads the NumPy value (an eager op, a tape, `.numpy()`, printing,
+`np.asarray`, pickling); that copy is kept, so it happens once. Shape and dtype come
+from the device array without a transfer, and a compiled function it is passed to gets
+the device array itself (graph/function.py, `array_of`).
+
+NOTE(device-identity): a DeviceTensor is the tensor that tapes, accumulators and tracers
+record (its `_key`), before and after its host copy is made. So it never becomes another
+object: `value()` returns itself, which is what conversions (`convert_to_tensor`, the
+ops' argument conversion) call on tensors that are not exactly `Tensor`.
+
+Nothing here imports JAX: any array with `shape`, `dtype` and `__array__` will do, so
+the core imports with NumPy alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor, TensorShape
+
+__all__ = ["DeviceTensor", "array_of"]
+
+_host_slot = Tensor.__dict__["_value"]  # Tensor's `_value` slot, shadowed by the property below
+
+
+class DeviceTensor(Tensor):
+    """A tensor whose value stays a device (JAX) array until its NumPy value is needed.
+
+    ``tf.function(f, jit_compile=True, keep_on_device=True)`` returns these from its
+    compiled calls. Passed to another compiled function, its device array goes in as it
+    is; anything else that reads the value (eager ops, GradientTape, ForwardAccumulator,
+    vmap, `.numpy()`, `print`, `np.asarray`, pickling) copies it to the host once, and
+    from then on it behaves as the ordinary tensor holding that copy (pickled or copied,
+    it is one). Its shape, dtype and `materialized` flag never need a copy. The example
+    wraps a NumPy array, which works without JAX; a compiled call wraps a `jax.Array`.
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.graph.device import DeviceTensor
+        >>> t = DeviceTensor(np.arange(3.0))
+        >>> t.shape, t.dtype, t.materialized
+        (TensorShape([3]), tf.float64, False)
+        >>> (t * 2.0).numpy()
+        array([0., 2., 4.])
+        >>> t.materialized
+        True
+    """
+
+    __slots__ = ("_device",)
+
+    def __init__(self, array: Any) -> None:
+        # Tensor.__init__ would assign `_value`: the host copy is made on first read only.
+        self._device = array
+        self._key = None
+
+    @property
+    def _value(self) -> Any:
+        try:
+            return _host_slot.__get__(self)
+        except AttributeError:
+            # The first read of the NumPy value: one transfer, kept. Two threads racing
+            # here both store the same values, so no lock is needed. np.asarray is the
+            # conversion keep_on_device=False applies, so both give equal tensors.
+            value = np.asarray(self._device)
+            _host_slot.__set__(self, value)
+            return value
+
+    @property
+    def device_array(self) -> Any:
+        """The device array (a `jax.Array` from a compiled call), never copied."""
+        return self._device
+
+    @property
+    def materialized(self) -> bool:
+        """Whether the host (NumPy) copy of the value has been made."""
+        try:
+            _host_slot.__get__(self)
+        except AttributeError:
+            return False
+        return True
+
+    @property
+    def shape(self) -> TensorShape:
+        return TensorShape(np.shape(self._device))
+
+    @property
+    def dtype(self) -> _dt.DType:
+        return _dt.from_numpy(self._device.dtype)  # JAX's dtypes are NumPy's
+
+    @property
+    def ndim(self) -> int:
+        return len(np.shape(self._device))
+
+    @property
+    def device(self) -> str:
+        # TensorFlow's device name, from where JAX placed the array (a GPU build: GPU:0).
+        devices = getattr(self._device, "devices", None)
+        if devices is None:
+            return super().device
+        device = min(devices(), key=lambda d: d.id)
+        return f"/job:localhost/replica:0/task:0/device:{device.platform.upper()}:{device.id}"
+
+    def __len__(self) -> int:
+        shape = np.shape(self._device)
+        if not shape:
+            raise TypeError("Scalar tensor has no `len()`.")
+        return shape[0]
+
+    def value(self) -> "DeviceTensor":
+        """Itself (NOTE(device-identity)): conversions call this on tensor subclasses."""
+        return self
+
+
+def array_of(t: Tensor) -> Any:
+    """What a compiled call takes for tensor `t`: its device array if it is a
+    DeviceTensor (no host copy), else its NumPy value. Its shape and dtype are `t`'s.
+
+    Example:
+        >>> import numpy as np, tapeflow as tf
+        >>> from tapeflow.graph.device import DeviceTensor, array_of
+        >>> t = DeviceTensor(np.ones(2))
+        >>> array_of(t) is t.device_array, t.materialized
+        (True, False)
+        >>> array_of(tf.constant([1., 2.])).tolist()
+        [1.0, 2.0]
+    """
+    return t._device if type(t) is DeviceTensor else t._value
