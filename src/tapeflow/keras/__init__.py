@@ -1,7 +1,8 @@
 """A Keras-like layer set with tf.keras (Keras 2) names: `keras.layers`,
 `keras.Sequential` (also `keras.models.Sequential`), the functional API (`keras.Input`,
 `keras.Model(inputs, outputs)`), `keras.activations` and
-`keras.initializers`."""
+`keras.initializers`; `keras.masks` reads and sets the masks tf_keras keeps in
+`tensor._keras_mask`."""
 
 from . import activations, initializers, layers, losses, masks, metrics, models, optimizers  # noqa: F401
 from .models import Model, Sequential  # noqa: F401

@@ -10,11 +10,13 @@ Layers and variables assigned as attributes of a layer are tracked, so custom
 layers composed of others report all their weights.
 
 Built in: `Dense`, `Conv2D` (NHWC, kernel [kh, kw, in, out]), `MaxPooling2D`,
-`AveragePooling2D`, `Flatten`, `Activation`; `Dropout`, `Lambda`, `Embedding`
-(core_layers.py), `BatchNormalization` (normalization.py), `LSTM` and `GRU`
-(recurrent.py). Inputs that do not fit a layer fail
-with Keras' message, which names the layer, the shape received and the shape
-expected.
+`AveragePooling2D`, `Flatten`, `Activation`; `Dropout`, `Lambda`, `Embedding`, `Masking`
+(core_layers.py), `BatchNormalization` (normalization.py), `RNN`, `SimpleRNN`, `LSTM`
+and `GRU` (recurrent.py) and their cells (cells.py), the merge layers `Add`, ...,
+`Concatenate`, `Dot` and their functions (merge.py); `serialize` and `deserialize`
+(serialization.py). Inputs that do not fit a layer fail with Keras' message, which
+names the layer, the shape received and the shape expected. Masks pass from layer to
+layer as in tf_keras (masks.py); every layer has tf_keras' `get_config`.
 """
 
 from __future__ import annotations

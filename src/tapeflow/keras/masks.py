@@ -2,12 +2,18 @@
 
 A mask marks which time steps (or other leading positions) of a tensor hold data: a
 bool tensor whose shape is the leading dims of the tensor's, True where the data is.
-tf_keras keeps it on the tensor itself, as the attribute `_keras_mask`, and each layer
-reads its inputs' masks and sets its outputs'. tapeflow's `Tensor` has fixed slots and
-no room for that attribute, so the masks of tensors live here, in a table keyed by the
-tensor's identity that forgets an entry when its tensor is freed (a weak reference).
-Objects that take attributes (a functional model's `KerasTensor`) keep theirs as
-`_keras_mask`, as in tf_keras.
+tf_keras keeps it on the tensor itself, as the attribute `_keras_mask`. tapeflow's
+`Tensor` has fixed slots and no room for that attribute, so the masks of tensors live
+here, in a table keyed by the tensor's identity that forgets an entry when its tensor
+is freed (a weak reference). Objects that take attributes (a functional model's
+`KerasTensor`) keep theirs as `_keras_mask`, as in tf_keras.
+
+NOTE(masks): how `Layer.__call__` passes masks on, as tf_keras' base layer does. A
+`mask=` given to the call wins; otherwise the masks the inputs carry are the input
+masks, given to a `call` that takes `mask`. After the call, a layer that
+`supports_masking` attaches ``compute_mask(inputs, input_masks)`` to its outputs,
+unless they carry masks already (the layer set them, or returned its input). A layer
+that does not support masking attaches nothing: the mask stops there.
 """
 
 from __future__ import annotations
