@@ -2,7 +2,8 @@
 variables are read before and written after each call, in order, a compiled call is
 differentiable from outside, JAX's 64-bit setting is the graph's only for its own calls,
 a host callback falls back to NumPy with one warning, and without JAX the error names
-the extra."""
+the extra; keep_on_device=True without jit_compile=True is refused (its behaviour:
+test_xla_device.py)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,18 @@ def test_without_jax_the_error_names_the_extra(monkeypatch):
     with pytest.raises(ImportError, match=r"tapeflow\[xla\]"):
         tf.function(lambda x: x, jit_compile=True)
     tf.function(lambda x: x * 2.0, jit_compile=False)(tf.constant(1.0))  # NumPy replay
+
+
+def test_keep_on_device_needs_jit_compile():
+    """Without JAX too: the argument is refused before anything is compiled."""
+    both = r"keep_on_device=True.*jit_compile=True"
+    with pytest.raises(ValueError, match=both):
+        tf.function(lambda x: x, keep_on_device=True)
+    with pytest.raises(ValueError, match=both):
+        tf.function(keep_on_device=True)  # the decorator form, at once
+    with pytest.raises(ValueError, match=both):
+        tf.function(lambda x: x, jit_compile=False, keep_on_device=True)
+    assert tf.function(lambda x: x * 2.0, keep_on_device=False)(tf.constant(1.0)).numpy() == 2.0
 
 
 needs_jax = pytest.mark.skipif(importlib.util.find_spec("jax") is None,

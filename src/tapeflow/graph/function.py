@@ -32,6 +32,7 @@ from .. import nest
 from ..core import bind, recording
 from ..ops.shape import identity_p
 from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor, seal
+from .device import DeviceTensor, array_of
 from .ir import Graph, Guard
 from .passes import optimize
 from .replay import GuardFailed, Replay, interpret
@@ -60,7 +61,9 @@ class TensorSpec:
         self.name = name
 
     def is_compatible_with(self, x: Any) -> bool:
-        value = x._value if isinstance(x, TensorBase) else np.asarray(x)
+        # array_of: a DeviceTensor's shape and dtype without copying it to the host
+        value = array_of(x) if isinstance(x, Tensor) else \
+            x._value if isinstance(x, TensorBase) else np.asarray(x)
         return self.dtype._np == value.dtype and self.shape.is_compatible_with(np.shape(value))
 
     def __repr__(self) -> str:
@@ -71,7 +74,10 @@ def _walk(x: Any, leaves: list) -> Any:
     """A hashable key of an argument structure; tensor leaves are appended to `leaves`."""
     if isinstance(x, Tensor):  # one of a finished trace raises here (NOTE(out-of-scope))
         leaves.append(x)
-        return ("T", np.shape(x._value), x._value.dtype.str)
+        # A DeviceTensor's device array: its key needs no host copy (array_of, inlined:
+        # this runs for every tensor argument of every call).
+        value = x._device if type(x) is DeviceTensor else x._value
+        return ("T", np.shape(value), value.dtype.str)
     if isinstance(x, np.ndarray) or isinstance(x, np.generic):
         t = convert_to_tensor(x)  # a copy: the caller may write into the array later
         leaves.append(t)
@@ -120,12 +126,14 @@ class ConcreteFunction:
     """
 
     def __init__(self, graph: Graph, arg_template: tuple, pass_stats: dict,
-                 jit_compile: bool = False) -> None:
+                 jit_compile: bool = False, keep_on_device: bool = False) -> None:
         self.graph = graph
         self.pass_stats = pass_stats
         self._template = arg_template
+        self._jit_compile = jit_compile
+        self._keep_on_device = keep_on_device
         # jit_compile: one XLA computation through JAX (graph/xla.py), else the NumPy replay
-        self._replay = XlaReplay(graph) if jit_compile else Replay(graph)
+        self._replay = XlaReplay(graph, keep_on_device) if jit_compile else Replay(graph)
 
     @property
     def inputs(self) -> list[int]:
@@ -138,6 +146,13 @@ class ConcreteFunction:
     def _run(self, tensors: list) -> Any:
         if recording():
             outs = interpret(self.graph, tensors)  # recorders are active: let them see every op
+        elif self._jit_compile:
+            # A DeviceTensor's device array goes into the XLA computation as it is; a graph
+            # that replays with NumPy (no lowering) reads host values, which the tensor keeps.
+            arrays = [array_of(t) if self._replay.compiled else t._value for t in tensors]
+            results = self._replay(*arrays)
+            outs = [None if a is None else _wrap_result(a, self._keep_on_device)
+                    for a in results]
         else:
             outs = [None if a is None else Tensor(a)
                     for a in self._replay(*[t._value for t in tensors])]
@@ -151,10 +166,12 @@ class ConcreteFunction:
                             f"{len(self.graph.inputs)} tensor arguments, got {len(leaves)}.")
         for i, (t, s) in enumerate(zip(leaves, self.graph.inputs, strict=True)):
             shape, dtype = self.graph.avals[s]
-            if np.shape(t._value) != shape or t._value.dtype != dtype:
+            value = array_of(t)  # shape and dtype only: a DeviceTensor stays on its device
+            if np.shape(value) != shape or value.dtype != dtype:
                 raise TypeError(f"ConcreteFunction {self.graph.name}: tensor argument {i} has "
-                                f"shape {np.shape(t._value)} and dtype {t._value.dtype}; this "
-                                f"graph was traced for shape {shape} and dtype {np.dtype(dtype)}.")
+                                f"shape {np.shape(value)} and dtype {np.dtype(value.dtype)}; "
+                                f"this graph was traced for shape {shape} and dtype "
+                                f"{np.dtype(dtype)}.")
         flat = not kwargs and all(isinstance(a, (Tensor, np.ndarray, np.generic)) for a in args)
         if key != self._template and not flat:
             # Only the tensor arguments, in order, with the Python values baked in at
@@ -178,9 +195,10 @@ class Function:
 
     def __init__(self, fn: Callable, input_signature: Sequence[TensorSpec] | None = None,
                  reduce_retracing: bool = False, jit_compile: Any = None,
-                 guards: str = "retrace") -> None:
+                 guards: str = "retrace", keep_on_device: bool = False) -> None:
         if guards not in ("retrace", "error"):
             raise ValueError(f"function: guards must be 'retrace' or 'error'; got {guards!r}.")
+        _check_keep_on_device(jit_compile, keep_on_device)
         if input_signature is not None and not isinstance(input_signature, (list, tuple)):
             raise TypeError(f"function: `input_signature` must be a list or tuple of "
                             f"TensorSpec, one per argument; got {input_signature!r} (wrap a "
@@ -189,6 +207,7 @@ class Function:
             require_jax()  # the extra, named now rather than at the first call
         self._fn = fn
         self._jit_compile = bool(jit_compile)
+        self._keep_on_device = bool(keep_on_device)
         self._input_signature = None if input_signature is None else list(input_signature)
         self._guards = guards
         self._cache: collections.OrderedDict = collections.OrderedDict()
@@ -280,7 +299,7 @@ class Function:
             outs = [None if o is None else bind(identity_p, o) for o in flat]
             graph.output_structure = result
             stats = optimize(graph)
-            cf = ConcreteFunction(graph, key, stats, self._jit_compile)
+            cf = ConcreteFunction(graph, key, stats, self._jit_compile, self._keep_on_device)
         finally:
             # NOTE(out-of-scope) in tensor.py: the living ones (a dead one cannot leak)
             seal([t for t in (r() for r in tracer.made) if t is not None], self.__name__)
@@ -322,7 +341,7 @@ class Function:
                 _attribute(module, qualname) is self:
             return qualname
         return (Function, (self._fn, self._input_signature, False, self._jit_compile or None,
-                           self._guards))
+                           self._guards, self._keep_on_device))
 
     # ------------------------------------------------------------------ TensorFlow's extras
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
@@ -355,6 +374,22 @@ def _attribute(obj: Any, dotted: str) -> Any:
     return obj
 
 
+def _wrap_result(array: Any, keep_on_device: bool) -> Tensor:
+    """A compiled call's result as a tensor: a DeviceTensor for a device array kept on
+    its device; a NumPy array (keep_on_device=False, or a call that ran on NumPy: a
+    primitive without a lowering, an input the impl refuses) as an ordinary Tensor."""
+    if keep_on_device and not isinstance(array, (np.ndarray, np.generic)):
+        return DeviceTensor(array)
+    return Tensor(array)
+
+
+def _check_keep_on_device(jit_compile: Any, keep_on_device: bool) -> None:
+    if keep_on_device and not jit_compile:
+        raise ValueError("function: keep_on_device=True keeps the results of XLA-compiled calls "
+                         "on the device, so it needs jit_compile=True; got jit_compile="
+                         f"{jit_compile!r}. Pass jit_compile=True too, or drop keep_on_device.")
+
+
 def _output_leaf(o: Any, i: int) -> Any:
     if o is None or isinstance(o, Tensor):
         return o
@@ -369,7 +404,7 @@ def _output_leaf(o: Any, i: int) -> Any:
 
 def function(fn: Callable | None = None, *, input_signature: Sequence[TensorSpec] | None = None,
              reduce_retracing: bool = False, jit_compile: Any = None,
-             guards: str = "retrace") -> Any:
+             guards: str = "retrace", keep_on_device: bool = False) -> Any:
     """Trace `fn` once per input signature into a graph and replay it on later calls.
 
     Usable as ``@function`` or ``@function(...)``, on functions and methods.
@@ -382,7 +417,10 @@ def function(fn: Callable | None = None, *, input_signature: Sequence[TensorSpec
     raises). Shapes are always concrete: an `input_signature` with None
     dimensions validates calls, and each concrete shape gets its own trace.
     ``jit_compile=True`` compiles each traced graph with XLA through JAX (the `xla` extra;
-    graph/xla.py); `reduce_retracing` is accepted for compatibility. It pickles as a
+    graph/xla.py); with ``keep_on_device=True`` too, its compiled calls return
+    `DeviceTensor`s, whose values stay JAX device arrays (copied to the host only when read,
+    and passed to other compiled functions as they are: chained compiled functions skip the
+    host round trip). `reduce_retracing` is accepted for compatibility. It pickles as a
     Python function does: by name where it is a module's, otherwise (with cloudpickle) with
     its Python function and none of its traces, tracing again where it is loaded.
 
@@ -401,7 +439,10 @@ def function(fn: Callable | None = None, *, input_signature: Sequence[TensorSpec
         array([[6., 0.],
                [0., 8.]], dtype=float32)
     """
+    _check_keep_on_device(jit_compile, keep_on_device)  # the decorator form raises at once
+
     def wrap(f: Callable) -> Function:
-        return Function(f, input_signature, reduce_retracing, jit_compile, guards)
+        return Function(f, input_signature, reduce_retracing, jit_compile, guards,
+                        keep_on_device)
 
     return wrap if fn is None else wrap(fn)

@@ -15,6 +15,11 @@ raises the error, never a wrong value. JAX runs 64-bit types only
 where the graph holds them (`jax.enable_x64` around this graph's calls alone: the
 user's own JAX code keeps its setting). A graph with a primitive that has no lowering
 runs the NumPy replay instead, after a one-time warning naming the primitive.
+
+Inputs may be JAX arrays (a DeviceTensor's, graph/device.py): they go into the
+computation as they are, with no host round trip; only the NumPy replay (the fallbacks)
+copies them to the host. With ``keep_on_device`` the results are the computation's JAX
+arrays; otherwise NumPy arrays. Variables are host NumPy arrays either way.
 """
 
 from __future__ import annotations
@@ -55,6 +60,11 @@ def _needs_x64(g: Graph) -> bool:
     return any(np.dtype(dtype) in _WIDE for _, dtype in g.avals.values())
 
 
+def _on_host(arrays: tuple) -> list:
+    """The arrays as NumPy arrays, for the NumPy replay (a device array copied)."""
+    return [a if isinstance(a, (np.ndarray, np.generic)) else np.asarray(a) for a in arrays]
+
+
 class XlaReplay:
     """Runs a graph as one XLA computation (see the module docstring)."""
 
@@ -63,6 +73,7 @@ class XlaReplay:
         self.keep_on_device = keep_on_device
         missing = missing_lowerings(g)
         self._missing = bool(missing)
+        self.compiled = not missing  # runs through XLA (takes device arrays as they are)
         self._fallback = Replay(g) if missing else None
         for name in missing:
             if name not in _WARNED:
@@ -129,7 +140,7 @@ class XlaReplay:
 
     def __call__(self, *arrays: Any) -> list:
         if self._missing:
-            return self._fallback(*arrays)
+            return self._fallback(*_on_host(arrays))
         if self.locks is None:
             return self._run(arrays)
         with self.locks:
@@ -149,7 +160,7 @@ class XlaReplay:
             # An input the NumPy impl refuses (an index out of range, an integer division
             # by zero): XLA cannot raise, so the NumPy replay runs and raises its error.
             # Its random draws differ from the compiled call's, which is discarded.
-            return self._numpy()(*arrays)
+            return self._numpy()(*_on_host(arrays))
         for i, value in assigned.items():
             g.variables[i]._value = np.array(value, copy=True)
         if self.keep_on_device:
