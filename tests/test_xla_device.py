@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import copy
 import pickle
+import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -291,3 +293,18 @@ def test_array_of_gives_the_device_array_unchanged():
     host = tf.constant([1.0])
     assert array_of(host) is host._value
 
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/migrating.md"])
+def test_the_documented_example_runs(page, capsys):
+    """The pages' keep_on_device examples start "# not run:" (test_docs_pages.py runs
+    the docs without JAX): they run here."""
+    blocks = [b for b in re.findall(r"^```python\n(.*?)^```", (ROOT / page).read_text(),
+                                    re.S | re.M) if "keep_on_device=True" in b]
+    assert blocks, f"{page} has no keep_on_device example"
+    for code in blocks:
+        exec(compile(code, page, "exec"), {"__name__": "docs_example"})
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == "DeviceTensor (256,) float32 False"
