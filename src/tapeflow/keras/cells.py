@@ -117,8 +117,9 @@ class _GateCell(Layer):
         self.recurrent_kernel = self.add_weight("recurrent_kernel", (self.units, n),
                                                 initializer=self.recurrent_initializer)
         if self.use_bias:
-            self.bias = self.add_weight("bias", self._bias_shape(),
-                                        initializer=lambda s, dtype=None: self._bias_value(s, dtype))
+            self.bias = self.add_weight(
+                "bias", self._bias_shape(),
+                initializer=lambda s, dtype=None: self._bias_value(s, dtype))
         super().build(input_shape)
 
     # -------------------------------------------------- the step

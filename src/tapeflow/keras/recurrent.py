@@ -72,7 +72,8 @@ class RNN(Layer):
                                           f"by tapeflow.")
         self.zero_output_for_mask = bool(kwargs.pop("zero_output_for_mask", False))
         if "input_shape" not in kwargs and ("input_dim" in kwargs or "input_length" in kwargs):
-            kwargs["input_shape"] = (kwargs.pop("input_length", None), kwargs.pop("input_dim", None))
+            kwargs["input_shape"] = (kwargs.pop("input_length", None),
+                                     kwargs.pop("input_dim", None))
         kwargs.pop("input_dim", None)
         kwargs.pop("input_length", None)
         super().__init__(**kwargs)
@@ -305,6 +306,7 @@ def _cell_property(name: str) -> property:
 
 for _name in _CELL_ARGS + ("kernel", "recurrent_kernel", "bias"):
     setattr(_CellRNN, _name, _cell_property(_name))
+del _name
 
 
 class SimpleRNN(_CellRNN):
