@@ -48,6 +48,19 @@ def test_gather_nd_out_of_range_indices_raise(idx):
         tf.gather_nd(tf.zeros([3, 4]), idx)
 
 
+@pytest.mark.parametrize("index", [5, -1, 2])
+def test_a_scalar_index_out_of_range_raises_naming_it(index):
+    p = tf.constant([[1.0, 2.0]])
+    with pytest.raises(InvalidArgumentError, match=rf"gather: `indices` = {index} is out of bounds"):
+        tf.gather(p, tf.constant(index), axis=1)
+    f = tf.function(lambda i: tf.gather(p, i, axis=1))
+    assert f(tf.constant(1)).numpy().tolist() == [2.0]
+    with pytest.raises(InvalidArgumentError, match=rf"`indices` = {index} is out of bounds"):
+        f(tf.constant(index))
+    with pytest.raises(InvalidArgumentError, match=r"gather_nd: `indices` = \[0, 7\]"):
+        tf.gather_nd(p, tf.constant([0, 7]))
+
+
 def test_gather_nd_checks_every_example_under_vmap_and_every_replay():
     p = tf.zeros([3, 4])
     bad = tf.constant([[[1, 2]], [[0, 4]]])  # example 0 is valid, example 1 is not

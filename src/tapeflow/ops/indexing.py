@@ -272,10 +272,12 @@ def _check_indices_impl(indices: np.ndarray, limits: tuple, rows: bool, op: str,
         pos = tuple(np.argwhere(bad)[0].tolist())
         if rows:  # the last axis holds one index tuple
             pos = pos[:-1]
-        value = np.asarray(indices[pos]).tolist()
+        # A scalar index broadcasts against the limits: read it at the flagged position.
+        value = np.broadcast_to(np.asarray(indices), bad.shape)[pos].tolist()
+        where = list(pos) if pos and np.ndim(indices) else ""
         ranges = " and ".join(f"[0, {n})" for n in limits)
         raise InvalidArgumentError(
-            f"{op}: `indices`{list(pos)} = {value} is out of bounds for {target} of shape "
+            f"{op}: `indices`{where} = {value} is out of bounds for {target} of shape "
             f"{params_shape}: {'the entries of an index tuple' if rows else 'indices'} must lie "
             f"in {ranges}.")
     return indices
