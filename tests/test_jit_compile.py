@@ -109,6 +109,28 @@ def test_64_bit_types_only_for_the_graphs_own_calls():
 
 
 @needs_jax
+def test_compiled_calls_under_the_users_own_64_bit_setting():
+    # The call enters JAX's 64-bit mode only where the user's setting differs from the
+    # graph's need; either way each graph keeps its own dtypes.
+    import jax
+
+    f = tf.function(lambda x: tf.reduce_sum(x * 3.0), jit_compile=True)
+    x32, x64 = tf.constant([1.5, 2.0], tf.float32), tf.constant([1e-300, 2.0], tf.float64)
+    for user in (True, False):
+        with jax.enable_x64(user):
+            for x in (x32, x64):
+                for _ in range(2):
+                    out = f(x)
+                    assert out.dtype == x.dtype
+                    assert out.numpy() == np.sum(x.numpy() * np.array(3.0, x.numpy().dtype))
+            assert jax.config.jax_enable_x64 == user
+    with pytest.raises(tf.errors.InvalidArgumentError):  # a checked graph still checks
+        g = tf.function(lambda i: tf.gather(tf.constant([1.0, 2.0]), i), jit_compile=True)
+        g(tf.constant(0))
+        g(tf.constant(5))
+
+
+@needs_jax
 def test_a_host_callback_replays_with_numpy_after_one_warning(capsys):
     @tf.function(jit_compile=True)
     def f(x):
