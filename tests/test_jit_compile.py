@@ -130,6 +130,38 @@ def test_compiled_calls_under_the_users_own_64_bit_setting():
         g(tf.constant(5))
 
 
+_FACTORIZATION_FAILURES = {
+    "inv": (lambda a: tf.linalg.inv(a), [[1.0, 2.0], [2.0, 4.0]], "not invertible"),
+    "solve": (lambda a: tf.linalg.solve(a, tf.ones([2, 1], a.dtype)), [[1.0, 2.0], [2.0, 4.0]],
+              "not invertible"),
+    "triangular_solve": (lambda a: tf.linalg.triangular_solve(a, tf.ones([2, 1], a.dtype)),
+                         [[0.0, 0.0], [1.0, 1.0]], "singular"),
+    "cholesky": (lambda a: tf.linalg.cholesky(a), [[1.0, 2.0], [2.0, 1.0]],
+                 "not \\(numerically\\) positive definite"),
+}
+
+
+@needs_jax
+@pytest.mark.parametrize("name", sorted(_FACTORIZATION_FAILURES))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_factorizations_raise_where_numpy_raises(name, dtype):
+    # XLA returns inf/nan for a singular or indefinite matrix; the finite check reruns
+    # the call on NumPy, which raises as the eager op does. NaN inputs give NaN, as eagerly.
+    f, bad, message = _FACTORIZATION_FAILURES[name]
+    g = tf.function(f, jit_compile=True)
+    good = np.array([[2.0, 0.5], [0.5, 1.0]], dtype)
+    np.testing.assert_allclose(g(tf.constant(good)).numpy(), f(tf.constant(good)).numpy(),
+                               rtol=1e-5)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        f(tf.constant(np.array(bad, dtype)))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        g(tf.constant(np.array(bad, dtype)))
+    nan = good.copy()
+    nan[0, 0] = np.nan
+    assert np.isnan(g(tf.constant(nan)).numpy()).any()
+    assert np.isnan(f(tf.constant(nan)).numpy()).any()
+
+
 @needs_jax
 def test_a_host_callback_replays_with_numpy_after_one_warning(capsys):
     @tf.function(jit_compile=True)

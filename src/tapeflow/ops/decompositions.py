@@ -51,7 +51,8 @@ def _lapack(op: str, failure: str, fn: Any, *arrays: np.ndarray) -> Any:
 def _lowered(fn: Any) -> Any:
     """A lowering rule running `fn(jax, *arrays)` as `_lapack` runs its routine: float16 in
     float32, every result in the input dtype. XLA cannot raise: where the impl raises
-    (a singular matrix, one not positive definite) the results hold inf or nan."""
+    (a singular matrix, one not positive definite) the results hold inf or nan, which
+    `_finite_check` catches."""
     def lower(jax: Any, *arrays: Any) -> Any:
         arrays = tuple(jax.numpy.asarray(a) for a in arrays)
         dtype = arrays[0].dtype
@@ -393,6 +394,26 @@ eigh_p.lower = _lowered(_eigh_lower)
 # Every decomposition acts per matrix: its dependencies are block diagonal over the batch.
 for _prim in (inv_p, det_p, slogdet_p, solve_p, triangular_solve_p, cholesky_p, eigh_p):
     _prim.sparsity = per_matrix_deps(2)
+
+
+def _finite_check(prim: Primitive) -> Any:
+    """A lower_check for a factorization whose impl raises where XLA's returns inf or nan
+    (a singular matrix, one not positive definite): it fails where finite inputs give a
+    result that is not finite, and the call then reruns on NumPy, which raises the impl's
+    error (or, for an overflow, returns the same inf). XLA computes the result once: the
+    check's copy of the op is merged with the node's own."""
+    def check(jax: Any, *args: Any, **params: Any) -> Any:
+        jnp = jax.numpy
+        outs = prim.lower(jax, *args, **params)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        finite_in = jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in args]))
+        finite_out = jnp.all(jnp.stack([jnp.all(jnp.isfinite(o)) for o in outs]))
+        return finite_out | ~finite_in
+    return check
+
+
+for _prim in (inv_p, solve_p, triangular_solve_p, cholesky_p, eigh_p):
+    _prim.lower_check = _finite_check(_prim)
 _batch_matrices(eigh_p)
 
 
