@@ -422,7 +422,9 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     (NOTE(strict-nesting)).
     """
     stack = _state.stack
-    if not stack:
+    if not stack or (len(stack) == 1 and not stack[0].batching):
+        # No recorder, or one that does not batch (an eager tape or accumulator): the
+        # impl on the values, without the claiming loop below.
         n = len(args)
         if n == 1:
             out = prim.impl(args[0]._value, **params)
@@ -430,25 +432,11 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
             out = prim.impl(args[0]._value, args[1]._value, **params)
         else:
             out = prim.impl(*[a._value for a in args], **params)
-        if prim.multiple_results:
-            return [Tensor(o) for o in out]
-        return Tensor(out)
-    if len(stack) == 1 and not stack[0].batching:
-        # One non-batching recorder (an eager tape or accumulator): the second hot path.
-        n = len(args)
-        if n == 1:
-            out = prim.impl(args[0]._value, **params)
-        elif n == 2:
-            out = prim.impl(args[0]._value, args[1]._value, **params)
-        else:
-            out = prim.impl(*[a._value for a in args], **params)
-        if prim.multiple_results:
-            outs = tuple([Tensor(o) for o in out])
-            stack[0].process(prim, args, outs, params, 0)
-            return list(outs)
-        result = Tensor(out)
-        stack[0].process(prim, args, (result,), params, 0)
-        return result
+        if not stack:
+            return [Tensor(o) for o in out] if prim.multiple_results else Tensor(out)
+        outs = tuple([Tensor(o) for o in out]) if prim.multiple_results else (Tensor(out),)
+        stack[0].process(prim, args, outs, params, 0)
+        return list(outs) if prim.multiple_results else outs[0]
     start = 0
     for level in range(len(stack) - 1, -1, -1):
         rec = stack[level]
