@@ -246,6 +246,7 @@ class Recorder:
     at once.
 
     Subclasses set what they take part in: `batching` recorders may claim ops (see `bind`);
+    `differentiates` ones (tapes, accumulators) take derivatives (`differentiating`);
     `watches_reads` ones hear of Python reads of tensor values (`on_read`),
     `watches_writes` ones of variable writes and creations (`on_write`, `on_create`); `sees_custom_forward` ones see
     the forward computation inside a custom_gradient function (vmap and tracing must;
@@ -253,6 +254,7 @@ class Recorder:
     """
 
     batching = False
+    differentiates = False
     watches_reads = False
     watches_writes = False
     sees_custom_forward = False
@@ -313,6 +315,13 @@ def current_stack() -> tuple[Recorder, ...]:
 def recording() -> bool:
     """Whether any recorder is active on this thread (ops must then go through `bind`)."""
     return bool(_state.stack)
+
+
+def differentiating() -> bool:
+    """Whether a recorder that takes derivatives (a tape, an accumulator) is active on this
+    thread: ops whose rules want a by-product of the forward pass (max_pool2d's argmax)
+    compute it only then."""
+    return any(rec.differentiates for rec in _state.stack)
 
 
 class run_below:

@@ -42,6 +42,8 @@ class ForwardAccumulator(Recorder):
         array([2., 0.], dtype=float32)
     """
 
+    differentiates = True
+
     def __init__(self, primals: Any, tangents: Any) -> None:
         self._tangents: dict[int, Tensor] = {}
         self._refs: dict[int, weakref.ref] = {}

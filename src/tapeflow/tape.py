@@ -73,6 +73,8 @@ class GradientTape(Recorder):
         np.float32(6.0)
     """
 
+    differentiates = True
+
     def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True) -> None:
         self._persistent = bool(persistent)
         self._watch_accessed = bool(watch_accessed_variables)

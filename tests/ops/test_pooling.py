@@ -222,3 +222,80 @@ def test_window_sums_blocked_equal_one_block_and_the_definition(geom, lead, monk
         np.testing.assert_allclose(s, want, rtol=1e-13, atol=1e-13)
         np.testing.assert_allclose(t, results[-1][1], rtol=1e-13, atol=1e-13)
         assert np.isclose(np.sum(s * g), np.sum(x * t), rtol=1e-12)
+
+
+def _prim_names(fn, *args):
+    from tapeflow.graph.ir import Node
+    return [n.prim.name for n in fn.get_concrete_function(*args).graph.nodes
+            if isinstance(n, Node)]
+
+
+def test_the_argmax_is_kept_only_where_derivatives_are_taken():
+    x = tf.constant(np.random.default_rng(0).standard_normal((2, 6, 6, 3)))
+    infer = tf.function(lambda x: tf.nn.max_pool2d(x, 2, 2, "VALID"))
+    infer(x)
+    assert _prim_names(infer, x) == ["max_pool2d"]
+
+    @tf.function
+    def grad(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(tf.nn.max_pool2d(x, 2, 2, "VALID") ** 2)
+        return tape.gradient(loss, x)
+
+    grad(x)
+    names = _prim_names(grad, x)
+    assert "max_pool2d_argmax" in names and "max_pool2d_route" in names
+    assert "max_pool2d" not in names and "max_pool2d_grad" not in names
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kept_argmax_derivatives_equal_the_recomputed_ones(seed):
+    # Ties, NaNs, infinities and padding: routing through the forward's argmax gives what
+    # max_pool2d_grad / max_pool2d_grad_grad (which recompute it) give, bit for bit.
+    from tapeflow.core import bind
+    from tapeflow.ops import pooling
+    rng = np.random.default_rng(seed)
+    for _ in range(10):
+        ksize = tuple(int(k) for k in rng.integers(1, 4, 2))
+        strides = tuple(int(s) for s in rng.integers(1, 3, 2))
+        pads = tuple((int(rng.integers(0, k)), int(rng.integers(0, k))) for k in ksize)
+        xv = rng.integers(-2, 3, (2, int(rng.integers(3, 7)), int(rng.integers(3, 7)), 2)) * 1.0
+        xv[rng.random(xv.shape) < 0.1] = np.nan if seed % 2 else -np.inf
+        p = {"ksize": ksize, "strides": strides, "pads": pads}
+        x = tf.constant(xv)
+        y_plain = bind(pooling.max_pool2d_p, x, **p)
+        gv = rng.standard_normal(y_plain.shape)
+        tv = rng.standard_normal(xv.shape)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y, arg = bind(pooling.max_pool2d_argmax_p, x, **p)
+        np.testing.assert_array_equal(y.numpy(), y_plain.numpy())
+        assert arg.dtype == tf.uint8
+        np.testing.assert_array_equal(
+            tape.gradient(y, x, output_gradients=tf.constant(gv)).numpy(),
+            bind(pooling.max_pool2d_grad_p, x, tf.constant(gv), **p).numpy())
+        with tf.autodiff.ForwardAccumulator(x, tf.constant(tv)) as acc:
+            y, _ = bind(pooling.max_pool2d_argmax_p, x, **p)
+        np.testing.assert_array_equal(
+            acc.jvp(y).numpy(), bind(pooling.max_pool2d_grad_grad_p, x, tf.constant(tv), **p).numpy())
+
+
+def test_hessian_vector_products_through_a_kept_argmax():
+    # Forward over reverse through max pooling: the second derivative of a loss whose
+    # curvature comes from a square after the pool, against central differences.
+    rng = np.random.default_rng(3)
+    x0, v = rng.standard_normal((2, 5, 5, 2)), rng.standard_normal((2, 5, 5, 2))
+
+    def grad(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(tf.nn.max_pool2d(x, 2, 2, "SAME") ** 2)
+        return tape.gradient(loss, x)
+
+    x = tf.constant(x0)
+    with tf.autodiff.ForwardAccumulator(x, tf.constant(v)) as acc:
+        g = grad(x)
+    eps = 1e-6
+    fd = (grad(tf.constant(x0 + eps * v)).numpy() - grad(tf.constant(x0 - eps * v)).numpy()) / (2 * eps)
+    np.testing.assert_allclose(acc.jvp(g).numpy(), fd, rtol=1e-6, atol=1e-8)
