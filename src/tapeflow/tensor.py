@@ -317,7 +317,8 @@ class Tensor(TensorBase):
     """
 
     # _key: the name tapes give the tensor once one records it (NOTE(saved-values) in tape).
-    __slots__ = ("_value", "_key", "__weakref__")
+    # _keras_mask: the mask a Keras layer attached (unset until one does), as tf_keras'.
+    __slots__ = ("_value", "_key", "_keras_mask", "__weakref__")
 
     def __init__(self, value: Any) -> None:
         self._value = value

@@ -116,9 +116,13 @@ def test_masks_are_forgotten_with_their_tensors():
     from tapeflow.keras import masks
 
     before = len(masks._MASKS)
-    x = tf.ones([2, 3])
+    t = tf.ones([2, 3])  # a tensor carries its mask, as tf_keras' do
+    set_mask(t, tf.constant([True, False]))
+    assert len(masks._MASKS) == before and get_mask(t) is t._keras_mask
+    x = tf.Variable(tf.ones([2, 3]))  # a variable has no room: the table holds it
     set_mask(x, tf.constant([True, False]))
     assert len(masks._MASKS) == before + 1
+    assert get_mask(x).numpy().tolist() == [True, False]
     del x
     assert len(masks._MASKS) == before
     y = tf.ones([2])

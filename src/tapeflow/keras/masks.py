@@ -2,11 +2,11 @@
 
 A mask marks which time steps (or other leading positions) of a tensor hold data: a
 bool tensor whose shape is the leading dims of the tensor's, True where the data is.
-tf_keras keeps it on the tensor itself, as the attribute `_keras_mask`. tapeflow's
-`Tensor` has fixed slots and no room for that attribute, so the masks of tensors live
-here, in a table keyed by the tensor's identity that forgets an entry when its tensor
-is freed (a weak reference). Objects that take attributes (a functional model's
-`KerasTensor`) keep theirs as `_keras_mask`, as in tf_keras.
+tf_keras keeps it on the tensor itself, as the attribute `_keras_mask`, and so do
+tapeflow's tensors (a slot of `Tensor`) and a functional model's `KerasTensor`. Objects
+without room for the attribute (a `Variable`'s fixed slots) keep theirs here, in a table
+keyed by the object's identity that forgets an entry when its object is freed (a weak
+reference).
 
 NOTE(masks): how `Layer.__call__` passes masks on, as tf_keras' base layer does. A
 `mask=` given to the call wins; otherwise the masks the inputs carry are the input
@@ -64,7 +64,7 @@ def set_mask(x: Any, mask: Any) -> None:
     try:
         x._keras_mask = mask
         return
-    except AttributeError:  # a Tensor (fixed slots): the table holds its mask
+    except AttributeError:  # fixed slots without it (a Variable): the table holds its mask
         pass
     key = id(x)
     if mask is None:
