@@ -54,6 +54,8 @@ def test_serves_the_bias_add_and_declines_the_rest():
     assert tiled_broadcast(np.add, (100003, 3), (3,)) is None       # no row width divides
     assert tiled_broadcast(np.add, (2, 3, 4096), (3, 1)) is None    # not a trailing block
     assert tiled_broadcast(np.add, (128, 6), (6,)) is None          # too small to pay
+    assert tiled_broadcast(np.add, (625, 32), (32,)) is None        # too few short loops
+    assert tiled_broadcast(np.add, (640, 10, 2), (2,)) is not None  # 6,400 of them
     assert tiled_broadcast(np.add, (4096, 64), (64,)) is None       # rows already long
     assert tiled_broadcast(np.add, (4096, 8), (4096, 8)) is None    # no broadcast
     assert tiled_broadcast(np.add, (3, 5), (4, 5)) is None          # not broadcastable
