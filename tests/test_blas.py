@@ -107,8 +107,8 @@ def test_einsum_contractions_are_sized_like_products(monkeypatch, n, one_thread)
     assert out.shape == (n, n) and out[0, 0] == n
 
 
-@pytest.mark.parametrize("shapes", [((25, 73728), (73728, 6)), ((3, 9, 20000), (20000, 4)),
-                                    ((2, 1, 16, 8193), (5, 8193, 3)), ((64, 8192), (8192, 64))])
+@pytest.mark.parametrize("shapes", [((25, 73728), (73728, 6)), ((3, 16, 20000), (20000, 8)),
+                                    ((2, 1, 16, 8193), (5, 8193, 8)), ((64, 8192), (8192, 64))])
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.float32])
 def test_long_inner_products_sum_chunks_to_numpys_value(monkeypatch, shapes, dtype):
     # NOTE(long-k): the product is taken as a sum over inner chunks (spied on), and
@@ -136,4 +136,5 @@ def test_long_inner_products_with_a_large_result_or_integers_are_one_product(mon
     blas.matmul(np.ones((8, 8191)), np.ones((8191, 8)))        # inner dim under 4 chunks
     blas.matmul(np.ones((8, 9000), np.int64), np.ones((9000, 8), np.int64))
     blas.matmul(np.ones((8, 9000)), np.ones(9000))              # a matrix-vector product
-    assert len(calls) == 4
+    blas.matmul(np.ones((9, 10816)), np.ones((10816, 8)))       # a result of 72: too small
+    assert len(calls) == 5
