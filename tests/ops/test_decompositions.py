@@ -112,13 +112,19 @@ def test_triangular_solve_never_reads_the_other_triangle():
         assert not other.any()
 
 
-# NOTE(triangular-blocks): batches of systems of 32 or more, and single ones of 128 or
-# more, are solved by blocked substitution; sizes off the 16-block grid included.
-@pytest.mark.parametrize("batch,n,k", [((8,), 32, 3), ((3, 4), 45, 2), ((10,), 64, 64),
-                                       ((), 130, 1), ((2, 1), 100, 7)])
+# NOTE(triangular-blocks): batches of systems of 32 or more (512 rows in all), and single
+# ones of 128 or more, are solved by blocked substitution; sizes off the 16-block grid
+# included.
+@pytest.mark.parametrize("batch,n,k", [((16,), 32, 3), ((3, 4), 45, 2), ((10,), 64, 64),
+                                       ((), 130, 1), ((6, 1), 100, 7)])
 @pytest.mark.parametrize("lower,adjoint", [(True, False), (True, True), (False, False),
                                            (False, True)])
-def test_blocked_triangular_solves_equal_substitution(batch, n, k, lower, adjoint):
+def test_blocked_triangular_solves_equal_substitution(batch, n, k, lower, adjoint, monkeypatch):
+    from tapeflow.ops import decompositions
+    calls = []
+    real = decompositions._blocked_triangular_solve
+    monkeypatch.setattr(decompositions, "_blocked_triangular_solve",
+                        lambda *a: calls.append(1) or real(*a))
     # a well-conditioned triangle (random ones are exponentially ill-conditioned in n)
     tri = RNG.standard_normal(batch + (n, n)) / n + np.diag(RNG.uniform(1, 2, n))
     junk = RNG.standard_normal(tri.shape) * 50  # the other triangle is never read
@@ -129,6 +135,7 @@ def test_blocked_triangular_solves_equal_substitution(batch, n, k, lower, adjoin
     want = np.linalg.solve(op_t, np.broadcast_to(b, batch + (n, k)))
     got = tf.linalg.triangular_solve(m, b, lower=lower, adjoint=adjoint).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)
+    assert calls  # the blocked path ran
     got32 = tf.linalg.triangular_solve(m.astype(np.float32), b.astype(np.float32),
                                        lower=lower, adjoint=adjoint).numpy()
     assert got32.dtype == np.float32
@@ -136,8 +143,8 @@ def test_blocked_triangular_solves_equal_substitution(batch, n, k, lower, adjoin
 
 
 def test_blocked_triangular_solves_complex_gradients_and_singular():
-    a = cplx(8, 40, 40) / 40 + 2 * np.eye(40)
-    b = cplx(8, 40, 2)
+    a = cplx(16, 40, 40) / 40 + 2 * np.eye(40)
+    b = cplx(16, 40, 2)
     for adjoint in (False, True):
         op_t = np.tril(a)
         op_t = np.conj(np.swapaxes(op_t, -1, -2)) if adjoint else op_t
@@ -145,8 +152,8 @@ def test_blocked_triangular_solves_complex_gradients_and_singular():
             tf.linalg.triangular_solve(a, b, adjoint=adjoint).numpy(),
             np.linalg.solve(op_t, b), rtol=1e-11, atol=1e-11)
     # gradients through the blocked path, against central differences
-    m, rhs = RNG.standard_normal((8, 33, 33)) / 33 + 2 * np.eye(33), RNG.standard_normal((8, 33, 2))
-    w = RNG.standard_normal((8, 33, 2))
+    m, rhs = RNG.standard_normal((16, 33, 33)) / 33 + 2 * np.eye(33), RNG.standard_normal((16, 33, 2))
+    w = RNG.standard_normal((16, 33, 2))
     def loss(m):
         return tf.reduce_sum(tf.linalg.triangular_solve(m, rhs) * w)
     (g,) = numpy_grads(loss, m)
@@ -155,7 +162,7 @@ def test_blocked_triangular_solves_complex_gradients_and_singular():
     fd = (loss(tf.constant(m + eps * d)).numpy() - loss(tf.constant(m - eps * d)).numpy()) / (2 * eps)
     np.testing.assert_allclose(np.sum(g * d), fd, rtol=1e-7)
     assert not np.triu(g, 1).any()
-    singular = RNG.standard_normal((8, 40, 40)) / 40 + 2 * np.eye(40)
+    singular = RNG.standard_normal((16, 40, 40)) / 40 + 2 * np.eye(40)
     singular[3, 17, 17] = 0.0
     with pytest.raises(InvalidArgumentError, match="triangular_solve: `matrix` is singular"):
         tf.linalg.triangular_solve(singular, b.real)
