@@ -195,3 +195,26 @@ def test_inputs_the_impl_refuses_raise_its_error_never_a_wrong_value():
     xent(tf.constant([1]), z)
     with pytest.raises(tf.errors.InvalidArgumentError, match="label value"):
         xent(tf.constant([5]), z)
+
+
+def test_one_compiled_trace_serves_every_size_of_a_none_dimension():
+    """A size-generic graph (graph/polymorphic.py) compiles once per set of sizes; its
+    shape ops (tf.shape, the -1 of a reshape, a mean's count, a slice's gradient) stay
+    static for XLA."""
+    pytest.importorskip("jax")
+
+    def f(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            flat = tf.reshape(tf.sin(x), [tf.shape(x)[0], -1])
+            y = tf.reduce_mean(flat ** 2) + tf.reduce_sum(x[:-1])
+        return y, tape.gradient(y, x)
+
+    g = tf.function(f, input_signature=[tf.TensorSpec([None, 2, 3], tf.float64)],
+                    jit_compile=True)
+    for n in (4, 6, 4, 9, 6, 6):
+        x = tf.constant(np.random.default_rng(n).standard_normal((n, 2, 3)))
+        for got, want in zip(g(x), f(x)):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    assert g.experimental_get_tracing_count() == 1
+    assert g.get_concrete_function(x).serves_all_sizes

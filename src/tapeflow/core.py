@@ -39,8 +39,9 @@ import numpy as np
 from .tensor import Tensor
 
 __all__ = ["Primitive", "Zero", "Husk", "bind", "registry", "Recorder", "current_stack", "recording",
-           "run_below", "call_below", "substack", "no_recorders", "reading_records", "records_open",
-           "value_read", "name_scope_prefix", "scope_entered",
+           "run_below", "call_below", "dynamic_shapes", "differentiating", "substack",
+           "no_recorders", "reading_records", "records_open",
+           "value_read", "name_scope_prefix", "scope_entered", "quiet", "quieted",
            "variable_created", "variable_written", "read_variable_p"]
 
 
@@ -218,9 +219,26 @@ class _State(threading.local):
         self.stack: tuple[Recorder, ...] = ()
         self.records = 0  # depth of reading_records blocks
         self.scope = ""  # the name scope ("outer/inner/"), prefix of new variables' names
+        self.quiet = 0  # depth of quieted blocks (a probe trace: graph/polymorphic.py)
 
 
 _state = _State()
+
+
+def quiet() -> bool:
+    """Whether this thread runs a block whose printing is muted (a probe trace, NOTE(probe)
+    in graph/polymorphic.py): tf.print and the probe's muted streams check it."""
+    return _state.quiet > 0
+
+
+@contextlib.contextmanager
+def quieted() -> Iterator[None]:
+    """Mute this thread's printing for a block (see `quiet`)."""
+    _state.quiet += 1
+    try:
+        yield
+    finally:
+        _state.quiet -= 1
 
 
 def name_scope_prefix() -> str:
@@ -247,7 +265,9 @@ class Recorder:
 
     Subclasses set what they take part in: `batching` recorders may claim ops (see `bind`);
     `differentiates` ones (tapes, accumulators) take derivatives (`differentiating`);
-    `watches_reads` ones hear of Python reads of tensor values (`on_read`),
+    `watches_reads` ones hear of Python reads of tensor values (`on_read`), `dynamic` ones
+    (a trace meant to serve every size of its inputs' None dimensions) want sizes read
+    when the graph runs, not fixed while it is traced (`dynamic_shapes`),
     `watches_writes` ones of variable writes and creations (`on_write`, `on_create`); `sees_custom_forward` ones see
     the forward computation inside a custom_gradient function (vmap and tracing must;
     tapes and accumulators must not: the custom rule replaces its derivative).
@@ -258,6 +278,7 @@ class Recorder:
     watches_reads = False
     watches_writes = False
     sees_custom_forward = False
+    dynamic = False
     active = False
 
     def claims(self, inputs: Sequence[Any]) -> bool:
@@ -322,6 +343,15 @@ def differentiating() -> bool:
     thread: ops whose rules want a by-product of the forward pass (max_pool2d's argmax)
     compute it only then."""
     return any(rec.differentiates for rec in _state.stack)
+
+
+def dynamic_shapes() -> bool:
+    """Whether a size-generic trace is active on this thread (NOTE(probe) in
+    graph/polymorphic.py): values computed from a tensor's sizes (tf.shape, a mean's
+    divisor, a gradient broadcast back to an input's shape) are then ops that read the
+    sizes at each replay (ops/structural.py: shape_p, size_p, the *_dyn primitives)
+    instead of numbers fixed at the traced sizes."""
+    return any(rec.dynamic for rec in _state.stack)
 
 
 class run_below:

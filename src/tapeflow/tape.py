@@ -19,9 +19,11 @@ import numpy as np
 
 from . import nest
 from .batching import one_hot_rows, vmap_chunks
-from .core import Husk, Primitive, Recorder, Zero, bind, reading_records, recording
+from .core import (Husk, Primitive, Recorder, Zero, bind, dynamic_shapes, reading_records,
+                   recording)
 from .ops.shape import concat_p
-from .ops.structural import add_any, reshape_p, shape_of, transpose_p
+from .ops.structural import (add_any, broadcast_dyn_p, ones_of, reshape_dyn_p, reshape_p, shape_of, shape_p,
+                             transpose_p)
 from .tensor import Tensor, TensorBase, Variable, convert_to_tensor, key_of, new_key
 
 __all__ = ["GradientTape", "UnconnectedGradients"]
@@ -83,7 +85,9 @@ class GradientTape(Recorder):
         self._variables: dict[int, Variable] = {}
         self._paused = 0
         self._used = False
-        self._keep_all = False  # keep every input and output (linearize replays JVP rules)
+        # keep every input and output (linearize replays JVP rules; a size-generic trace's
+        # rules read shapes from tensors, NOTE(dynamic-shapes) in ops/structural.py)
+        self._keep_all = dynamic_shapes()
 
     # ---------------------------------------------------------------- context
     # ``with tape:`` enters and leaves the recorder stack (Recorder.__enter__/__exit__ in
@@ -342,7 +346,7 @@ class GradientTape(Recorder):
         flat_s = self._flat_sources(sources)
         flat_t = self._flat_targets(target)
         if output_gradients is None:
-            cts = [Tensor(np.ones_like(t._value)) for t in flat_t]
+            cts = [_ones_like(t) for t in flat_t]
         else:
             grads = nest.flatten(output_gradients) if nest.is_nested(output_gradients) \
                 else [output_gradients]
@@ -352,7 +356,7 @@ class GradientTape(Recorder):
             cts = []
             for i, (t, g) in enumerate(zip(flat_t, grads, strict=True)):
                 if g is None:
-                    cts.append(Tensor(np.ones_like(t._value)))
+                    cts.append(_ones_like(t))
                     continue
                 g = convert_to_tensor(g, dtype=t.dtype)
                 if shape_of(g) != shape_of(t):
@@ -437,7 +441,7 @@ class GradientTape(Recorder):
     def _rows_looped(self, plan: list, reach: set, targets: list, n: int, make: Any,
                      sources: list) -> list:
         """The same, one backward pass per cotangent."""
-        per_row = [self._backward(plan, reach, targets, [Tensor(make(j, j + 1)[0])], sources)
+        per_row = [self._backward(plan, reach, targets, [_as_tensor(make(j, j + 1))[0]], sources)
                    for j in range(n)]
         out = []
         for j, s in enumerate(sources):
@@ -486,8 +490,13 @@ class GradientTape(Recorder):
                              "with the same first (batch) dimension.")
         plan, reach = self._plan([s])
         b, inner = ts[0], int(np.prod(ts[1:], dtype=np.int64))
+        dynamic = dynamic_shapes()
         # Cotangent j is 1 at element j of every example: rows [inner, b, *y].
-        def make(start: int, stop: int) -> np.ndarray:
+        def make(start: int, stop: int) -> Any:
+            if dynamic:  # b read when the graph runs (NOTE(dynamic-shapes) in ops/structural)
+                rows = Tensor(one_hot_rows(ts[1:], t._value.dtype, start, stop))
+                return bind(broadcast_dyn_p, rows, _shape_tensor(t), lead=1,
+                            expand=(-len(ts),))
             return one_hot_rows(ts, t._value.dtype, start, stop, repeat=b)
 
         if experimental_use_pfor:
@@ -501,6 +510,9 @@ class GradientTape(Recorder):
             zero = Tensor(np.zeros(ts + ss[1:], dtype=s._value.dtype))
             return zero if mode is UnconnectedGradients.ZERO else None
         rows = bind(transpose_p, rows, perm=(1, 0) + tuple(range(2, len(ss) + 1)))  # [b, inner, *x]
+        if dynamic and len(ts) != 2:
+            shape = bind(concat_p, _shape_tensor(t), _shape_tensor(s, 1), axis=0)
+            return bind(reshape_dyn_p, rows, shape, lead=0)
         return _reshape(rows, ts + ss[1:])
 
 
@@ -560,6 +572,22 @@ def _kept(vjp: Any, needs: tuple, n_out: int) -> tuple:
 
 def _jac_like(t: Any, s: Any) -> Tensor:
     return Tensor(np.zeros(shape_of(t) + shape_of(s), dtype=s._value.dtype))
+
+
+def _ones_like(t: Tensor) -> Tensor:
+    """The default output gradient: ones of t's shape (read when the graph runs, in a
+    size-generic trace: NOTE(dynamic-shapes) in ops/structural.py)."""
+    if np.ndim(t._value) and dynamic_shapes():
+        return ones_of(t)
+    return Tensor(np.ones_like(t._value))
+
+
+def _as_tensor(rows: Any) -> Tensor:
+    return rows if isinstance(rows, Tensor) else Tensor(rows)
+
+
+def _shape_tensor(x: Tensor, start: int = 0) -> Tensor:
+    return bind(shape_p, x, start=start, dtype=np.dtype(np.int64))
 
 
 def _reshape(x: Tensor, shape: tuple) -> Tensor:

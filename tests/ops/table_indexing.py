@@ -11,7 +11,8 @@ import numpy as np
 
 import tapeflow as tf
 from tapeflow.core import bind
-from tapeflow.ops.indexing import gather_transpose_p, getitem_transpose_p
+from tapeflow.ops.indexing import (gather_transpose_p, getitem_transpose_dyn_p,
+                                   getitem_transpose_p)
 
 from op_table import NondiffRow, Row, args, normal, uniform
 
@@ -43,6 +44,10 @@ def _add_ref(idx):
 ROWS: list = [
     Row("getitem", lambda x: x[::-1, tf.newaxis, 1:3], args(normal(3, 4)), lambda x: x[_KEY]),
     Row("getitem_transpose", lambda g: bind(getitem_transpose_p, g, key=_KEY, shape=(3, 4)),
+        args(normal(3, 1, 2)), None),
+    # the zeros' shape read when the graph runs (a size-generic trace's getitem gradient)
+    Row("getitem_transpose_dyn", lambda g: bind(
+        getitem_transpose_dyn_p, g, tf.constant(np.array([3, 4], np.int64)), key=_KEY, lead=0),
         args(normal(3, 1, 2)), None),
     Row("gather", lambda p: tf.gather(p, _IDX, axis=1), args(normal(2, 3, 2)),
         lambda p: np.take(p, _IDX, axis=1)),

@@ -7,6 +7,10 @@ vmap and the transforms used inside are traced too, so a Jacobian computed
 inside is re-evaluated at new inputs by replay alone: the seed question's
 "record once, evaluate many times".
 
+An input_signature's None dimensions: one trace serves every size where its graph does
+not depend on them (graph/polymorphic.py); `ConcreteFunction` then keeps a replay per set
+of sizes, made on the first call at those sizes without running the Python body again.
+
 Guards (NOTE(value-reads) in graph/trace.py): a replay whose guard reads a new
 value is abandoned and the function is traced again for that branch; the new
 graph is cached beside the first, so results always equal running the Python
@@ -16,6 +20,7 @@ code eagerly.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import gc
 import functools
 import sys
@@ -29,13 +34,15 @@ import numpy as np
 from .. import config as _config
 from .. import dtypes as _dt
 from .. import nest
-from ..core import bind, recording
+from ..core import bind, recording, substack
 from ..ops.shape import identity_p
 from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor, seal
 from .device import DeviceTensor, array_of
 from .ir import Graph, Guard
 from .passes import optimize
-from .replay import GuardFailed, Replay, interpret
+from .polymorphic import (ProbeTracer, calls_python, difference, generic_key, probe_arrays,
+                          probe_effects)
+from .replay import GuardFailed, Replay, interpret, plan_runner
 from .xla import XlaReplay, require_jax
 from .trace import Tracer, TracingError
 
@@ -43,6 +50,7 @@ __all__ = ["function", "Function", "ConcreteFunction", "TensorSpec", "TracingErr
 
 MAX_SIGNATURES = 64        # traced signatures kept per function (least recently used dropped)
 MAX_BRANCHES = 16          # guarded graphs kept per signature
+MAX_SIZES = 32             # replays kept per size-generic graph, one per set of sizes
 RETRACE_WARN_AFTER = 5     # traces of one function before the retracing warning
 
 
@@ -133,7 +141,41 @@ class ConcreteFunction:
         self._jit_compile = jit_compile
         self._keep_on_device = keep_on_device
         # jit_compile: one XLA computation through JAX (graph/xla.py), else the NumPy replay
-        self._replay = XlaReplay(graph, keep_on_device) if jit_compile else Replay(graph)
+        self._replay = self._make_replay(graph)
+        # A graph that serves every size of its signature's None dimensions
+        # (graph/polymorphic.py): its specs, its generic key, and a replay per set of sizes.
+        self._specs: list | None = None
+        self._generic_key: tuple | None = None
+        self._sized: collections.OrderedDict = collections.OrderedDict()
+
+    def _make_replay(self, graph: Graph) -> Any:
+        return XlaReplay(graph, self._keep_on_device) if self._jit_compile else Replay(graph)
+
+    def _serve_all_sizes(self, specs: list, key: tuple) -> None:
+        self._specs, self._generic_key = specs, key
+        self._sized[tuple(self.graph.avals[s][0] for s in self.graph.inputs)] = self._replay
+
+    @property
+    def serves_all_sizes(self) -> bool:
+        """Whether this graph serves every size of its input_signature's None dimensions
+        (NOTE(probe) in graph/polymorphic.py), not only the sizes it was traced at."""
+        return self._generic_key is not None
+
+    def _sized_replay(self, tensors: list) -> tuple[Any, list | None]:
+        """(the replay for these input sizes, None), or (None, the results) after running
+        the first call at new sizes here: that run finds every array's shape, from which
+        the replay for those sizes makes its choices (buffer reuse, specialized impls)."""
+        shapes = tuple(np.shape(array_of(t)) for t in tensors)
+        replay = self._sized.get(shapes)
+        if replay is not None:
+            return replay, None
+        avals: dict = {}
+        results = plan_runner(self.graph, avals)(*[t._value for t in tensors])
+        self._sized[shapes] = self._make_replay(
+            dataclasses.replace(self.graph, avals={**self.graph.avals, **avals}))
+        while len(self._sized) > MAX_SIZES:
+            self._sized.popitem(last=False)
+        return None, results
 
     @property
     def inputs(self) -> list[int]:
@@ -144,18 +186,23 @@ class ConcreteFunction:
         return list(self.graph.outputs)
 
     def _run(self, tensors: list) -> Any:
+        replay, first = self._replay, None
+        if self._generic_key is not None and not recording():
+            replay, first = self._sized_replay(tensors)
         if recording():
             outs = interpret(self.graph, tensors)  # recorders are active: let them see every op
+        elif first is not None:
+            outs = [None if a is None else Tensor(a) for a in first]
         elif self._jit_compile:
             # A DeviceTensor's device array goes into the XLA computation as it is; a graph
             # that replays with NumPy (no lowering) reads host values, which the tensor keeps.
-            arrays = [array_of(t) if self._replay.compiled else t._value for t in tensors]
-            results = self._replay(*arrays)
+            arrays = [array_of(t) if replay.compiled else t._value for t in tensors]
+            results = replay(*arrays)
             outs = [None if a is None else _wrap_result(a, self._keep_on_device)
                     for a in results]
         else:
             outs = [None if a is None else Tensor(a)
-                    for a in self._replay(*[t._value for t in tensors])]
+                    for a in replay(*[t._value for t in tensors])]
         return nest.pack_sequence_as(self.graph.output_structure, outs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -164,10 +211,13 @@ class ConcreteFunction:
         if len(leaves) != len(self.graph.inputs):
             raise TypeError(f"ConcreteFunction {self.graph.name}: expected "
                             f"{len(self.graph.inputs)} tensor arguments, got {len(leaves)}.")
+        sizes_served = self._generic_key is not None and self._generic_key == generic_key(
+            self._specs, [np.shape(array_of(t)) for t in leaves],
+            [array_of(t).dtype for t in leaves])
         for i, (t, s) in enumerate(zip(leaves, self.graph.inputs, strict=True)):
             shape, dtype = self.graph.avals[s]
             value = array_of(t)  # shape and dtype only: a DeviceTensor stays on its device
-            if np.shape(value) != shape or value.dtype != dtype:
+            if not sizes_served and (np.shape(value) != shape or value.dtype != dtype):
                 raise TypeError(f"ConcreteFunction {self.graph.name}: tensor argument {i} has "
                                 f"shape {np.shape(value)} and dtype {np.dtype(value.dtype)}; "
                                 f"this graph was traced for shape {shape} and dtype "
@@ -211,6 +261,11 @@ class Function:
         self._input_signature = None if input_signature is None else list(input_signature)
         self._guards = guards
         self._cache: collections.OrderedDict = collections.OrderedDict()
+        # generic key -> a first trace that made variables and so was not probed: the next
+        # trace of another size is compared with it instead (NOTE(probe))
+        self._unprobed: dict[tuple, Graph] = {}
+        # generic key -> why its graphs depend on the sizes (each size is traced on its own)
+        self._per_size: dict[tuple, str] = {}
         self._lock = threading.RLock()
         self._trace_count = 0
         self._retrace_reasons: collections.Counter = collections.Counter()  # reason -> traces
@@ -223,6 +278,15 @@ class Function:
         leaves: list = []
         key = _walk((list(args), kwargs), leaves)
         return key, leaves, args
+
+    def _generic_key(self, leaves: list) -> tuple | None:
+        """The key under which one graph serves every size of the signature's None
+        dimensions (NOTE(probe) in graph/polymorphic.py); None without such dimensions."""
+        if self._input_signature is None or len(leaves) != len(self._input_signature):
+            return None
+        arrays = [array_of(t) for t in leaves]
+        return generic_key(self._input_signature, [np.shape(a) for a in arrays],
+                           [a.dtype for a in arrays])
 
     def _check_signature(self, args: tuple, kwargs: dict) -> tuple:
         specs = self._input_signature
@@ -246,34 +310,39 @@ class Function:
         if _config.functions_run_eagerly():
             return self._fn(*args, **kwargs)  # tf.config.run_functions_eagerly(True)
         key, leaves, args = self._key(args, kwargs)
-        done, result, failed = self._replay(key, leaves)
+        generic = self._generic_key(leaves)
+        done, result, failed = self._replay(key, generic, leaves)
         if done:
             return result
         with self._lock:
             # Another thread may have traced this signature (or branch) meanwhile.
-            done, result, again = self._replay(key, leaves)
+            done, result, again = self._replay(key, generic, leaves)
             if done:
                 return result
-            return self._trace(key, leaves, args, kwargs, again or failed)
+            return self._trace(key, leaves, args, kwargs, again or failed, generic)
 
-    def _replay(self, key: Any, leaves: list) -> tuple[bool, Any, Guard | None]:
-        """Try the cached graphs of this signature, newest first."""
+    def _replay(self, key: Any, generic: tuple | None,
+                leaves: list) -> tuple[bool, Any, Guard | None]:
+        """Try the cached graphs of this signature, newest first, then those that serve
+        every size of it."""
         failed = None
-        for cf in reversed(self._cache.get(key, ())):
-            try:
-                return True, cf._run(leaves), None
-            except GuardFailed as e:
-                failed = e.guard
+        for k in (key, generic):
+            for cf in reversed(self._cache.get(k, ()) if k is not None else ()):
+                try:
+                    return True, cf._run(leaves), None
+                except GuardFailed as e:
+                    failed = e.guard
         return False, None, failed
 
     def _trace(self, key: Any, leaves: list, args: tuple, kwargs: dict,
-               failed: Guard | None) -> Any:
+               failed: Guard | None, generic: tuple | None = None) -> Any:
         graph = Graph(name=getattr(self._fn, "__name__", "fn"))
         # Each tensor argument enters the trace as a tensor of its own, made by an identity
         # op that recorders outside the trace see: the same tensor passed twice, or passed
         # and also captured by the function, must not become one graph input.
         inputs = [bind(identity_p, t) for t in leaves]
         tracer = Tracer(graph, inputs, self._guards)
+        tracer.dynamic = generic is not None  # NOTE(dynamic-shapes) in ops/structural.py
         pos = [0]
         call_args, call_kwargs = _rebuild((list(args), kwargs), inputs, pos)
         # A trace allocates a few objects per op and frees none until it ends: the cyclic
@@ -305,19 +374,81 @@ class Function:
             seal([t for t in (r() for r in tracer.made) if t is not None], self.__name__)
             if collecting:
                 gc.enable()
+        if generic is not None and self._serves_all_sizes(generic, graph, tracer, args, kwargs,
+                                                          leaves):
+            cf._serve_all_sizes(self._input_signature, generic)
+            key = generic
         branches = self._cache.setdefault(key, [])
         branches.append(cf)
         del branches[:-MAX_BRANCHES]
         self._cache.move_to_end(key)
         while len(self._cache) > MAX_SIGNATURES:
             self._cache.popitem(last=False)
-        self._count_trace(failed)
+        self._count_trace(failed, self._per_size.get(generic) if generic is not None else None)
         return nest.pack_sequence_as(result, outs)
 
-    def _count_trace(self, failed: Guard | None) -> None:
+    def _serves_all_sizes(self, generic: tuple, graph: Graph, tracer: Tracer, args: tuple,
+                          kwargs: dict, leaves: list) -> bool:
+        """Whether a new trace serves every size of its signature (NOTE(probe)). Where one
+        does not, the reason is kept (for the retracing warning) and later traces of the
+        signature are not probed again."""
+        if generic in self._per_size:
+            return False
+        why = None
+        if calls_python(graph):
+            why = "it calls Python (py_function or numpy_function) at every replay"
+        elif tracer.created:
+            self._unprobed[generic] = graph
+            return False
+        else:
+            first = self._unprobed.pop(generic, None)
+            if first is not None and [first.avals[s][0] for s in first.inputs] != \
+                    [graph.avals[s][0] for s in graph.inputs]:
+                why = difference(first, graph)  # two real traces, at different sizes
+            else:
+                probe = self._probe(graph, args, kwargs, leaves)
+                why = "it fails at other sizes" if probe is None else difference(graph, probe)
+        if why is None:
+            return True
+        self._per_size[generic] = why
+        return False
+
+    def _probe(self, first: Graph, args: tuple, kwargs: dict, leaves: list) -> Graph | None:
+        """The function traced on its inputs doubled along the None dimensions, seen by no
+        other recorder, with its effects undone; None if that trace fails or makes
+        variables."""
+        arrays = probe_arrays(self._input_signature, [t._value for t in leaves])
+        graph = Graph(name=first.name)
+        inputs = [Tensor(a) for a in arrays]
+        written: dict = {}
+        tracer = ProbeTracer(graph, inputs, self._guards, written)
+        call_args, call_kwargs = _rebuild((list(args), kwargs), inputs, [0])
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            with probe_effects(first, written), substack(lambda r: False, extra=(tracer,)):
+                result = self._fn(*call_args, **call_kwargs)
+                flat = [_output_leaf(o, i) for i, o in enumerate(nest.flatten(result))]
+                if tracer.created:
+                    return None
+                graph.outputs = [None if o is None else tracer.slot_of(o) for o in flat]
+            graph.output_structure = result
+            optimize(graph)
+            return graph
+        except Exception:  # noqa: BLE001 - code that fails at other sizes: per-size traces
+            return None
+        finally:
+            seal([t for t in (r() for r in tracer.made) if t is not None], self.__name__)
+            if collecting:
+                gc.enable()
+
+    def _count_trace(self, failed: Guard | None, per_size: str | None = None) -> None:
         self._trace_count += 1
         if failed is not None:
             reason = f"the value read at {failed.where} changed (a guard failed)"
+        elif per_size is not None:
+            reason = ("a new size of an input_signature's None dimension, which this function's "
+                      f"graph depends on: {per_size}")
         else:
             reason = "a new input signature (tensor shapes/dtypes or Python argument values)"
         self._retrace_reasons[reason] += 1  # a count per distinct reason: bounded
@@ -348,7 +479,12 @@ class Function:
         """The traced graph for these arguments (tracing them if needed)."""
         key, leaves, args = self._key(args, kwargs)
         if key not in self._cache:
+            generic = self._generic_key(leaves)
+            if generic in self._cache:
+                return self._cache[generic][-1]
             self(*args, **kwargs)
+            if key not in self._cache:
+                return self._cache[generic][-1]
         return self._cache[key][-1]
 
     def experimental_get_tracing_count(self) -> int:
@@ -414,8 +550,12 @@ def function(fn: Callable | None = None, *, input_signature: Sequence[TensorSpec
     inside (tapes, accumulators, vmap, the transforms) are part of the graph.
     A Python read of a tensor value while tracing becomes a guard: a call that
     takes another branch is traced again (or, with ``guards="error"``, the read
-    raises). Shapes are always concrete: an `input_signature` with None
-    dimensions validates calls, and each concrete shape gets its own trace.
+    raises). An `input_signature` with None dimensions validates calls, and one trace
+    serves every size of them where its graph holds nothing computed from the sizes
+    (checked by tracing once more at other sizes, NOTE(probe) in graph/polymorphic.py;
+    tf.shape, reshape's -1, means and gradients read the sizes when the graph runs);
+    where it does (Python reading ``x.shape[0]``, a full Jacobian over a None dimension),
+    each size gets its own trace, and the retracing warning says why.
     ``jit_compile=True`` compiles each traced graph with XLA through JAX (the `xla` extra;
     graph/xla.py); with ``keep_on_device=True`` too, its compiled calls return
     `DeviceTensor`s, whose values stay JAX device arrays (copied to the host only when read,

@@ -187,16 +187,21 @@ def compile_graph(g: Graph) -> Callable[..., list]:
 _CALL1, _CALL2, _CALL, _MULTI, _PASS, _GUARD, _ASSIGN, _DROP = range(8)
 
 
-def plan_runner(g: Graph) -> Callable[..., list]:
+def plan_runner(g: Graph, avals: dict | None = None) -> Callable[..., list]:
     """A function: input arrays -> output arrays, that runs the graph by walking a list of
     steps (no code generation): what a cold graph replays with. Same semantics as
     `compile_graph`: guards checked in order, variables read at the start and written
-    after the last guard (under their locks), large buffers dropped after their last use."""
+    after the last guard (under their locks), large buffers dropped after their last use.
+
+    Given `avals` (a dict), the run fills it with the shape and dtype of every slot, and
+    makes no choice from the graph's own shapes (no specialized impls, no early drops):
+    a size-generic graph's first run at new sizes (graph/polymorphic.py)."""
     steps: list[tuple] = []
-    drop = _last_uses(g)
+    recording = avals is not None
+    drop = {} if recording else _last_uses(g)
     for k, n in enumerate(g.nodes):
         if isinstance(n, Node):
-            fn = node_impl(g, n)
+            fn = node_impl(g, n, specialize=not recording)
             ins, outs = tuple(n.inputs), tuple(n.outputs)
             if n.prim.is_identity:
                 steps.append((_PASS, None, ins[0], outs[0]))
@@ -262,6 +267,11 @@ def plan_runner(g: Graph) -> Callable[..., list]:
                     env[s] = env[a]
         for i, value in pending.items():
             g.variables[i]._value = np.array(value, copy=True)
+        if recording:
+            for s, value in enumerate(env):
+                if value is not None:
+                    value = np.asarray(value)
+                    avals[s] = (value.shape, value.dtype)
         return [None if o is None else env[o] for o in outputs]
 
     return run

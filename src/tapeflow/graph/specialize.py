@@ -32,11 +32,12 @@ _ROW_WIDTH = 1024
 _MIN_ROWS = 2048
 
 
-def node_impl(g: Graph, n: Node) -> Callable[..., Any]:
+def node_impl(g: Graph, n: Node, specialize: bool = True) -> Callable[..., Any]:
     """The function a replay calls for node `n` of graph `g`: its primitive's impl with
-    the node's params bound, or an equivalent specialized to the node's shapes."""
+    the node's params bound, or (`specialize`) an equivalent specialized to the node's
+    shapes."""
     impl = n.prim.impl
-    if isinstance(impl, np.ufunc) and impl.nin == 2 and impl.nout == 1 and not n.params:
+    if specialize and isinstance(impl, np.ufunc) and impl.nin == 2 and impl.nout == 1 and not n.params:
         fast = tiled_broadcast(impl, g.avals[n.inputs[0]][0], g.avals[n.inputs[1]][0])
         if fast is not None:
             return fast

@@ -129,6 +129,7 @@ class Tracer(Recorder):
         sub = Graph(name=f"{self.graph.name}_custom_grad")
         cts = [Tensor(np.zeros_like(o._value)) for o in outputs]
         tracer = Tracer(sub, cts, self.guards, outer=self)
+        tracer.dynamic = self.dynamic
         n_in, n_vars = params["n_inputs"], params["n_vars"]
         with substack(lambda r: False, extra=(tracer,)):
             grads = call_grad_fn(params["grad_fn"], cts, list(inputs[n_in:n_in + n_vars]), n_in)

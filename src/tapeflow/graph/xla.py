@@ -65,6 +65,27 @@ def _on_host(arrays: tuple) -> list:
     return [a if isinstance(a, (np.ndarray, np.generic)) else np.asarray(a) for a in arrays]
 
 
+# NOTE(dynamic-shapes) in ops/structural.py: a size-generic graph computes shapes with
+# ops (shape_p, then slicing, stacking). JAX needs them static; they are, since every
+# array's shape is static in a JAX trace. So a node whose inputs are all small NumPy
+# values (shapes, constants) runs its NumPy impl while the graph is lowered, and its
+# result stays a NumPy value for the ops after it.
+_STATIC_AT_MOST = 64
+
+
+def _static(n: Node, args: list, params: dict) -> Any:
+    """The node's result computed with NumPy now, if its inputs are small NumPy values and
+    so is its result; None otherwise."""
+    if n.prim.stateful or not all(isinstance(a, (np.ndarray, np.generic)) and
+                                  a.size <= _STATIC_AT_MOST for a in args):
+        return None
+    out = n.prim.impl(*args, **params)
+    outs = out if n.prim.multiple_results else (out,)
+    if all(isinstance(o, (np.ndarray, np.generic)) and o.size <= _STATIC_AT_MOST for o in outs):
+        return out
+    return None
+
+
 class XlaReplay:
     """Runs a graph as one XLA computation (see the module docstring)."""
 
@@ -122,9 +143,11 @@ class XlaReplay:
                     params = dict(n.params)
                     if k in draw_index:
                         params["key"] = jax.random.key(seeds[draw_index[k]])
-                    if n.prim.lower_check is not None:
-                        checks.append(n.prim.lower_check(jax, *args, **params))
-                    out = n.prim.lower(jax, *args, **params)
+                    out = _static(n, args, params)
+                    if out is None:
+                        if n.prim.lower_check is not None:
+                            checks.append(n.prim.lower_check(jax, *args, **params))
+                        out = n.prim.lower(jax, *args, **params)
                     outs = out if n.prim.multiple_results else (out,)
                     for o, v in zip(n.outputs, outs, strict=True):
                         env[o] = v

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import ops
+from ..core import dynamic_shapes
 from ..ops.convert import as_tensor
 from ..tensor import Tensor
 
@@ -240,6 +241,9 @@ def _weighted_reduce(losses: Tensor, sample_weight: Any, reduction: str, who: st
     total = ops.reduction.reduce_sum(losses)
     if reduction == Reduction.SUM:
         return total
+    if dynamic_shapes():  # the count read when the graph runs (NOTE(dynamic-shapes))
+        count = ops.elementwise.maximum(ops.creation.size(losses, out_type="int64"), 1)
+        return total / ops.elementwise.cast(count, losses.dtype)
     count = int(np.prod(losses.shape, dtype=np.int64))
     return total / count if count else total * 0.0
 

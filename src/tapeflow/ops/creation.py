@@ -14,15 +14,15 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..core import bind
+from ..core import bind, dynamic_shapes
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase, convert_to_tensor
 from .convert import as_tensor, binary_args, int_arg, int_list, int_tensor, static_shape
 from .elementwise import divide_p, equal_p, subtract_p
 from .indexing import getitem_p
-from .shape import broadcast_to, concat_p, expand_dims, stop_gradient
-from .structural import (add_p, broadcast_to_p, cast_p, multiply_p, reshape_p, select_p,
-                         shape_of)
+from .shape import broadcast_to, concat_p, expand_dims, shape_operand, stop_gradient
+from .structural import (add_p, broadcast_dyn_p, broadcast_to_p, cast_p, filled_like,
+                         multiply_p, reshape_p, select_p, shape_of, shape_p, size_p)
 
 _brange = builtins.range  # this module defines TensorFlow's `range`
 
@@ -36,6 +36,10 @@ def zeros(shape: Any, dtype: Any = "float32", name: str | None = None) -> Tensor
         >>> tf.zeros([2]).numpy()
         array([0., 0.], dtype=float32)
     """
+    dynamic = shape_operand(shape, "zeros", "shape")
+    if dynamic is not None:
+        return bind(broadcast_dyn_p, Tensor(np.zeros((), _dt.as_dtype(dtype)._np)), dynamic,
+                    lead=0, expand=())
     return Tensor(np.zeros(static_shape(shape, "zeros"), _dt.as_dtype(dtype)._np))
 
 
@@ -47,6 +51,10 @@ def ones(shape: Any, dtype: Any = "float32", name: str | None = None) -> Tensor:
         >>> tf.ones([2], tf.int32).numpy()
         array([1, 1], dtype=int32)
     """
+    dynamic = shape_operand(shape, "ones", "shape")
+    if dynamic is not None:
+        return bind(broadcast_dyn_p, Tensor(np.ones((), _dt.as_dtype(dtype)._np)), dynamic,
+                    lead=0, expand=())
     return Tensor(np.ones(static_shape(shape, "ones"), _dt.as_dtype(dtype)._np))
 
 
@@ -61,6 +69,8 @@ def zeros_like(input: Any, dtype: Any = None, name: str | None = None) -> Tensor
     """
     x = as_tensor(input, "zeros_like", "input")
     dt = None if dtype is None else _dt.as_dtype(dtype)._np
+    if dynamic_shapes():
+        return filled_like(x, 0, dt)
     return Tensor(np.zeros_like(x._value, dtype=dt))
 
 
@@ -74,6 +84,8 @@ def ones_like(input: Any, dtype: Any = None, name: str | None = None) -> Tensor:
     """
     x = as_tensor(input, "ones_like", "input")
     dt = None if dtype is None else _dt.as_dtype(dtype)._np
+    if dynamic_shapes():
+        return filled_like(x, 1, dt)
     return Tensor(np.ones_like(x._value, dtype=dt))
 
 
@@ -95,6 +107,8 @@ def shape(input: Any, out_type: Any = "int32", name: str | None = None) -> Tenso
         array([2, 3], dtype=int32)
     """
     x = as_tensor(input, "shape", "input")
+    if dynamic_shapes():  # read when the graph runs (NOTE(dynamic-shapes) in ops/structural)
+        return bind(shape_p, x, start=0, dtype=_query_dtype(out_type, "shape"))
     return Tensor(np.array(shape_of(x), _query_dtype(out_type, "shape")).reshape(-1))
 
 
@@ -107,6 +121,8 @@ def size(input: Any, out_type: Any = "int32", name: str | None = None) -> Tensor
         np.int32(6)
     """
     x = as_tensor(input, "size", "input")
+    if dynamic_shapes():
+        return bind(size_p, x, axis=None, dtype=_query_dtype(out_type, "size"))
     return Tensor(_query_dtype(out_type, "size").type(np.size(x._value)))
 
 
@@ -133,11 +149,12 @@ def fill(dims: Any, value: Any, name: str | None = None) -> Tensor:
         array([[7, 7],
                [7, 7]], dtype=int32)
     """
-    target = static_shape(dims, "fill", "dims")
+    dynamic = shape_operand(dims, "fill", "dims")
+    target = None if dynamic is not None else static_shape(dims, "fill", "dims")
     v = as_tensor(value, "fill", "value")
     if np.ndim(v._value) != 0:
         raise InvalidArgumentError(f"fill: `value` must be a scalar; got shape {shape_of(v)}.")
-    return broadcast_to(v, target)
+    return broadcast_to(v, dynamic if dynamic is not None else target)
 
 
 def eye(num_rows: Any, num_columns: Any = None, batch_shape: Any = None, dtype: Any = "float32",

@@ -25,7 +25,7 @@ from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, convert_like, int_arg, int_tensor, static_shape
 from .structural import (add_p, broadcast_to_p, cast_p, defjvp, defvjp, dtype_of, linear,
                          move_to_front, moved_deps, multiply_p, reduce_sum_p, reshape_p,
-                         scatter_deps, shape_of, transpose_p)
+                         scatter_deps, shape_of, shape_p, shape_source, transpose_p)
 
 _brange = builtins.range
 
@@ -36,10 +36,18 @@ def _scatter_into_zeros(g: np.ndarray, key: tuple, shape: tuple) -> np.ndarray:
     return out
 
 
+def _slice_transpose(g: Tensor, shape: Any, key: tuple) -> Tensor:
+    """g put into zeros of `shape` (a tuple or a `shape_source`) at `key`."""
+    if isinstance(shape, tuple):
+        return bind(getitem_transpose_p, g, key=key, shape=shape)
+    sizes = bind(shape_p, shape, start=0, dtype=np.dtype(np.int64))
+    return bind(getitem_transpose_dyn_p, g, sizes, key=key, lead=0)
+
+
 getitem_p = Primitive("getitem", lambda x, key: x[key])
 # getitem_transpose(g) puts g into zeros at `key`: the transpose of slicing.
 getitem_transpose_p = Primitive("getitem_transpose", _scatter_into_zeros)
-linear(getitem_p, lambda g, x, key: bind(getitem_transpose_p, g, key=key, shape=shape_of(x)))
+linear(getitem_p, lambda g, x, key: _slice_transpose(g, shape_source(x), key))
 linear(getitem_transpose_p, lambda g, x, key, shape: bind(getitem_p, g, key=key))
 # Batched: the batch axis goes first and the key gets a leading `:`.
 getitem_p.batch = lambda vals, dims, key: (
@@ -71,6 +79,35 @@ def _getitem_transpose_lower(jax: Any, g: Any, key: tuple, shape: tuple) -> Any:
 
 getitem_p.lower = lambda jax, x, key: jax.numpy.asarray(x)[key]
 getitem_transpose_p.lower = _getitem_transpose_lower
+
+
+# The same with the zeros' shape read when the graph runs (NOTE(dynamic-shapes) in
+# ops/structural.py): `lead` leading axes of g (a batch axis) pass through.
+def _dyn_target(g: Any, sizes: Any, lead: int) -> tuple:
+    return tuple(np.shape(g)[:lead]) + tuple(int(d) for d in np.asarray(sizes).reshape(-1))
+
+
+getitem_transpose_dyn_p = Primitive(
+    "getitem_transpose_dyn",
+    lambda g, sizes, key, lead: _scatter_into_zeros(g, key, _dyn_target(g, sizes, lead)))
+defjvp(getitem_transpose_dyn_p, lambda t, ans, g, sizes, key, lead: bind(
+    getitem_transpose_dyn_p, t, sizes, key=key, lead=lead), None)
+defvjp(getitem_transpose_dyn_p, lambda ct, ans, g, sizes, key, lead: bind(getitem_p, ct, key=key),
+       None)
+
+
+def _getitem_transpose_dyn_batch(vals: tuple, dims: tuple, key: tuple, lead: int) -> tuple:
+    if dims[1] is not None:
+        raise ValueError("getitem_transpose_dyn: the shape argument is batched; every example "
+                         "of a vmap has the same shape.")
+    return bind(getitem_transpose_dyn_p, move_to_front(vals[0], dims[0]), vals[1],
+                key=(slice(None),) + key, lead=lead + 1), 0
+
+
+getitem_transpose_dyn_p.batch = _getitem_transpose_dyn_batch
+scatter_deps(getitem_transpose_dyn_p, lambda numbered, vals, key, lead: numbered[key])
+getitem_transpose_dyn_p.lower = lambda jax, g, sizes, key, lead: _getitem_transpose_lower(
+    jax, g, key, _dyn_target(g, sizes, lead))
 
 
 # ------------------------------------------------------------------ gather along one axis

@@ -16,19 +16,21 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..core import Primitive, bind
+from ..core import Primitive, bind, dynamic_shapes
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, check_dtype, normalize_axis
 from .complex import real
-from .elementwise import (abs_p, add, divide, equal, floordiv, is_finite, multiply, sign_p,
+from .elementwise import (abs_p, add, cast, divide, equal, floordiv, is_finite, maximum, multiply,
+                          sign_p,
                           square, subtract)
 from .indexing import getitem_p
 from .shape import concat_p, stop_gradient
 from .structural import (along_axis_deps, batch_along_axis, batch_reduction, conj_if_complex,
                          defjvp, defvjp, expand_reduced, float_mask, kept_shape, linear,
                          reduce_sum_p, reduction_deps,
-                         reshape_p, select_p, shape_of, transpose_p, zeros_of)
+                         reshape_p, select_p, shape_of, shape_source, size_p, transpose_p,
+                         zeros_of)
 from .transcendental import exp, log, pow
 
 
@@ -36,7 +38,13 @@ from .transcendental import exp, log, pow
 def _extremum(name: str, impl: Any) -> Primitive:
     """max/min: the derivative is split equally among tied extrema (as TensorFlow)."""
     def weights(ans: Tensor, x: Tensor, axis: tuple | None, keepdims: bool) -> Tensor:
-        kept = ans if keepdims else bind(reshape_p, ans, shape=kept_shape(shape_of(x), axis))
+        src = shape_source(x)
+        if keepdims:
+            kept = ans
+        elif isinstance(src, tuple):
+            kept = bind(reshape_p, ans, shape=kept_shape(src, axis))
+        else:  # a size-generic trace: no reshape to the traced sizes (NOTE(dynamic-shapes))
+            kept = expand_reduced(ans, src, axis, False)
         hit = float_mask(equal(x, kept), x)
         return divide(hit, bind(reduce_sum_p, hit, axis=axis, keepdims=True))
 
@@ -44,7 +52,7 @@ def _extremum(name: str, impl: Any) -> Primitive:
     defjvp(prim, lambda t, ans, x, axis, keepdims: bind(
         reduce_sum_p, multiply(t, weights(ans, x, axis, keepdims)), axis=axis, keepdims=keepdims))
     defvjp(prim, lambda g, ans, x, axis, keepdims: multiply(
-        expand_reduced(g, shape_of(x), axis, keepdims), weights(ans, x, axis, keepdims)))
+        expand_reduced(g, shape_source(x), axis, keepdims), weights(ans, x, axis, keepdims)))
     batch_reduction(prim)
     prim.sparsity = reduction_deps
     return prim
@@ -251,15 +259,32 @@ def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: bool = False,
         np.float32(3.0)
     """
     x, axis = _reduce_args(input_tensor, axis, "reduce_mean", "fciu")
+    total = bind(reduce_sum_p, x, axis=axis, keepdims=bool(keepdims))
+    if dynamic_shapes():
+        return _mean_of_sum(total, x, axis)
     shape = shape_of(x)
     count = int(np.prod([shape[i] for i in (axis if axis is not None else range(len(shape)))],
                         dtype=np.int64))
-    total = bind(reduce_sum_p, x, axis=axis, keepdims=bool(keepdims))
     if x._value.dtype.kind == "u":
         return floordiv(total, max(count, 1))
     if x._value.dtype.kind == "i":  # truncated toward zero: |total| // count with total's sign
         return multiply(floordiv(bind(abs_p, total), max(count, 1)), bind(sign_p, total))
     return multiply(total, 1.0 / count if count else np.nan)
+
+
+def _mean_of_sum(total: Tensor, x: Tensor, axis: tuple | None) -> Tensor:
+    """reduce_mean's division by the count, read when the graph runs (a size-generic
+    trace, NOTE(dynamic-shapes) in ops/structural.py), with the same arithmetic as the
+    static count: integers floor-divided by max(count, 1), the others multiplied by the
+    reciprocal rounded from float64."""
+    kind = x._value.dtype.kind
+    if kind in "iu":
+        count = maximum(bind(size_p, x, axis=axis, dtype=x._value.dtype), 1)
+        if kind == "u":
+            return floordiv(total, count)
+        return multiply(floordiv(bind(abs_p, total), count), bind(sign_p, total))
+    count = bind(size_p, x, axis=axis, dtype=np.dtype(np.float64))
+    return multiply(total, cast(divide(1.0, count), x.dtype))
 
 
 def reduce_prod(input_tensor: Any, axis: Any = None, keepdims: bool = False,

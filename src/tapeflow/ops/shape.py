@@ -17,13 +17,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import Primitive, Zero, bind
+from ..core import Primitive, Zero, bind, dynamic_shapes
 from ..errors import DTypeMismatchError, InvalidArgumentError
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, binary_args, convert_like, int_arg, int_list, normalize_axis
 from .indexing import gather_p, getitem_p, getitem_transpose_p
-from .structural import (batch_unary, broadcast_to_p, conj_p, elementwise_deps, instantiate, linear,
-                         move_to_front, moved_deps, reshape_p, same_as_input, select_p, shape_of, transpose_p)
+from .structural import (batch_unary, broadcast_dyn_p, broadcast_to_p, cast_p, conj_p,
+                         elementwise_deps, instantiate, linear, move_to_front, moved_deps,
+                         reshape_dyn_p, reshape_p, same_as_input, select_p, shape_of, transpose_p)
 
 # ------------------------------------------------------------------ identity, stop_gradient
 identity_p = Primitive("identity", lambda x: x, is_identity=True)
@@ -130,6 +131,9 @@ def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
         TensorShape([2, 2])
     """
     x = as_tensor(tensor, "reshape", "tensor")
+    dynamic = shape_operand(shape, "reshape", "shape")
+    if dynamic is not None:
+        return bind(reshape_dyn_p, x, dynamic, lead=0)
     target = int_list(shape, "reshape", "shape")
     size = x._value.size
     if target.count(-1) > 1 or min(target, default=0) < -1:
@@ -140,6 +144,10 @@ def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
         if known == 0 or size % known:
             raise InvalidArgumentError(f"reshape: cannot reshape a tensor of {size} elements "
                                        f"(shape {shape_of(x)}) to {target}.")
+        if dynamic_shapes():
+            # The -1 stays: the graph finds it when it runs (NOTE(dynamic-shapes)).
+            resolved = tuple(size // known if d == -1 else d for d in target)
+            return x if resolved == shape_of(x) else bind(reshape_p, x, shape=tuple(target))
         target[target.index(-1)] = size // known
     if math.prod(target) != size:
         raise InvalidArgumentError(f"reshape: cannot reshape a tensor of {size} elements "
@@ -208,6 +216,32 @@ def squeeze(input: Any, axis: Any = None, name: str | None = None) -> Tensor:  #
     return x if new == shape else bind(reshape_p, x, shape=new)
 
 
+def shape_operand(value: Any, op: str, arg: str) -> Tensor | None:
+    """A shape argument that holds tensors (``tf.shape(x)``, ``[tf.shape(x)[0], -1]``) as a
+    1-D int64 tensor the graph reads when it runs, in a size-generic trace
+    (NOTE(dynamic-shapes) in ops/structural.py); None otherwise: the op reads its shape
+    argument now, as a static list (a tensor's value read while tracing is a guard)."""
+    if not dynamic_shapes():
+        return None
+    if isinstance(value, Tensor):
+        parts = [value]
+    elif isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
+        parts = list(value)
+    else:
+        return None
+    pieces = []
+    for v in parts:
+        t = v if isinstance(v, Tensor) else Tensor(np.asarray(v))
+        if t._value.dtype.kind not in "iu" or np.ndim(t._value) > 1 or (
+                len(parts) > 1 and np.ndim(t._value) != 0):
+            raise TypeError(f"{op}: `{arg}` must be a 1-D integer tensor or a list of integer "
+                            f"scalars; got {value!r}.")
+        if t._value.dtype != np.int64:
+            t = bind(cast_p, t, dtype=np.dtype(np.int64))
+        pieces.append(bind(reshape_p, t, shape=(1,)) if np.ndim(t._value) == 0 else t)
+    return pieces[0] if len(pieces) == 1 else bind(concat_p, *pieces, axis=0)
+
+
 def broadcast_to(input: Any, shape: Any, name: str | None = None) -> Tensor:  # noqa: A002
     """Broadcast `input` to `shape` (NumPy rules); the gradient sums back.
 
@@ -218,6 +252,9 @@ def broadcast_to(input: Any, shape: Any, name: str | None = None) -> Tensor:  # 
                [1., 2.]], dtype=float32)
     """
     x = as_tensor(input, "broadcast_to", "input")
+    dynamic = shape_operand(shape, "broadcast_to", "shape")
+    if dynamic is not None:
+        return bind(broadcast_dyn_p, x, dynamic, lead=0, expand=())
     target = tuple(int_list(shape, "broadcast_to", "shape"))
     try:
         np.broadcast_shapes(shape_of(x), target)

@@ -31,7 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import blas
-from ..core import Husk, Primitive, Zero, bind
+from ..core import Husk, Primitive, Zero, bind, dynamic_shapes
 # The dependency-rule families live with the pattern algebra (NOTE(sparsity)); re-exported
 # here with the other rule families.
 from ..patterns import (along_axis_deps, dense_deps, elementwise_deps, moved_deps,
@@ -40,11 +40,12 @@ from ..tensor import Tensor
 
 __all__ = [
     # static helpers
-    "shape_of", "dtype_of", "instantiate", "zeros_of", "ones_of",
+    "shape_of", "dtype_of", "shape_source", "instantiate", "zeros_of", "ones_of",
+    "filled_like",
     # helpers built from the structural primitives
     "add_any", "unbroadcast", "broadcast_tangent", "conj_if_complex", "float_mask",
     "swap_last_axes", "move_axis", "move_to_front", "align_batched", "kept_shape",
-    "expand_reduced",
+    "expand_reduced", "reshape_to",
     # rule families
     "defjvp", "defvjp", "linear", "unary", "batch_elementwise", "batch_unary",
     "batch_reduction", "batch_along_axis",
@@ -56,6 +57,8 @@ __all__ = [
     # the structural primitives
     "add_p", "multiply_p", "conj_p", "cast_p", "select_p", "reshape_p", "transpose_p",
     "broadcast_to_p", "reduce_sum_p",
+    # sizes read at replay (NOTE(dynamic-shapes))
+    "shape_p", "size_p", "broadcast_dyn_p", "sum_dyn_p", "reshape_dyn_p",
 ]
 
 Rule = Callable[..., Any]
@@ -84,13 +87,36 @@ def instantiate(t: Any) -> Tensor:
     return t.instantiate() if type(t) is Zero else t
 
 
+def shape_source(x: Any) -> Any:
+    """What a rule needs to know of x's shape: its static shape, or in a size-generic trace
+    x itself, whose shape the graph reads when it runs (NOTE(dynamic-shapes)). Metadata
+    only, as `shape_of`: what a rule passes here, it does not read (a Husk answers)."""
+    if type(x) is Zero or type(x) is Husk or not dynamic_shapes():
+        return shape_of(x)
+    return x
+
+
+def filled_like(x: Tensor, value: Any, dtype: Any = None) -> Tensor:
+    """`value` in x's shape (and dtype unless given), connected to nothing: a constant, or
+    in a size-generic trace a node that reads x's shape when the graph runs."""
+    dt = dtype_of(x) if dtype is None else np.dtype(dtype)
+    if not dynamic_shapes():
+        return Tensor(np.full(shape_of(x), value, dt))
+    return bind(broadcast_dyn_p, Tensor(np.array(value, dt)), _trailing_shape(x, 0), lead=0,
+                expand=())
+
+
 def zeros_of(x: Tensor) -> Tensor:
     """Zeros of x's shape and dtype, connected to nothing (a constant)."""
+    if dynamic_shapes():
+        return filled_like(x, 0)
     return Tensor(np.zeros_like(x._value))
 
 
 def ones_of(x: Tensor) -> Tensor:
     """Ones of x's shape and dtype, connected to nothing (a constant)."""
+    if dynamic_shapes():
+        return filled_like(x, 1)
     return Tensor(np.ones_like(x._value))
 
 
@@ -112,14 +138,34 @@ def unbroadcast(g: Tensor, shape: tuple) -> Tensor:
         return g
     lead = len(gshape) - len(shape)
     axes = list(range(lead))
-    axes += [i + lead for i, d in enumerate(shape) if d == 1 and gshape[i + lead] != 1]
+    ones = [i + lead for i, d in enumerate(shape) if d == 1 and gshape[i + lead] != 1]
+    if ones and dynamic_shapes():
+        # No reshape to `shape`: it would fix the traced sizes (NOTE(dynamic-shapes)). The
+        # size-1 axes are kept by their own sum, the leading ones dropped by a second.
+        g = bind(reduce_sum_p, g, axis=tuple(ones), keepdims=True)
+        return bind(reduce_sum_p, g, axis=tuple(axes), keepdims=False) if axes else g
+    axes += ones
     out = bind(reduce_sum_p, g, axis=tuple(axes), keepdims=False) if axes else g
     return bind(reshape_p, out, shape=shape) if shape_of(out) != shape else out
 
 
-def broadcast_tangent(t: Tensor, shape: tuple) -> Tensor:
-    """`t` broadcast to `shape` (an input's tangent, to the broadcast output's shape)."""
-    return t if shape_of(t) == tuple(shape) else bind(broadcast_to_p, t, shape=tuple(shape))
+def broadcast_tangent(t: Tensor, shape: Any) -> Tensor:
+    """`t` broadcast to `shape` (an input's tangent, to the broadcast output's shape), a
+    tuple or a `shape_source`."""
+    if isinstance(shape, tuple):
+        return t if shape_of(t) == shape else bind(broadcast_to_p, t, shape=shape)
+    if shape_of(t) == shape_of(shape):
+        return t
+    return bind(broadcast_dyn_p, t, _trailing_shape(shape, 0), lead=0, expand=())
+
+
+def reshape_to(g: Tensor, shape: Any) -> Tensor:
+    """`g` reshaped to `shape`, a tuple or a `shape_source`."""
+    if isinstance(shape, tuple):
+        return g if shape_of(g) == shape else bind(reshape_p, g, shape=shape)
+    if shape_of(g) == shape_of(shape):
+        return g
+    return bind(reshape_dyn_p, g, _trailing_shape(shape, 0), lead=0)
 
 
 def conj_if_complex(x: Tensor) -> Tensor:
@@ -187,7 +233,7 @@ def defjvp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False) -> 
         if total is None:
             return (Zero.like(ans),)
         if broadcasting:
-            total = broadcast_tangent(total, shape_of(ans))
+            total = broadcast_tangent(total, shape_source(ans))
         return (total,)
 
     prim.jvp = jvp
@@ -263,7 +309,7 @@ def _unmentioned(fn: Any) -> set[str] | None:
     return {p for p in params if p not in mentioned}
 
 
-_METADATA = ("shape_of", "dtype_of")
+_METADATA = ("shape_of", "dtype_of", "shape_source")
 
 
 def _metadata_read(ins: list, k: int) -> bool:
@@ -502,7 +548,7 @@ def _reshape_impl(x: Any, shape: tuple) -> Any:
 
 
 reshape_p = Primitive("reshape", _reshape_impl)
-linear(reshape_p, lambda g, x, shape: bind(reshape_p, g, shape=shape_of(x)))
+linear(reshape_p, lambda g, x, shape: reshape_to(g, shape_source(x)))
 reshape_p.batch = lambda vals, dims, shape: (
     bind(reshape_p, move_to_front(vals[0], dims[0]), shape=(shape_of(vals[0])[dims[0]],) + shape), 0)
 reshape_p.simplify = same_as_input
@@ -589,8 +635,16 @@ def kept_shape(shape: tuple, axis: tuple | None) -> tuple:
     return tuple(1 if i in axis else d for i, d in enumerate(shape))
 
 
-def expand_reduced(g: Tensor, shape: tuple, axis: tuple | None, keepdims: bool) -> Tensor:
-    """A reduction's cotangent broadcast back over the reduced axes of an input of `shape`."""
+def expand_reduced(g: Tensor, shape: Any, axis: tuple | None, keepdims: bool) -> Tensor:
+    """A reduction's cotangent broadcast back over the reduced axes of an input of `shape`
+    (a tuple or a `shape_source`)."""
+    if not isinstance(shape, tuple):
+        if shape_of(g) == shape_of(shape):
+            return g
+        rank = len(shape_of(shape))
+        axes = range(rank) if axis is None else axis
+        expand = () if keepdims else tuple(sorted(a % rank - rank for a in axes))
+        return bind(broadcast_dyn_p, g, _trailing_shape(shape, 0), lead=0, expand=expand)
     kept = kept_shape(shape, axis)
     if not keepdims and shape_of(g) != kept:
         g = bind(reshape_p, g, shape=kept)
@@ -598,9 +652,155 @@ def expand_reduced(g: Tensor, shape: tuple, axis: tuple | None, keepdims: bool) 
 
 
 reduce_sum_p = Primitive("reduce_sum", _sum_impl)
-linear(reduce_sum_p, lambda g, x, axis, keepdims: expand_reduced(g, shape_of(x), axis, keepdims))
+linear(reduce_sum_p, lambda g, x, axis, keepdims: expand_reduced(g, shape_source(x), axis,
+                                                                 keepdims))
 batch_reduction(reduce_sum_p)
 reduce_sum_p.sparsity = reduction_deps
 # Integers keep their dtype, as the impl.
 reduce_sum_p.lower = lambda jax, x, axis, keepdims: jax.numpy.sum(x, axis=axis, keepdims=keepdims,
                                                                   dtype=x.dtype)
+
+
+# ================================================================== sizes read at replay
+# NOTE(dynamic-shapes): a trace that serves every size of its inputs' None dimensions
+# (NOTE(probe) in graph/polymorphic.py) must not hold numbers computed from the sizes it
+# was traced at. While one is active (core.dynamic_shapes), tf.shape, a mean's divisor,
+# a gradient broadcast back to an input's shape and the like are these primitives, which
+# read the sizes when the graph runs. A shape is a 1-D int64 tensor (never batched: every
+# example of a vmap has the same shape); `lead` leading axes of the data pass through
+# (a batch axis, from the batching rules).
+def _shape_impl(x: Any, start: int, dtype: np.dtype) -> np.ndarray:
+    return np.array(np.shape(x)[start:], dtype)
+
+
+def _shape_batch(vals: tuple, dims: tuple, start: int, dtype: np.dtype) -> tuple:
+    return bind(shape_p, move_to_front(vals[0], dims[0]), start=start + 1, dtype=dtype), None
+
+
+shape_p = Primitive("shape", _shape_impl, differentiable=False)
+shape_p.batch = _shape_batch
+shape_p.sparsity = dense_deps
+# The sizes are static in a JAX trace: a NumPy array, which graph/xla.py keeps static.
+shape_p.lower = lambda jax, x, start, dtype: _shape_impl(x, start, dtype)
+
+
+def _size_impl(x: Any, axis: tuple | None, dtype: np.dtype) -> Any:
+    shape = np.shape(x)
+    axes = range(len(shape)) if axis is None else axis
+    return np.array(math.prod(shape[a] for a in axes), dtype)[()]
+
+
+def _size_batch(vals: tuple, dims: tuple, axis: tuple | None, dtype: np.dtype) -> tuple:
+    x = move_to_front(vals[0], dims[0])
+    axis = tuple(range(1, len(shape_of(x)))) if axis is None else tuple(a + 1 for a in axis)
+    return bind(size_p, x, axis=axis, dtype=dtype), None
+
+
+size_p = Primitive("size", _size_impl, differentiable=False)
+size_p.batch = _size_batch
+size_p.sparsity = dense_deps
+size_p.lower = lambda jax, x, axis, dtype: _size_impl(x, axis, dtype)
+
+
+def _dims(shape: Any) -> tuple:
+    return tuple(int(d) for d in np.asarray(shape).reshape(-1))
+
+
+def _inserted(shape: tuple, expand: tuple) -> tuple:
+    """`shape` with 1s inserted at the (negative) axes `expand` of the result."""
+    if not expand:
+        return shape
+    rank = len(shape) + len(expand)
+    at = sorted(a % rank for a in expand)
+    out, rest = [], iter(shape)
+    for i in range(rank):
+        out.append(1 if i in at else next(rest))
+    return tuple(out)
+
+
+def _aligned(shape: tuple, lead: int, expand: tuple, rank: int) -> tuple:
+    """`shape` with 1s inserted at `expand` and after its `lead` axes, so that its trailing
+    axes line up with a broadcast target's `rank` trailing axes."""
+    trailing = _inserted(shape[lead:], expand)
+    return shape[:lead] + (1,) * (rank - len(trailing)) + trailing
+
+
+def _broadcast_dyn_impl(x: Any, shape: Any, lead: int, expand: tuple) -> Any:
+    x = np.asarray(x)
+    dims = _dims(shape)
+    return np.broadcast_to(x.reshape(_aligned(x.shape, lead, expand, len(dims))),
+                           x.shape[:lead] + dims)
+
+
+def _sum_dyn_impl(x: Any, shape: Any, lead: int, expand: tuple) -> Any:
+    x = np.asarray(x)
+    dims = _dims(shape)
+    kept = _inserted(dims, expand)  # the broadcast operand's trailing shape, axes inserted
+    extra = x.ndim - lead - len(kept)
+    axes = tuple(range(lead, lead + extra)) + tuple(
+        lead + extra + i for i, d in enumerate(kept) if d == 1 and x.shape[lead + extra + i] != 1)
+    out = x.sum(axis=axes, keepdims=True) if axes else x
+    return out.reshape(x.shape[:lead] + dims)
+
+
+def _reshape_dyn_impl(x: Any, shape: Any, lead: int) -> Any:
+    x = np.asarray(x)
+    out = x.reshape(x.shape[:lead] + _dims(shape))
+    return out[()] if not out.shape else out
+
+
+def _trailing_shape(x: Tensor, lead: int) -> Tensor:
+    return bind(shape_p, x, start=lead, dtype=np.dtype(np.int64))
+
+
+def _unbatched_shape(prim: Primitive, dims: tuple) -> None:
+    if dims[1] is not None:
+        raise ValueError(f"{prim.name}: the shape argument is batched (vmap over a tensor of "
+                         "shapes); every example must have the same shape.")
+
+
+def _dyn_batch(prim: Primitive) -> Callable:
+    def rule(vals: tuple, dims: tuple, lead: int, **params: Any) -> tuple:
+        _unbatched_shape(prim, dims)
+        return bind(prim, move_to_front(vals[0], dims[0]), vals[1], lead=lead + 1, **params), 0
+    return rule
+
+
+broadcast_dyn_p = Primitive("broadcast_dyn", _broadcast_dyn_impl)
+sum_dyn_p = Primitive("sum_dyn", _sum_dyn_impl)
+reshape_dyn_p = Primitive("reshape_dyn", _reshape_dyn_impl)
+# Linear in the data, each the other's transpose; the shape carries no derivative.
+defjvp(broadcast_dyn_p, lambda t, ans, x, s, lead, expand: bind(
+    broadcast_dyn_p, t, s, lead=lead, expand=expand), None)
+defvjp(broadcast_dyn_p, lambda g, ans, x, s, lead, expand: bind(
+    sum_dyn_p, g, _trailing_shape(x, lead), lead=lead, expand=expand), None)
+defjvp(sum_dyn_p, lambda t, ans, x, s, lead, expand: bind(
+    sum_dyn_p, t, s, lead=lead, expand=expand), None)
+defvjp(sum_dyn_p, lambda g, ans, x, s, lead, expand: bind(
+    broadcast_dyn_p, g, _trailing_shape(x, lead), lead=lead, expand=expand), None)
+defjvp(reshape_dyn_p, lambda t, ans, x, s, lead: bind(reshape_dyn_p, t, s, lead=lead), None)
+defvjp(reshape_dyn_p, lambda g, ans, x, s, lead: bind(
+    reshape_dyn_p, g, _trailing_shape(x, lead), lead=lead), None)
+for _p in (broadcast_dyn_p, sum_dyn_p, reshape_dyn_p):
+    _p.batch = _dyn_batch(_p)
+moved_deps(broadcast_dyn_p, 0)
+moved_deps(reshape_dyn_p, 0)
+sum_dyn_p.sparsity = dense_deps
+# graph/xla.py keeps shapes static (NumPy), so these lower to JAX's static-shape ops.
+broadcast_dyn_p.lower = lambda jax, x, s, lead, expand: jax.numpy.broadcast_to(
+    jax.numpy.reshape(x, _aligned(x.shape, lead, expand, len(_dims(s)))),
+    x.shape[:lead] + _dims(s))
+
+
+def _sum_dyn_lower(jax: Any, x: Any, s: Any, lead: int, expand: tuple) -> Any:
+    dims = _dims(s)
+    kept = _inserted(dims, expand)
+    extra = x.ndim - lead - len(kept)
+    axes = tuple(range(lead, lead + extra)) + tuple(
+        lead + extra + i for i, d in enumerate(kept) if d == 1 and x.shape[lead + extra + i] != 1)
+    out = jax.numpy.sum(x, axis=axes, keepdims=True) if axes else x
+    return jax.numpy.reshape(out, x.shape[:lead] + dims)
+
+
+sum_dyn_p.lower = _sum_dyn_lower
+reshape_dyn_p.lower = lambda jax, x, s, lead: jax.numpy.reshape(x, x.shape[:lead] + _dims(s))

@@ -1,0 +1,287 @@
+"""One trace for every size of an `input_signature`'s None dimensions.
+
+Tracing runs on concrete values, so a graph holds whatever Python computed from the
+traced call's sizes: a reshape's target, a mean's divisor, a random draw's shape, a
+basis of that many vectors. Replaying it at other sizes would give wrong numbers
+wherever one of those depends on a None dimension. So a trace serves other sizes only
+once it is shown not to depend on them.
+
+NOTE(probe): right after the first trace of a signature, the function is traced again
+(the probe) on its inputs tiled to twice their size along every None dimension, seen
+by no other recorder and with its effects undone: variables written are restored,
+random generators rewound, printing muted. If both graphs are the same node for node
+(primitives, wiring, parameters, constants, guards, dtypes), nothing in the graph was
+computed from those sizes, and it serves every size of the signature. Otherwise each
+size keeps a trace of its own, as before: a size-dependent graph is never replayed at
+another size.
+
+What the key keeps apart: sizes 0 and 1 (empty arrays, and broadcasting, which treats
+a dimension of 1 as any size) trace on their own; so does each pattern of equal None
+dimensions (a batch shared by two arguments is one size, and code may rely on it).
+A function that calls Python at replay (`py_function`, `numpy_function`) is not probed:
+the probe would run the user's callback an extra time. A first trace that makes
+variables is not probed either (the probe would run the code that makes them again);
+its graph is compared with the next trace of another size instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import types
+from typing import Any, Iterator
+
+import numpy as np
+
+from .. import nest
+from ..core import quiet, quieted
+from ..ops.random import _seeds
+from ..tensor import Tensor
+from .ir import Assign, Graph, Guard, Node
+from .trace import Tracer
+
+__all__ = ["generic_key", "probe_arrays", "same_graph", "difference", "probe_effects",
+           "calls_python", "ProbeTracer"]
+
+_PYTHON_CALLBACKS = ("py_function", "numpy_function")
+
+
+def generic_key(specs: list, shapes: list[tuple], dtypes: list) -> tuple | None:
+    """The key of the calls one size-generic trace serves: each None dimension of the
+    signature replaced by the class of its size (equal sizes, one class); None where a
+    None dimension is 0 or 1, or where the signature has none."""
+    classes: dict[int, int] = {}
+    out = []
+    for spec, shape, dtype in zip(specs, shapes, dtypes, strict=True):
+        dims = None if spec.shape.rank is None else tuple(spec.shape)
+        gen = []
+        for k, d in enumerate(shape):
+            if dims is not None and dims[k] is not None:
+                gen.append(d)
+            elif d < 2:
+                return None
+            else:
+                gen.append(-1 - classes.setdefault(d, len(classes)))
+        out.append((tuple(gen), np.dtype(dtype).str))
+    return ("generic",) + tuple(out) if classes else None
+
+
+def probe_arrays(specs: list, arrays: list) -> list[np.ndarray]:
+    """The arrays tiled twice along every None dimension of their spec."""
+    out = []
+    for spec, a in zip(specs, arrays, strict=True):
+        a = np.asarray(a)
+        dims = None if spec.shape.rank is None else tuple(spec.shape)
+        for k in range(a.ndim):
+            if dims is None or dims[k] is None:
+                a = np.concatenate([a, a], axis=k)
+        out.append(a)
+    return out
+
+
+def calls_python(g: Graph) -> bool:
+    """Whether a replay of `g` calls back into user Python code."""
+    for n in g.nodes:
+        if isinstance(n, Node):
+            if n.prim.name in _PYTHON_CALLBACKS:
+                return True
+            if n.backward is not None and calls_python(n.backward.graph):
+                return True
+    return False
+
+
+# ------------------------------------------------------------------ graph equality
+def same_graph(a: Graph, b: Graph) -> bool:
+    """Whether two traces are the same graph apart from the sizes of their arrays."""
+    return difference(a, b) is None
+
+
+def difference(a: Graph, b: Graph) -> str | None:
+    """What first differs between two traces besides their arrays' sizes (a reason for
+    the retracing warning), or None if nothing does."""
+    if (a.inputs != b.inputs or a.outputs != b.outputs or a.next_slot != b.next_slot
+            or len(a.nodes) != len(b.nodes) or a.var_slots != b.var_slots
+            or len(a.variables) != len(b.variables)
+            or any(v is not w for v, w in zip(a.variables, b.variables))
+            or a.constants.keys() != b.constants.keys() or a.avals.keys() != b.avals.keys()):
+        for k, (n, m) in enumerate(zip(a.nodes, b.nodes)):
+            if type(n) is not type(m) or (isinstance(n, Node) and n.prim is not m.prim):
+                return f"the graph's node {k} ({_describe(n)}, then {_describe(m)})"
+        return "the graph's structure (its number of ops or values)"
+    for s, (shape, dtype) in a.avals.items():
+        other_shape, other_dtype = b.avals[s]
+        if len(shape) != len(other_shape) or np.dtype(dtype) != np.dtype(other_dtype):
+            return f"the rank or dtype of value %{s}"
+    for s in a.constants:
+        if not _same(a.constants[s], b.constants[s]):
+            return f"a constant (%{s}, {_short_value(a.constants[s])}) computed from the sizes"
+    for k, (n, m) in enumerate(zip(a.nodes, b.nodes)):
+        if type(n) is not type(m) or not _same_node(n, m):
+            return f"node {k} ({_describe(n)}), whose parameters depend on the sizes"
+    if not _same_structure(a.output_structure, b.output_structure):
+        return "the structure of the outputs"
+    return None
+
+
+def _describe(n: Any) -> str:
+    if isinstance(n, Node):
+        params = ", ".join(f"{k}={_short_value(v)}" for k, v in n.params.items())
+        return f"{n.prim.name}({params})"
+    if isinstance(n, Guard):
+        return f"a guard at {n.where}"
+    return "a variable assignment"
+
+
+def _short_value(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"array{list(v.shape)}" if v.size > 4 else repr(v.tolist())
+    text = getattr(v, "__name__", None) if callable(v) else None
+    text = text or repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _same_node(n: Any, m: Any) -> bool:
+    if isinstance(n, Node):
+        if n.prim is not m.prim or n.inputs != m.inputs or n.outputs != m.outputs:
+            return False
+        if (n.backward is None) != (m.backward is None):
+            return False
+        if n.backward is not None and (n.backward.refs != m.backward.refs
+                                       or difference(n.backward.graph, m.backward.graph)):
+            return False
+        return _same(n.params, m.params)
+    if isinstance(n, Guard):
+        return (n.slot == m.slot and n.how == m.how and n.where == m.where
+                and _same(n.expected, m.expected))
+    if isinstance(n, Assign):
+        return n.var == m.var and n.slot == m.slot
+    return False
+
+
+def _same(x: Any, y: Any) -> bool:
+    """Equality of node parameters and constants: arrays by shape, dtype and value (NaN
+    equal to NaN), containers item by item, functions by their code (a custom gradient's
+    grad_fn is a new closure at each trace; its traced graph is compared instead)."""
+    if isinstance(x, Tensor) and isinstance(y, Tensor):
+        return _same(x._value, y._value)
+    if isinstance(x, (np.ndarray, np.generic)) or isinstance(y, (np.ndarray, np.generic)):
+        x, y = np.asarray(x), np.asarray(y)
+        return (x.shape == y.shape and x.dtype == y.dtype
+                and bool(np.array_equal(x, y, equal_nan=x.dtype.kind in "fc")))
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, (list, tuple)):
+        return len(x) == len(y) and all(_same(p, q) for p, q in zip(x, y))
+    if isinstance(x, dict):
+        return x.keys() == y.keys() and all(_same(x[k], y[k]) for k in x)
+    if isinstance(x, float):
+        return x == y or (x != x and y != y)
+    if isinstance(x, Graph):
+        return difference(x, y) is None
+    if isinstance(x, types.FunctionType):
+        return x is y or x.__code__ is y.__code__
+    if isinstance(x, slice):
+        return _same((x.start, x.stop, x.step), (y.start, y.stop, y.step))
+    if x is y:
+        return True
+    try:
+        return bool(x == y)
+    except Exception:  # noqa: BLE001 - an object without a usable ==: by identity only
+        return False
+
+
+def _same_structure(x: Any, y: Any) -> bool:
+    if nest.is_nested(x) or nest.is_nested(y):
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, dict):
+            return sorted(x) == sorted(y) and all(_same_structure(x[k], y[k]) for k in x)
+        return len(x) == len(y) and all(_same_structure(p, q) for p, q in zip(x, y))
+    return (x is None) == (y is None)
+
+
+# ------------------------------------------------------------------ undoing the probe
+class _MutedStream:
+    """A stream that drops what the probing threads write and passes on the rest: the
+    probe's prints vanish, another thread's output at the same moment does not."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return len(text) if quiet() else self._stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+_mute_lock = threading.Lock()
+_mute_users = 0
+
+
+@contextlib.contextmanager
+def _muted() -> Iterator[None]:
+    global _mute_users
+    with _mute_lock:
+        if _mute_users == 0:
+            sys.stdout, sys.stderr = _MutedStream(sys.stdout), _MutedStream(sys.stderr)
+        _mute_users += 1
+    try:
+        with quieted():
+            yield
+    finally:
+        with _mute_lock:
+            _mute_users -= 1
+            if _mute_users == 0:
+                for name in ("stdout", "stderr"):
+                    stream = getattr(sys, name)
+                    if isinstance(stream, _MutedStream):  # unless the code replaced it since
+                        setattr(sys, name, stream._stream)
+
+
+def _generators(g: Graph) -> list:
+    """The NumPy generators a graph draws from (random ops' params and constants)."""
+    found = []
+    for n in g.nodes:
+        if isinstance(n, Node):
+            found.extend(v for v in n.params.values() if isinstance(v, np.random.Generator))
+    found.extend(v for v in g.constants.values() if isinstance(v, np.random.Generator))
+    return found
+
+
+@contextlib.contextmanager
+def probe_effects(first: Graph, written: dict) -> Iterator[None]:
+    """Undo what a probe trace does besides building its graph: the variables it writes
+    (`written`, filled by a ProbeTracer, holds their values before the first write), the random generators
+    it draws from (the global ones and those the first trace used), what it prints."""
+    generators = [_seeds.rng, *_seeds.op_rngs.values(), *_generators(first)]
+    states = [(gen, gen.bit_generator.state) for gen in generators]
+    op_keys = set(_seeds.op_rngs)
+    values = [(v, v._value) for v in first.variables]
+    try:
+        with _muted():
+            yield
+    finally:
+        for gen, state in states:
+            gen.bit_generator.state = state
+        for key in set(_seeds.op_rngs) - op_keys:
+            del _seeds.op_rngs[key]  # an op seed first used by the probe starts afresh
+        for v, value in values:
+            v._value = value
+        for v, value in written.values():
+            v._value = value
+
+
+class ProbeTracer(Tracer):
+    """A tracer that keeps, in `written` (id -> (variable, value)), each variable's value
+    before the probe's first write to it, for `probe_effects` to restore."""
+
+    def __init__(self, graph: Graph, inputs: list, guards: str, written: dict) -> None:
+        super().__init__(graph, inputs, guards)
+        self.written = written
+        self.dynamic = True
+
+    def on_write(self, var: Any, value: Tensor) -> None:
+        self.written.setdefault(id(var), (var, var._value))
+        super().on_write(var, value)

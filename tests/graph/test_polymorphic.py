@@ -1,0 +1,365 @@
+"""One trace for every size of an input_signature's None dimensions (graph/polymorphic.py).
+
+A trace serves other sizes only when the probe shows that nothing in its graph was
+computed from the sizes; then every size must give what the Python function gives
+eagerly. Where the graph does depend on the sizes, each size is traced on its own, and
+still gives the eager values: never a graph replayed at sizes it was not made for.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+
+S = tf.TensorSpec
+SIZES = (5, 7, 2, 12, 5)
+
+
+def _rand(rng, shape, dtype=np.float64):
+    if np.dtype(dtype).kind in "iu":
+        return tf.constant(rng.integers(0, 4, shape).astype(dtype))
+    return tf.constant(rng.standard_normal(shape).astype(dtype))
+
+
+def _same(got, want, tol=1e-12):
+    got, want = tf.nest.flatten(got), tf.nest.flatten(want)
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=tol, atol=tol)
+
+
+def _check(fn, specs, sizes=SIZES, traces=1, tol=1e-12):
+    """fn under tf.function(input_signature=specs) at each size, against fn eagerly."""
+    f = tf.function(fn, input_signature=specs)
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        args = [_rand(rng, [n if d is None else d for d in s.shape], s.dtype.as_numpy_dtype)
+                for s in specs]
+        _same(f(*args), fn(*args), tol)
+    assert f.experimental_get_tracing_count() == traces
+    return f
+
+
+# ------------------------------------------------------------------ graphs that serve every size
+def _dense_loss_grad(x):
+    w = tf.constant(np.linspace(-1, 1, 6).reshape(3, 2))
+    b = tf.constant([0.5, -0.25], tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(w)
+        loss = tf.reduce_mean(tf.tanh(x @ w + b) ** 2)
+    return loss, tape.gradient(loss, w)
+
+
+def _input_grad(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_mean(tf.reduce_max(x, axis=1) * tf.reduce_sum(x ** 2, axis=1))
+    return tape.gradient(y, x)
+
+
+def _vector_target_grad(x):
+    with tf.GradientTape() as tape:  # a non-scalar target: its seed has the target's shape
+        tape.watch(x)
+        y = tf.sin(x) * tf.reshape(tf.range(3, dtype=tf.float64), [1, 3])
+    return tape.gradient(y, x)
+
+
+def _batch_jacobian(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reshape(tf.sin(x) * x[:, :1], [-1, 3, 1])  # a target of rank 3
+    return tape.batch_jacobian(y, x)
+
+
+def _hvp(x, v):
+    with tf.autodiff.ForwardAccumulator(x, v) as acc:
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(tf.exp(x) * tf.reduce_mean(x))
+        g = tape.gradient(y, x)
+    return acc.jvp(g)
+
+
+def _shape_ops(x):
+    n = tf.shape(x)[0]
+    flat = tf.reshape(x, [n, -1])
+    back = tf.reshape(flat, tf.shape(x))
+    z = tf.zeros(tf.shape(x), tf.float64) + tf.ones_like(x) + tf.fill(
+        tf.shape(x), tf.constant(2.0, tf.float64))
+    count = tf.cast(tf.size(x), tf.float64)
+    return back + z, tf.broadcast_to(x[:1], tf.shape(x)), count, tf.cast(n, tf.float64)
+
+
+def _broadcast_back(x, y):
+    # y [None, 1] against x [None, 3]: y's gradient sums back to [None, 1] (no reshape)
+    with tf.GradientTape() as tape:
+        tape.watch([x, y])
+        z = tf.reduce_sum((x - y) ** 2)
+    return tape.gradient(z, [x, y])
+
+
+def _forward_broadcast(x, v):
+    b = tf.constant([1.0, 2.0, 3.0], tf.float64)
+    with tf.autodiff.ForwardAccumulator(b, tf.constant([1.0, 0.0, -1.0], tf.float64)) as acc:
+        y = tf.reduce_mean(x * b, axis=0) + v[0]  # b's tangent broadcast to x's shape
+    return y, acc.jvp(y)
+
+
+@pytest.mark.parametrize("fn, specs", [
+    (lambda x: tf.reduce_sum(x * x, axis=1), [S([None, 3], tf.float64)]),
+    (lambda x: tf.reduce_mean(x), [S([None, 3], tf.float64)]),
+    (lambda x: tf.reduce_mean(x, axis=0), [S([None, 4], tf.int32)]),
+    (lambda x: tf.where(x % 2 == 0, x // 2, 3 * x + 1), [S([None], tf.int32)]),
+    (_dense_loss_grad, [S([None, 3], tf.float64)]),
+    (_input_grad, [S([None, 3], tf.float64)]),
+    (_vector_target_grad, [S([None, 3], tf.float64)]),
+    (_batch_jacobian, [S([None, 3], tf.float64)]),
+    (_hvp, [S([None], tf.float64), S([None], tf.float64)]),
+    (_shape_ops, [S([None, 2, 3], tf.float64)]),
+    (_broadcast_back, [S([None, 3], tf.float64), S([None, 1], tf.float64)]),
+    (_forward_broadcast, [S([None, 3], tf.float64), S([None], tf.float64)]),
+    (lambda x: (tf.concat([x, 2 * x], axis=1)[1:, :2] - x[:-1, ::-1]) * x[-1], [S([None, 2],
+                                                                                 tf.float64)]),
+    (lambda x: tf.reduce_sum(x, axis=[1, 2]), [S(None, tf.float64)]),
+], ids=["sum", "mean", "int_mean", "collatz", "dense_grad", "input_grad", "vector_target",
+        "batch_jacobian", "hvp", "shape_ops", "broadcast_back", "forward_broadcast",
+        "slices", "unknown_rank"])
+def test_one_trace_serves_every_size(fn, specs):
+    if specs[0].shape.rank is None:
+        f = tf.function(fn, input_signature=specs)
+        rng = np.random.default_rng(1)
+        for shape in ((4, 2, 3), (6, 3, 2), (4, 2, 3)):
+            x = _rand(rng, shape)
+            _same(f(x), fn(x))
+        assert f.experimental_get_tracing_count() == 1
+        return
+    f = _check(fn, specs)
+    cf = f.get_concrete_function(*[
+        tf.zeros([9 if d is None else d for d in s.shape], s.dtype) for s in specs])
+    assert cf.serves_all_sizes
+
+
+# ------------------------------------------------------------------ graphs that depend on the sizes
+def test_a_graph_computed_from_the_sizes_is_traced_per_size():
+    def f(x):  # the static size read by Python: baked into the graph
+        return tf.reshape(x, [x.shape[0] * 3]) * float(x.shape[0])
+
+    g = _check(f, [S([None, 3], tf.float64)], sizes=(5, 7, 5, 2), traces=3)
+    cf = g.get_concrete_function(tf.zeros([5, 3], tf.float64))
+    assert not cf.serves_all_sizes
+
+
+def test_a_full_jacobian_over_a_none_dimension_is_traced_per_size():
+    def f(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.sin(x) * tf.reduce_sum(x)
+        return tape.jacobian(y, x)
+
+    _check(f, [S([None], tf.float64)], sizes=(3, 4, 3), traces=2)
+
+
+def test_sizes_one_and_zero_trace_on_their_own():
+    # A dimension of 1 broadcasts against any size; an empty one has no elements.
+    fn = lambda x, y: tf.reduce_sum(x * y, axis=0)  # noqa: E731
+    f = _check(fn, [S([None, 3], tf.float64), S([None, 3], tf.float64)], sizes=(4, 6))
+    rng = np.random.default_rng(2)
+    x1, y4 = _rand(rng, [1, 3]), _rand(rng, [4, 3])
+    _same(f(x1, y4), fn(x1, y4))  # broadcasts: a trace of its own
+    x0 = _rand(rng, [0, 3])
+    _same(f(x0, x0), fn(x0, x0))
+    assert f.experimental_get_tracing_count() == 3
+
+
+def test_which_none_dimensions_are_equal_is_part_of_the_key():
+    fn = lambda x, y: tf.reduce_sum(x) * tf.reduce_sum(y)  # noqa: E731
+    f = _check(fn, [S([None], tf.float64), S([None], tf.float64)], sizes=(5, 7))
+    rng = np.random.default_rng(3)
+    x, y = _rand(rng, [5]), _rand(rng, [8])
+    _same(f(x, y), fn(x, y))  # unequal sizes: another trace (which serves unequal pairs)
+    x, y = _rand(rng, [3]), _rand(rng, [9])
+    _same(f(x, y), fn(x, y))
+    assert f.experimental_get_tracing_count() == 2
+
+
+def test_the_retracing_warning_says_why_sizes_retrace():
+    @tf.function(input_signature=[S([None], tf.float64)])
+    def f(x):
+        return x * float(x.shape[0])
+
+    with pytest.warns(UserWarning, match="None dimension.*depends on"):
+        for n in range(2, 10):
+            f(tf.ones([n], tf.float64))
+
+
+# ------------------------------------------------------------------ the probe leaves no trace
+def test_the_probe_writes_no_variable_and_draws_no_number():
+    v = tf.Variable(np.zeros(3))
+
+    def step(x):
+        v.assign_add(tf.reduce_sum(x, axis=0))
+        return tf.random.normal([3], dtype=tf.float64) + v
+
+    def run(signature):
+        v.assign(np.zeros(3))
+        tf.random.set_seed(7)
+        f = tf.function(step, input_signature=signature)
+        outs = [f(tf.ones([n, 3], tf.float64)).numpy() for n in (4, 6, 4)]
+        return outs, v.numpy()
+
+    outs, final = run([S([None, 3], tf.float64)])
+    want_outs, want_final = run(None)  # no None dimension: no probe
+    np.testing.assert_array_equal(final, [14.0, 14.0, 14.0])
+    np.testing.assert_array_equal(final, want_final)
+    for a, b in zip(outs, want_outs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_probe_prints_nothing(capsys):
+    @tf.function(input_signature=[S([None], tf.float64)])
+    def f(x):
+        print("tracing")
+        tf.print("replay", tf.reduce_sum(x), output_stream="stdout")
+        return x + 1.0
+
+    for n in (3, 5, 3):
+        f(tf.ones([n], tf.float64))
+    out = capsys.readouterr().out
+    assert out.count("tracing") == 1
+    assert out.splitlines().count("tracing") == 1
+    assert [line for line in out.splitlines() if line.startswith("replay")] == \
+        ["replay 3", "replay 5", "replay 3"]
+    assert f.experimental_get_tracing_count() == 1
+    import sys
+    assert type(sys.stdout).__name__ != "_MutedStream"
+
+
+def test_py_function_is_not_probed_and_runs_once_per_call():
+    calls = []
+
+    def py(a):
+        calls.append(a.shape[0])
+        return a * 2.0
+
+    def fn(x):
+        return tf.py_function(py, [x], tf.float64)
+
+    f = tf.function(fn, input_signature=[S([None], tf.float64)])
+    for n in (3, 4, 3):
+        np.testing.assert_array_equal(f(tf.ones([n], tf.float64)).numpy(), np.full(n, 2.0))
+    assert calls == [3, 4, 3]  # the trace of 3, the trace of 4, the replay of 3
+
+
+def test_a_guard_still_guards_at_every_size():
+    def fn(x):
+        if tf.reduce_sum(x) > 0:  # a value read: a guard in the graph
+            return x * 2.0
+        return -x
+
+    f = tf.function(fn, input_signature=[S([None], tf.float64)])
+    for x in ([1.0, 2.0], [1.0, 2.0, 3.0], [-1.0, -2.0, -3.0], [-4.0, 1.0]):
+        x = tf.constant(x, tf.float64)
+        _same(f(x), fn(x))
+    assert f.experimental_get_tracing_count() == 2  # one per branch
+
+
+# ------------------------------------------------------------------ calling the generic graph
+def test_concrete_function_takes_every_size_of_its_signature():
+    f = tf.function(lambda x: tf.reduce_mean(x, axis=1),
+                    input_signature=[S([None, 2], tf.float64)])
+    cf = f.get_concrete_function(tf.zeros([3, 2], tf.float64))
+    assert cf is f.get_concrete_function(tf.zeros([8, 2], tf.float64))
+    np.testing.assert_array_equal(cf(tf.ones([6, 2], tf.float64)).numpy(), np.ones(6))
+    with pytest.raises(TypeError, match="traced for shape"):
+        cf(tf.ones([6, 3], tf.float64))
+    with pytest.raises(TypeError, match="traced for shape"):
+        cf(tf.ones([1, 2], tf.float64))  # size 1: not a size this graph serves
+
+
+def test_gradient_through_a_generic_call_from_outside():
+    f = tf.function(lambda x: tf.reduce_mean(tf.sin(x) * x),
+                    input_signature=[S([None, 2], tf.float64)])
+    for n in (3, 6, 4):
+        x = tf.constant(np.linspace(-1, 1, 2 * n).reshape(n, 2))
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = f(x)
+        g = tape.gradient(y, x).numpy()
+        want = (np.sin(x.numpy()) + x.numpy() * np.cos(x.numpy())) / (2 * n)
+        np.testing.assert_allclose(g, want, rtol=1e-12)
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_generic_function_inside_another_traced_function():
+    inner = tf.function(lambda x: tf.reduce_mean(x, axis=0),
+                        input_signature=[S([None, 2], tf.float64)])
+    outer = tf.function(lambda x: inner(x * 2.0) + inner(x[:2]))
+    for n in (3, 5):
+        x = tf.constant(np.arange(2.0 * n).reshape(n, 2))
+        want = np.mean(2 * x.numpy(), axis=0) + np.mean(x.numpy()[:2], axis=0)
+        np.testing.assert_allclose(outer(x).numpy(), want)
+
+
+def test_concurrent_calls_at_different_sizes():
+    f = tf.function(lambda x: tf.reduce_mean(x * x, axis=1),
+                    input_signature=[S([None, 3], tf.float64)])
+    f(tf.ones([2, 3], tf.float64))
+    errors = []
+
+    def work(n):
+        try:
+            for _ in range(30):
+                x = tf.constant(np.full((n, 3), float(n)))
+                np.testing.assert_array_equal(f(x).numpy(), np.full(n, float(n * n)))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in (3, 4, 5, 6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_keras_training_step_serves_every_batch_size():
+    def make():
+        tf.random.set_seed(3)
+        model = tf.keras.Sequential([tf.keras.layers.Dense(8, activation="relu"),
+                                     tf.keras.layers.Dense(3)])
+        model(np.zeros((1, 4), np.float32))
+        opt = tf.keras.optimizers.Adam(0.01)
+        loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        metric = tf.keras.metrics.SparseCategoricalAccuracy()
+
+        def step(x, y):
+            with tf.GradientTape() as tape:
+                logits = model(x, training=True)
+                loss = loss_fn(y, logits)
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            metric.update_state(y, logits)
+            return loss
+        return model, metric, step
+
+    rng = np.random.default_rng(4)
+    batches = [(rng.standard_normal((n, 4)).astype(np.float32), rng.integers(0, 3, n))
+               for n in (16, 7, 16, 9, 5)]
+    model, metric, step = make()
+    traced = tf.function(step, input_signature=[S([None, 4], tf.float32), S([None], tf.int64)])
+    losses = [float(traced(x, y)) for x, y in batches]
+    weights = [w.numpy() for w in model.weights]
+    accuracy = float(metric.result())
+    model, metric, step = make()
+    eager = [float(step(tf.constant(x), tf.constant(y))) for x, y in batches]
+    np.testing.assert_allclose(losses, eager, rtol=1e-6)
+    for a, b in zip(weights, model.weights):
+        np.testing.assert_allclose(a, b.numpy(), rtol=1e-5, atol=1e-6)
+    assert accuracy == float(metric.result())
+    assert traced.experimental_get_tracing_count() == 1
