@@ -208,6 +208,7 @@ def test_one_compiled_trace_serves_every_size_of_a_none_dimension():
             tape.watch(x)
             flat = tf.reshape(tf.sin(x), [tf.shape(x)[0], -1])
             y = tf.reduce_mean(flat ** 2) + tf.reduce_sum(x[:-1])
+            y += tf.reduce_sum(tf.expand_dims(x, 1) * 0.5)  # a reshape sized at replay
         return y, tape.gradient(y, x)
 
     g = tf.function(f, input_signature=[tf.TensorSpec([None, 2, 3], tf.float64)],

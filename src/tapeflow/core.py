@@ -41,7 +41,8 @@ from .tensor import Tensor
 __all__ = ["Primitive", "Zero", "Husk", "bind", "registry", "Recorder", "current_stack", "recording",
            "run_below", "call_below", "dynamic_shapes", "differentiating", "substack",
            "no_recorders", "reading_records", "records_open",
-           "value_read", "name_scope_prefix", "scope_entered", "quiet", "quieted",
+           "value_read", "size_reads", "name_scope_prefix", "scope_entered", "quiet",
+           "quieted",
            "variable_created", "variable_written", "read_variable_p"]
 
 
@@ -102,6 +103,7 @@ def registry() -> dict[str, "Primitive"]:
 
 # The files whose functions make primitives on behalf of their callers: this one and the
 # rule toolkit (a family such as `unary`).
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
 _MAKERS = (os.path.abspath(__file__),
            os.path.join(os.path.dirname(os.path.abspath(__file__)), "ops", "structural.py"))
 
@@ -432,6 +434,20 @@ def value_read(tensor: Any, how: str) -> None:
     for rec in _state.stack:
         if rec.watches_reads:
             rec.on_read(tensor, how)
+
+
+def size_reads(depth: int = 1) -> list | None:
+    """Where Python's reads of a tensor's shape go: in a size-generic trace (NOTE(probe) in
+    graph/polymorphic.py) the innermost one's `size_reads` list, when the reading code
+    (`depth` frames above the caller) is the user's, not tapeflow's; None otherwise."""
+    stack = _state.stack
+    if not stack:
+        return None
+    for rec in reversed(stack):
+        if rec.dynamic:
+            filename = sys._getframe(depth + 1).f_code.co_filename
+            return None if os.path.abspath(filename).startswith(_PACKAGE) else rec.size_reads
+    return None
 
 
 def variable_created(var: Any) -> None:

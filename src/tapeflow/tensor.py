@@ -120,6 +120,51 @@ class TensorShape(tuple):
             ("," if len(self) == 1 else "") + ")"
 
 
+class _ReadShape(TensorShape):
+    """A tensor's shape read by user code in a size-generic trace: each size read from it
+    (an index, iteration, comparison) is noted in `reads`, so the trace knows whether Python
+    computed anything from the sizes of None dimensions (NOTE(probe) in
+    graph/polymorphic.py)."""
+
+    _reads: list
+
+    def _note(self, what: Any) -> Any:
+        from .graph.trace import user_line  # noqa: PLC0415 - graph code imports this module
+        self._reads.append((user_line(), what))
+        return what
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._note(TensorShape.__getitem__(self._plain(), key))
+
+    def _plain(self) -> TensorShape:
+        return TensorShape(tuple.__getitem__(self, slice(None)))
+
+    def __iter__(self) -> Iterator:
+        return iter(self._note(tuple.__getitem__(self, slice(None))))
+
+    def as_list(self) -> list:
+        return list(self._note(tuple.__getitem__(self, slice(None))))
+
+    def num_elements(self) -> int | None:
+        return self._note(self._plain().num_elements())
+
+    def __eq__(self, other: Any) -> bool:
+        return TensorShape.__eq__(TensorShape(self._note(tuple(tuple.__iter__(self)))), other)
+
+    def __ne__(self, other: Any) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = tuple.__hash__
+
+
+def _read_shape(dims: tuple, reads: list | None) -> TensorShape:
+    if reads is None:
+        return TensorShape(dims)
+    shape = _ReadShape(dims)
+    shape._reads = reads
+    return shape
+
+
 class Reference:
     """A hashable reference to a tensor or variable (`x.ref()`), comparing by identity."""
 
@@ -152,10 +197,10 @@ class TensorBase:
 
     @property
     def shape(self) -> TensorShape:
-        return TensorShape(np.shape(self._value))
+        return _read_shape(np.shape(self._value), _core.size_reads(1))
 
     def get_shape(self) -> TensorShape:
-        return self.shape
+        return _read_shape(np.shape(self._value), _core.size_reads(1))
 
     @property
     def dtype(self) -> _dt.DType:
@@ -203,7 +248,8 @@ class TensorBase:
         shape = np.shape(self._value)
         if not shape:
             raise TypeError("Scalar tensor has no `len()`.")
-        return shape[0]
+        reads = _core.size_reads(1)
+        return shape[0] if reads is None else _read_shape(shape, reads)[0]
 
     def __iter__(self) -> Iterator[Any]:
         shape = np.shape(self._value)

@@ -363,3 +363,74 @@ def test_keras_training_step_serves_every_batch_size():
         np.testing.assert_allclose(a, b.numpy(), rtol=1e-5, atol=1e-6)
     assert accuracy == float(metric.result())
     assert traced.experimental_get_tracing_count() == 1
+
+
+# ------------------------------------------------------------------ sizes in params (NOTE(sized-params))
+def test_layers_whose_params_hold_the_batch_size_serve_every_size():
+    # Flatten's reshape target, MaxPooling's and Conv2D's internal reshapes, an LSTM's
+    # zero initial state (a constant filled with one value): all read at replay.
+    tf.random.set_seed(5)
+    cnn = tf.keras.Sequential([tf.keras.layers.Conv2D(3, 3, activation="relu"),
+                               tf.keras.layers.MaxPooling2D(2), tf.keras.layers.Flatten(),
+                               tf.keras.layers.Dense(2)])
+    cnn(np.zeros((1, 8, 8, 1), np.float32))
+    lstm = tf.keras.Sequential([tf.keras.layers.LSTM(4), tf.keras.layers.Dense(2)])
+    lstm(np.zeros((1, 5, 3), np.float32))
+
+    def grads(model):
+        def fn(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                loss = tf.reduce_mean(model(x) ** 2)
+            return [loss] + tape.gradient(loss, [x] + model.trainable_variables)
+        return fn
+
+    _check(grads(cnn), [S([None, 8, 8, 1], tf.float32)], sizes=(4, 6, 3, 4), tol=2e-5)
+    f = _check(grads(lstm), [S([None, 5, 3], tf.float32)], sizes=(4, 6, 3, 4), tol=2e-5)
+    cf = f.get_concrete_function(tf.zeros([4, 5, 3]))
+    assert cf.serves_all_sizes and "size(%" in str(cf.graph)
+
+
+def test_dropout_draws_a_mask_of_each_call_size():
+    drop = tf.keras.layers.Dropout(0.5)
+    f = tf.function(lambda x: drop(x, training=True), input_signature=[S([None, 6])])
+    for n in (4, 9, 4, 3):
+        y = f(tf.ones([n, 6])).numpy()
+        assert y.shape == (n, 6) and set(np.unique(y)) <= {0.0, 2.0}
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_python_reading_a_size_keeps_its_graph_to_that_size():
+    # min(n, 5) equals n at the traced size 2 and the probe's 4, but not at 8: whatever
+    # Python computes from a size it reads, the graph is not taken for one that serves
+    # every size (TensorFlow code reads the sizes of None dimensions with tf.shape).
+    def fn(x):
+        k = min(x.shape[0], 5)
+        return x[:k] * 2.0, tf.reshape(x, [x.shape[0], -1])
+
+    _check(fn, [S([None, 2, 2], tf.float64)], sizes=(2, 3, 8, 2), traces=3)
+    _check(lambda x: x[:min(len(x), 4)] + 1.0, [S([None], tf.float64)], sizes=(2, 3, 9),
+           traces=3)
+    # the static dims may be read freely
+    f = _check(lambda x: tf.reshape(x, [-1, x.shape[1] * x.shape[2]]),
+               [S([None, 2, 2], tf.float64)], sizes=(2, 3, 8))
+    assert f.get_concrete_function(tf.zeros([3, 2, 2], tf.float64)).serves_all_sizes
+
+
+def test_sized_params_replay_under_a_tape_and_compiled():
+    def fn(x):
+        return tf.reduce_sum(tf.expand_dims(x, 1) * tf.squeeze(x[:, None, :1], 2), axis=1)
+
+    f = tf.function(fn, input_signature=[S([None, 3], tf.float64)])
+    for n in (3, 5, 4):
+        x = tf.constant(np.random.default_rng(n).standard_normal((n, 3)))
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(f(x) ** 2)
+        with tf.GradientTape() as tape2:
+            tape2.watch(x)
+            want = tf.reduce_sum(fn(x) ** 2)
+        np.testing.assert_allclose(tape.gradient(y, x).numpy(), tape2.gradient(want, x).numpy(),
+                                   rtol=1e-12)
+    assert f.experimental_get_tracing_count() == 1
+    assert f.get_concrete_function(x).graph.sized

@@ -40,8 +40,8 @@ from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tenso
 from .device import DeviceTensor, array_of
 from .ir import Graph, Guard
 from .passes import optimize
-from .polymorphic import (ProbeTracer, calls_python, difference, generic_key, probe_arrays,
-                          probe_effects)
+from .polymorphic import (ProbeTracer, calls_python, first_size_read, generalize, generic_key,
+                          probe_arrays, probe_effects, resolved)
 from .replay import GuardFailed, Replay, interpret, plan_runner
 from .xla import XlaReplay, require_jax
 from .trace import Tracer, TracingError
@@ -151,9 +151,13 @@ class ConcreteFunction:
     def _make_replay(self, graph: Graph) -> Any:
         return XlaReplay(graph, self._keep_on_device) if self._jit_compile else Replay(graph)
 
-    def _serve_all_sizes(self, specs: list, key: tuple) -> None:
+    def _serve_all_sizes(self, specs: list, key: tuple, graph: Graph) -> None:
+        """Serve every size of `specs` with `graph` (the traced graph, its sizes read when
+        it runs where they differ: NOTE(sized-params)); the traced sizes keep the replay
+        of the traced graph."""
         self._specs, self._generic_key = specs, key
         self._sized[tuple(self.graph.avals[s][0] for s in self.graph.inputs)] = self._replay
+        self.graph = graph
 
     @property
     def serves_all_sizes(self) -> bool:
@@ -171,8 +175,7 @@ class ConcreteFunction:
             return replay, None
         avals: dict = {}
         results = plan_runner(self.graph, avals)(*[t._value for t in tensors])
-        self._sized[shapes] = self._make_replay(
-            dataclasses.replace(self.graph, avals={**self.graph.avals, **avals}))
+        self._sized[shapes] = self._make_replay(resolved(self.graph, {**self.graph.avals, **avals}))
         while len(self._sized) > MAX_SIZES:
             self._sized.popitem(last=False)
         return None, results
@@ -263,7 +266,7 @@ class Function:
         self._cache: collections.OrderedDict = collections.OrderedDict()
         # generic key -> a first trace that made variables and so was not probed: the next
         # trace of another size is compared with it instead (NOTE(probe))
-        self._unprobed: dict[tuple, Graph] = {}
+        self._unprobed: dict[tuple, tuple] = {}  # -> (graph, its size_reads)
         # generic key -> why its graphs depend on the sizes (each size is traced on its own)
         self._per_size: dict[tuple, str] = {}
         self._lock = threading.RLock()
@@ -374,9 +377,10 @@ class Function:
             seal([t for t in (r() for r in tracer.made) if t is not None], self.__name__)
             if collecting:
                 gc.enable()
-        if generic is not None and self._serves_all_sizes(generic, graph, tracer, args, kwargs,
-                                                          leaves):
-            cf._serve_all_sizes(self._input_signature, generic)
+        general = None if generic is None else self._serves_all_sizes(
+            generic, graph, tracer, args, kwargs, leaves)
+        if general is not None:
+            cf._serve_all_sizes(self._input_signature, generic, general)
             key = generic
         branches = self._cache.setdefault(key, [])
         branches.append(cf)
@@ -388,35 +392,37 @@ class Function:
         return nest.pack_sequence_as(result, outs)
 
     def _serves_all_sizes(self, generic: tuple, graph: Graph, tracer: Tracer, args: tuple,
-                          kwargs: dict, leaves: list) -> bool:
-        """Whether a new trace serves every size of its signature (NOTE(probe)). Where one
-        does not, the reason is kept (for the retracing warning) and later traces of the
-        signature are not probed again."""
+                          kwargs: dict, leaves: list) -> Graph | None:
+        """The graph that serves every size of a new trace's signature (NOTE(probe)), or
+        None. Where there is none, the reason is kept (for the retracing warning) and later
+        traces of the signature are not probed again."""
         if generic in self._per_size:
-            return False
-        why = None
+            return None
+        general, why = None, None
         if calls_python(graph):
             why = "it calls Python (py_function or numpy_function) at every replay"
         elif tracer.created:
-            self._unprobed[generic] = graph
-            return False
+            self._unprobed[generic] = (graph, tracer.size_reads)
+            return None
         else:
-            first = self._unprobed.pop(generic, None)
-            if first is not None and [first.avals[s][0] for s in first.inputs] != \
+            first, reads = self._unprobed.pop(generic, (None, None))
+            if first is None or [first.avals[s][0] for s in first.inputs] == \
                     [graph.avals[s][0] for s in graph.inputs]:
-                why = difference(first, graph)  # two real traces, at different sizes
+                first, reads = self._probe(graph, args, kwargs, leaves)
+            if first is None:
+                why = "it fails at other sizes"
             else:
-                probe = self._probe(graph, args, kwargs, leaves)
-                why = "it fails at other sizes" if probe is None else difference(graph, probe)
-        if why is None:
-            return True
-        self._per_size[generic] = why
-        return False
+                general, why = generalize(graph, first,
+                                          first_size_read(tracer.size_reads, reads))
+        if why is not None:
+            self._per_size[generic] = why
+        return general
 
-    def _probe(self, first: Graph, args: tuple, kwargs: dict, leaves: list) -> Graph | None:
+    def _probe(self, first: Graph, args: tuple, kwargs: dict,
+               leaves: list) -> tuple[Graph | None, list]:
         """The function traced on its inputs doubled along the None dimensions, seen by no
-        other recorder, with its effects undone; None if that trace fails or makes
-        variables."""
+        other recorder, with its effects undone, and the sizes its Python code read; None
+        for the graph if that trace fails or makes variables."""
         arrays = probe_arrays(self._input_signature, [t._value for t in leaves])
         graph = Graph(name=first.name)
         inputs = [Tensor(a) for a in arrays]
@@ -430,13 +436,13 @@ class Function:
                 result = self._fn(*call_args, **call_kwargs)
                 flat = [_output_leaf(o, i) for i, o in enumerate(nest.flatten(result))]
                 if tracer.created:
-                    return None
+                    return None, tracer.size_reads
                 graph.outputs = [None if o is None else tracer.slot_of(o) for o in flat]
             graph.output_structure = result
             optimize(graph)
-            return graph
+            return graph, tracer.size_reads
         except Exception:  # noqa: BLE001 - code that fails at other sizes: per-size traces
-            return None
+            return None, tracer.size_reads
         finally:
             seal([t for t in (r() for r in tracer.made) if t is not None], self.__name__)
             if collecting:

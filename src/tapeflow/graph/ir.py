@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core import Primitive
 
-__all__ = ["Graph", "Node", "CustomBackward", "Guard", "Assign", "Operation"]
+__all__ = ["Graph", "Node", "CustomBackward", "Guard", "Assign", "Operation", "SizeOf", "resolve"]
 
 
 @dataclass
@@ -65,6 +65,32 @@ class Guard:
         return value == self.expected or (value != value and self.expected != self.expected)
 
 
+@dataclass(frozen=True)
+class SizeOf:
+    """A size in a node's params, read when the graph runs: axis `axis` of the value in
+    slot `slot` (graph/polymorphic.py makes them; `resolve` reads them)."""
+
+    slot: int
+    axis: int
+
+    def __repr__(self) -> str:
+        return f"size(%{self.slot}, {self.axis})"
+
+
+def resolve(params: Any, size: Any) -> Any:
+    """`params` with every SizeOf replaced by ``size(slot, axis)``."""
+    if isinstance(params, SizeOf):
+        return size(params.slot, params.axis)
+    if isinstance(params, dict):
+        return {k: resolve(v, size) for k, v in params.items()}
+    if isinstance(params, (tuple, list)) and not hasattr(params, "_fields"):
+        return type(params)(resolve(v, size) for v in params)
+    if isinstance(params, slice):
+        return slice(resolve(params.start, size), resolve(params.stop, size),
+                     resolve(params.step, size))
+    return params
+
+
 @dataclass
 class Assign:
     """`variable.assign(slot)`: the variable's value from here on, committed at the end."""
@@ -87,6 +113,9 @@ class Graph:
     var_slots: dict[int, int] = field(default_factory=dict)  # slot -> variable index
     avals: dict[int, tuple] = field(default_factory=dict)    # slot -> (shape, dtype)
     next_slot: int = 0
+    # Indices of the nodes whose params hold sizes read when the graph runs (SizeOf, in a
+    # graph that serves every size of its inputs' None dimensions: graph/polymorphic.py).
+    sized: frozenset = frozenset()
 
     def new_slot(self, value: Any) -> int:
         slot = self.next_slot

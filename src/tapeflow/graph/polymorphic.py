@@ -27,6 +27,7 @@ its graph is compared with the next trace of another size instead.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 import threading
 import types
@@ -37,11 +38,13 @@ import numpy as np
 from .. import nest
 from ..core import quiet, quieted
 from ..ops.random import _seeds
+from ..ops.structural import broadcast_to_p
 from ..tensor import Tensor
-from .ir import Assign, Graph, Guard, Node
+from .ir import Assign, Graph, Guard, Node, SizeOf, resolve
 from .trace import Tracer
 
-__all__ = ["generic_key", "probe_arrays", "same_graph", "difference", "probe_effects",
+__all__ = ["generic_key", "probe_arrays", "same_graph", "difference", "generalize",
+           "probe_effects", "resolved", "first_size_read",
            "calls_python", "ProbeTracer"]
 
 _PYTHON_CALLBACKS = ("py_function", "numpy_function")
@@ -80,6 +83,19 @@ def probe_arrays(specs: list, arrays: list) -> list[np.ndarray]:
     return out
 
 
+def resolved(g: Graph, avals: dict) -> Graph:
+    """`g` with the sizes in its params (SizeOf) read from `avals` (slot -> (shape,
+    dtype)): a graph of those sizes alone, which every replay can run."""
+    if not g.sized:
+        return dataclasses.replace(g, avals=avals)
+    nodes = list(g.nodes)
+    for k in g.sized:
+        n = nodes[k]
+        params = resolve(n.params, lambda slot, axis: avals[slot][0][axis])
+        nodes[k] = Node(n.prim, n.inputs, params, n.outputs, n.backward, n.phase)
+    return dataclasses.replace(g, nodes=nodes, avals=avals, sized=frozenset())
+
+
 def calls_python(g: Graph) -> bool:
     """Whether a replay of `g` calls back into user Python code."""
     for n in g.nodes:
@@ -92,14 +108,45 @@ def calls_python(g: Graph) -> bool:
 
 
 # ------------------------------------------------------------------ graph equality
+def first_size_read(a: list, b: list) -> str | None:
+    """Where two traces' `size_reads` (Tracer) first differ: Python read a size of a None
+    dimension there; None if they read the same."""
+    for (where, what), (_, other) in zip(a, b):
+        if not _same(what, other):
+            return where
+    extra = a[len(b):] or b[len(a):]
+    return extra[0][0] if extra else None
+
+
 def same_graph(a: Graph, b: Graph) -> bool:
     """Whether two traces are the same graph apart from the sizes of their arrays."""
-    return difference(a, b) is None
+    return generalize(a, b)[1] is None
 
 
 def difference(a: Graph, b: Graph) -> str | None:
-    """What first differs between two traces besides their arrays' sizes (a reason for
-    the retracing warning), or None if nothing does."""
+    """What in two traces cannot be told apart from their sizes (a reason for the
+    retracing warning), or None."""
+    return generalize(a, b)[1]
+
+
+def generalize(a: Graph, b: Graph,
+               python_read: str | None = None) -> tuple[Graph | None, str | None]:
+    """(a graph that serves the sizes of both traces and every other size, None), or
+    (None, the first thing that keeps it from doing so).
+
+    NOTE(sized-params): where the traces differ only in ints of a node's params (a
+    reshape's target, a random draw's shape, an index bound) and each such int is, in
+    both, a size of the same axis of the same value (one of the node's inputs, or an
+    input of the graph), the int becomes that size, read when the graph runs (SizeOf).
+    Where they differ in a constant filled with one value, of the same value in both, the
+    constant becomes a node that fills an array of the sizes so found. Anything else
+    that differs (a constant such as range(n), a float such as 1/n) keeps the graph to
+    the sizes it was traced at. Two traces at sizes n and 2n agreeing on these
+    correspondences is the evidence; the function's own Python code, run at both, is what
+    the correspondence stands for; so where Python itself read a size of a None dimension
+    (`python_read`: where, from `size_reads`), which it could use in any way (min(n, 8)),
+    nothing differing is taken for a size.
+    """
     if (a.inputs != b.inputs or a.outputs != b.outputs or a.next_slot != b.next_slot
             or len(a.nodes) != len(b.nodes) or a.var_slots != b.var_slots
             or len(a.variables) != len(b.variables)
@@ -107,21 +154,107 @@ def difference(a: Graph, b: Graph) -> str | None:
             or a.constants.keys() != b.constants.keys() or a.avals.keys() != b.avals.keys()):
         for k, (n, m) in enumerate(zip(a.nodes, b.nodes)):
             if type(n) is not type(m) or (isinstance(n, Node) and n.prim is not m.prim):
-                return f"the graph's node {k} ({_describe(n)}, then {_describe(m)})"
-        return "the graph's structure (its number of ops or values)"
+                return None, f"the graph's node {k} ({_describe(n)}, then {_describe(m)})"
+        return None, "the graph's structure (its number of ops or values)"
     for s, (shape, dtype) in a.avals.items():
         other_shape, other_dtype = b.avals[s]
         if len(shape) != len(other_shape) or np.dtype(dtype) != np.dtype(other_dtype):
-            return f"the rank or dtype of value %{s}"
-    for s in a.constants:
-        if not _same(a.constants[s], b.constants[s]):
-            return f"a constant (%{s}, {_short_value(a.constants[s])}) computed from the sizes"
-    for k, (n, m) in enumerate(zip(a.nodes, b.nodes)):
-        if type(n) is not type(m) or not _same_node(n, m):
-            return f"node {k} ({_describe(n)}), whose parameters depend on the sizes"
+            return None, f"the rank or dtype of value %{s}"
     if not _same_structure(a.output_structure, b.output_structure):
-        return "the structure of the outputs"
-    return None
+        return None, "the structure of the outputs"
+
+    def finder(slots: list) -> Any:
+        def find(v1: int, v2: int) -> SizeOf | None:
+            if python_read is not None:
+                return None
+            for s in slots:
+                for k, (d1, d2) in enumerate(zip(a.avals[s][0], b.avals[s][0])):
+                    if d1 == v1 and d2 == v2:
+                        return SizeOf(s, k)
+            return None
+        return find
+
+    graph_sizes = finder(list(a.inputs))
+    constants = dict(a.constants)
+    fills, next_slot = [], a.next_slot
+    for s in a.constants:
+        if _same(a.constants[s], b.constants[s]):
+            continue
+        shape = _filled_shape(a.constants[s], b.constants[s], graph_sizes)
+        if shape is None:
+            return None, f"a constant (%{s}, {_short_value(a.constants[s])}) computed from the sizes"
+        value = np.asarray(constants.pop(s))
+        scalar = next_slot
+        next_slot += 1
+        constants[scalar] = value.reshape(-1)[0][()]
+        fills.append(Node(broadcast_to_p, [scalar], {"shape": shape}, [s]))
+    nodes, sized = list(fills), set(range(len(fills)))
+    for k, (n, m) in enumerate(zip(a.nodes, b.nodes)):
+        if type(n) is not type(m):
+            return None, f"node {k} ({_describe(n)}), whose parameters depend on the sizes"
+        if _same_node(n, m):
+            nodes.append(n)
+            continue
+        params = None
+        if isinstance(n, Node) and n.prim is m.prim and n.inputs == m.inputs and \
+                n.outputs == m.outputs and n.backward is None and m.backward is None:
+            params = _sized(n.params, m.params,
+                            finder(list(dict.fromkeys(n.inputs + a.inputs))))
+        if params is None:
+            read = "" if python_read is None else f" (Python read a size at {python_read})"
+            return None, f"node {k} ({_describe(n)}), whose parameters depend on the sizes{read}"
+        sized.add(len(nodes))
+        nodes.append(Node(n.prim, n.inputs, params, n.outputs, None, n.phase))
+    if not fills and not sized:
+        return a, None
+    avals = dict(a.avals)
+    for n in fills:
+        avals[n.inputs[0]] = ((), constants[n.inputs[0]].dtype)
+    return dataclasses.replace(a, nodes=nodes, constants=constants, avals=avals,
+                               next_slot=next_slot, sized=frozenset(sized)), None
+
+
+def _filled_shape(x: Any, y: Any, find: Any) -> tuple | None:
+    """The shape, sizes found by `find`, of two constants filled with one same value."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype != y.dtype or x.ndim != y.ndim or not x.size or not y.size:
+        return None
+    first = x.reshape(-1)[0]
+    if not (_same(first, y.reshape(-1)[0]) and _same(x, np.full_like(x, first))
+            and _same(y, np.full_like(y, first))):
+        return None
+    return _sized(x.shape, y.shape, find)
+
+
+def _sized(p: Any, q: Any, find: Any) -> Any:
+    """`p` with each int that differs from `q`'s found as a size (SizeOf); None if one
+    cannot be, or if anything else differs."""
+    if isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)):
+        if not isinstance(q, (int, np.integer)) or isinstance(q, (bool, np.bool_)):
+            return None
+        return p if p == q else find(int(p), int(q))
+    if type(p) is not type(q):
+        return None
+    if isinstance(p, (tuple, list)) and not hasattr(p, "_fields"):
+        if len(p) != len(q):
+            return None
+        items = [_sized(u, v, find) for u, v in zip(p, q)]
+        return None if any(i is None and u is not None for i, u in zip(items, p)) \
+            else type(p)(items)
+    if isinstance(p, dict):
+        if p.keys() != q.keys():
+            return None
+        out = {}
+        for k in p:
+            v = _sized(p[k], q[k], find)
+            if v is None and p[k] is not None:
+                return None
+            out[k] = v
+        return out
+    if isinstance(p, slice):
+        parts = _sized((p.start, p.stop, p.step), (q.start, q.stop, q.step), find)
+        return None if parts is None else slice(*parts)
+    return p if _same(p, q) else None
 
 
 def _describe(n: Any) -> str:

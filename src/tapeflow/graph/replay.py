@@ -23,7 +23,7 @@ import numpy as np
 
 from ..core import bind, reading_records
 from ..tensor import Tensor
-from .ir import Assign, Graph, Guard, Node
+from .ir import Assign, Graph, Guard, Node, resolve
 from .specialize import node_impl
 from .trace import TracingError
 
@@ -128,6 +128,9 @@ def compile_graph(g: Graph) -> Callable[..., list]:
     """A Python function: input arrays -> output arrays, with the graph's guards inline.
     Large intermediate buffers are dropped after their last use, so a replay's peak memory
     is what the computation needs at once, not the whole graph's."""
+    if g.sized:
+        raise ValueError(f"internal error: graph {g.name} has sizes read at replay; compile "
+                         "polymorphic.resolved(graph) instead.")
     ns: dict[str, Any] = {"GuardFailed": GuardFailed, "np": np}
     ref: dict[int, str] = {s: f"v{s}" for s in g.inputs}
     for s, value in g.constants.items():
@@ -184,7 +187,7 @@ def compile_graph(g: Graph) -> Callable[..., list]:
 
 
 # Step codes of the plan interpreter.
-_CALL1, _CALL2, _CALL, _MULTI, _PASS, _GUARD, _ASSIGN, _DROP = range(8)
+_CALL1, _CALL2, _CALL, _MULTI, _PASS, _GUARD, _ASSIGN, _DROP, _SIZED = range(9)
 
 
 def plan_runner(g: Graph, avals: dict | None = None) -> Callable[..., list]:
@@ -199,11 +202,16 @@ def plan_runner(g: Graph, avals: dict | None = None) -> Callable[..., list]:
     steps: list[tuple] = []
     recording = avals is not None
     drop = {} if recording else _last_uses(g)
+    if g.sized and not recording:
+        raise ValueError(f"internal error: graph {g.name} has sizes read at replay; run it "
+                         "recording its shapes, or replay polymorphic.resolved(graph).")
     for k, n in enumerate(g.nodes):
         if isinstance(n, Node):
             fn = node_impl(g, n, specialize=not recording)
             ins, outs = tuple(n.inputs), tuple(n.outputs)
-            if n.prim.is_identity:
+            if k in g.sized:  # params read from the shapes of this run (NOTE(sized-params))
+                steps.append((_SIZED, n, ins, outs))
+            elif n.prim.is_identity:
                 steps.append((_PASS, None, ins[0], outs[0]))
             elif n.prim.multiple_results:
                 steps.append((_MULTI, fn, ins, outs))
@@ -257,6 +265,11 @@ def plan_runner(g: Graph, avals: dict | None = None) -> Callable[..., list]:
             elif code == _DROP:
                 for s in a:
                     env[s] = None
+            elif code == _SIZED:
+                params = resolve(fn.params, lambda slot, axis: np.shape(env[slot])[axis])
+                out = fn.prim.impl(*[env[i] for i in a], **params)
+                for o, v in zip(b, out if fn.prim.multiple_results else (out,)):
+                    env[o] = v
             elif code == _GUARD:
                 value = env[a]
                 if not fn.holds(value):
@@ -354,12 +367,14 @@ def _interpret(g: Graph, inputs: list[Tensor]) -> list:
     for s, i in g.var_slots.items():
         env[s] = g.variables[i]
     pending: dict[int, Tensor] = {}
-    for n in g.nodes:
+    for k, n in enumerate(g.nodes):
         if isinstance(n, Node):
             if n.prim.reads_variable and g.var_slots.get(n.inputs[0]) in pending:
                 env[n.outputs[0]] = pending[g.var_slots[n.inputs[0]]]
                 continue
             params = n.params
+            if k in g.sized:  # NOTE(sized-params) in graph/polymorphic.py
+                params = resolve(params, lambda slot, axis: np.shape(env[slot]._value)[axis])
             if n.backward is not None:
                 params = dict(params, grad_fn=_replayed_grad_fn(n, env))
             out = bind(n.prim, *[env[i] for i in n.inputs], **params)

@@ -67,6 +67,9 @@ class Tracer(Recorder):
         self.guards = guards
         self.outer = outer       # tracing a custom grad_fn inside another trace
         self.created: list[str] = []  # names of the variables made while tracing
+        # (where, what) of each size user code read from a tensor's shape, in a size-generic
+        # trace (`dynamic`): NOTE(probe) in graph/polymorphic.py
+        self.size_reads: list = []
         self.refs: list[int] = []  # outer slots this graph reads (its trailing inputs)
         self.ref_values: list = []  # their values while tracing
         # Tensors are named by key (tensor.key_of), not id, so the tracer need not keep

@@ -90,6 +90,9 @@ class XlaReplay:
     """Runs a graph as one XLA computation (see the module docstring)."""
 
     def __init__(self, g: Graph, keep_on_device: bool = False) -> None:
+        if g.sized:
+            raise ValueError(f"internal error: graph {g.name} has sizes read at replay; "
+                             "compile polymorphic.resolved(graph) instead.")
         self.graph = g
         self.keep_on_device = keep_on_device
         missing = missing_lowerings(g)
