@@ -159,7 +159,7 @@ class _ReadShape(TensorShape):
 
 def _read_shape(dims: tuple, reads: list | None) -> TensorShape:
     if reads is None:
-        return TensorShape(dims)
+        return tuple.__new__(TensorShape, dims)  # NumPy's dims are ints already
     shape = _ReadShape(dims)
     shape._reads = reads
     return shape

@@ -52,6 +52,7 @@ MAX_SIGNATURES = 64        # traced signatures kept per function (least recently
 MAX_BRANCHES = 16          # guarded graphs kept per signature
 MAX_SIZES = 32             # replays kept per size-generic graph, one per set of sizes
 RETRACE_WARN_AFTER = 5     # traces of one function before the retracing warning
+_SIZED_LOCK = threading.Lock()
 
 
 class TensorSpec:
@@ -175,9 +176,11 @@ class ConcreteFunction:
             return replay, None
         avals: dict = {}
         results = plan_runner(self.graph, avals)(*[t._value for t in tensors])
-        self._sized[shapes] = self._make_replay(resolved(self.graph, {**self.graph.avals, **avals}))
-        while len(self._sized) > MAX_SIZES:
-            self._sized.popitem(last=False)
+        replay = self._make_replay(resolved(self.graph, {**self.graph.avals, **avals}))
+        with _SIZED_LOCK:  # calls at new sizes from several threads
+            self._sized[shapes] = replay
+            while len(self._sized) > MAX_SIZES:
+                self._sized.popitem(last=False)
         return None, results
 
     @property
