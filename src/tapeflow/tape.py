@@ -21,9 +21,11 @@ from . import nest
 from .batching import one_hot_rows, vmap_chunks
 from .core import (Husk, Primitive, Recorder, Zero, bind, dynamic_shapes, reading_records,
                    recording)
+from .ops.creation import range_p
+from .ops.elementwise import equal_p
 from .ops.shape import concat_p
-from .ops.structural import (add_any, broadcast_dyn_p, ones_of, reshape_dyn_p, reshape_p, shape_of, shape_p,
-                             transpose_p)
+from .ops.structural import (add_any, broadcast_dyn_p, cast_p, ones_of, reshape_dyn_p, reshape_p,
+                             shape_of, shape_p, size_p, transpose_p)
 from .tensor import Tensor, TensorBase, Variable, convert_to_tensor, key_of, new_key
 
 __all__ = ["GradientTape", "UnconnectedGradients"]
@@ -409,8 +411,12 @@ class GradientTape(Recorder):
         flat_s = self._flat_sources(sources)
         plan, reach = self._plan(flat_s)
         n = int(np.size(t._value))
+        dynamic = dynamic_shapes() and experimental_use_pfor and (
+            parallel_iterations is None or parallel_iterations >= n)
 
-        def make(start: int, stop: int) -> np.ndarray:
+        def make(start: int, stop: int) -> Any:
+            if dynamic:  # its size read when the graph runs (NOTE(dynamic-shapes))
+                return _dynamic_basis(t)
             return one_hot_rows(shape_of(t), t._value.dtype, start, stop)
 
         if experimental_use_pfor:
@@ -424,6 +430,9 @@ class GradientTape(Recorder):
                 out.append(None)
             elif r is None:
                 out.append(_fill_unconnected(None, _jac_like(t, s), mode))
+            elif dynamic:
+                shape = bind(concat_p, _shape_tensor(t), _shape_tensor(s), axis=0)
+                out.append(bind(reshape_dyn_p, r, shape, lead=0))
             else:
                 out.append(_reshape(r, shape_of(t) + shape_of(s)))
         return nest.pack_sequence_as(sources, out)
@@ -572,6 +581,17 @@ def _kept(vjp: Any, needs: tuple, n_out: int) -> tuple:
 
 def _jac_like(t: Any, s: Any) -> Tensor:
     return Tensor(np.zeros(shape_of(t) + shape_of(s), dtype=s._value.dtype))
+
+
+def _dynamic_basis(t: Tensor) -> Tensor:
+    """The one-hot basis of t's shape, [size(t), *shape(t)], made when the graph runs."""
+    size = bind(size_p, t, axis=None, dtype=np.dtype(np.int64))
+    index = bind(range_p, Tensor(np.int64(0)), size, Tensor(np.int64(1)),
+                 dtype=np.dtype(np.int64))
+    column = bind(reshape_p, index, shape=(-1, 1))
+    eye = bind(cast_p, bind(equal_p, column, index), dtype=t._value.dtype)
+    shape = bind(concat_p, Tensor(np.array([-1], np.int64)), _shape_tensor(t), axis=0)
+    return bind(reshape_dyn_p, eye, shape, lead=0)
 
 
 def _ones_like(t: Tensor) -> Tensor:

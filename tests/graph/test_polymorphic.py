@@ -154,14 +154,23 @@ def test_a_graph_computed_from_the_sizes_is_traced_per_size():
     assert not cf.serves_all_sizes
 
 
-def test_a_full_jacobian_over_a_none_dimension_is_traced_per_size():
-    def f(x):
+def test_a_full_jacobian_over_a_none_dimension_serves_every_size():
+    # The basis has as many rows as the target has elements: made when the graph runs.
+    def f(x, w):
+        with tf.GradientTape() as tape:
+            tape.watch([x, w])
+            y = tf.sin(x) * tf.reduce_sum(x) + tf.reduce_sum(w)
+        return tape.jacobian(y, [x, w])
+
+    _check(f, [S([None, 2], tf.float64), S([3], tf.float64)], sizes=(3, 4, 2, 3))
+
+    def chunked(x):  # chunks of 2 rows: how many depends on the size
         with tf.GradientTape() as tape:
             tape.watch(x)
-            y = tf.sin(x) * tf.reduce_sum(x)
-        return tape.jacobian(y, x)
+            y = tf.sin(x) * x[0]
+        return tape.jacobian(y, x, parallel_iterations=2)
 
-    _check(f, [S([None], tf.float64)], sizes=(3, 4, 3), traces=2)
+    _check(chunked, [S([None], tf.float64)], sizes=(3, 5, 3), traces=2)
 
 
 def test_sizes_one_and_zero_trace_on_their_own():
@@ -240,6 +249,7 @@ def test_the_probe_prints_nothing(capsys):
 
 
 def test_py_function_is_not_probed_and_runs_once_per_call():
+    # Its callback runs at every call, never for a probe; the second trace stands in for it.
     calls = []
 
     def py(a):
@@ -247,12 +257,15 @@ def test_py_function_is_not_probed_and_runs_once_per_call():
         return a * 2.0
 
     def fn(x):
-        return tf.py_function(py, [x], tf.float64)
+        return tf.py_function(py, [x], tf.float64) + 1.0
 
     f = tf.function(fn, input_signature=[S([None], tf.float64)])
-    for n in (3, 4, 3):
-        np.testing.assert_array_equal(f(tf.ones([n], tf.float64)).numpy(), np.full(n, 2.0))
-    assert calls == [3, 4, 3]  # the trace of 3, the trace of 4, the replay of 3
+    for n in (3, 4, 3, 6):
+        np.testing.assert_array_equal(f(tf.ones([n], tf.float64)).numpy(), np.full(n, 3.0))
+    # the trace at 3, the trace at 4 (compared with the first: they serve every size), the
+    # replays at 3 and at 6
+    assert calls == [3, 4, 3, 6]
+    assert f.experimental_get_tracing_count() == 2
 
 
 def test_a_guard_still_guards_at_every_size():

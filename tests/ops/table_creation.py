@@ -1,7 +1,8 @@
 """Op-table rows of the creation family (src/tapeflow/ops/creation.py).
 
-The family defines no primitive: zeros, ones, eye, range and the shape queries compute
-constants, and fill, linspace, one_hot and meshgrid are composites, whose rows are here.
+Zeros, ones, eye, range and the shape queries compute constants, and fill, linspace,
+one_hot and meshgrid are composites, whose rows are here; so is the row of `range`, the
+primitive of tf.range with tensor bounds in a size-generic trace.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 import tapeflow as tf
+from tapeflow.core import bind
+from tapeflow.ops.creation import range_p
 from op_table import NondiffRow, Row, args, normal, uniform
 
 ROWS: list = [
@@ -28,6 +31,10 @@ NONDIFF_ROWS: list = [
                args(uniform(-1.99, 4.99, 6)),
                lambda x: (np.arange(4)[:, None] == np.trunc(x).astype(int)).astype(np.float32),
                prims=("equal", "select", "cast", "reshape")),
+    # range(1, 3 * size(x), 3): bounds that are tensors (read when a graph runs)
+    NondiffRow("range", lambda x: bind(range_p, tf.constant(1), tf.size(x) * 3, tf.constant(3),
+                                       dtype=np.dtype(np.int32)),
+               args(normal(3)), lambda x: np.array([1, 4, 7], np.int32)),
 ]
 
 EXEMPT: dict = {}

@@ -402,21 +402,21 @@ class Function:
         if generic in self._per_size:
             return None
         general, why = None, None
-        if calls_python(graph):
-            why = "it calls Python (py_function or numpy_function) at every replay"
-        elif tracer.created:
+        first, reads = self._unprobed.pop(generic, (None, None))
+        if first is not None and [first.avals[s][0] for s in first.inputs] != \
+                [graph.avals[s][0] for s in graph.inputs]:
+            pass  # two real traces, at different sizes: no probe needed
+        elif tracer.created or calls_python(graph):
+            # The probe would make the variables again, or call the user's Python callback
+            # an extra time: compared with the next trace at other sizes instead.
             self._unprobed[generic] = (graph, tracer.size_reads)
             return None
         else:
-            first, reads = self._unprobed.pop(generic, (None, None))
-            if first is None or [first.avals[s][0] for s in first.inputs] == \
-                    [graph.avals[s][0] for s in graph.inputs]:
-                first, reads = self._probe(graph, args, kwargs, leaves)
-            if first is None:
-                why = "it fails at other sizes"
-            else:
-                general, why = generalize(graph, first,
-                                          first_size_read(tracer.size_reads, reads))
+            first, reads = self._probe(graph, args, kwargs, leaves)
+        if first is None:
+            why = "it fails at other sizes"
+        else:
+            general, why = generalize(graph, first, first_size_read(tracer.size_reads, reads))
         if why is not None:
             self._per_size[generic] = why
         return general

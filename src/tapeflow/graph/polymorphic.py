@@ -18,10 +18,10 @@ another size.
 What the key keeps apart: sizes 0 and 1 (empty arrays, and broadcasting, which treats
 a dimension of 1 as any size) trace on their own; so does each pattern of equal None
 dimensions (a batch shared by two arguments is one size, and code may rely on it).
-A function that calls Python at replay (`py_function`, `numpy_function`) is not probed:
-the probe would run the user's callback an extra time. A first trace that makes
-variables is not probed either (the probe would run the code that makes them again);
-its graph is compared with the next trace of another size instead.
+A function that calls Python at replay (`py_function`, `numpy_function`) is not probed
+(the probe would run the user's callback an extra time), nor is a first trace that makes
+variables (the probe would run the code that makes them again): such a graph is compared
+with the next trace, at other sizes, instead, a real call that runs the callback once.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """Creation: zeros, ones, zeros_like, ones_like, fill, eye, range, linspace, one_hot,
 meshgrid, and the shape queries shape, size and rank.
 
-None needs a primitive: the queries and most creators return constants, `fill` is a
-broadcast, `linspace` a few elementwise ops and a concat, and `one_hot` a comparison
-and a select, so they differentiate through the rules of those primitives.
+The queries and most creators return constants, `fill` is a broadcast, `linspace` a few
+elementwise ops and a concat, and `one_hot` a comparison and a select, so they
+differentiate through the rules of those primitives. The one primitive, `range`, is
+tf.range of tensor bounds in a size-generic trace (tf.range(tf.shape(x)[0]),
+NOTE(dynamic-shapes) in ops/structural.py): its length is found when the graph runs.
 """
 
 from __future__ import annotations
@@ -14,15 +16,15 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..core import bind, dynamic_shapes
+from ..core import Primitive, bind, dynamic_shapes
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase, convert_to_tensor
 from .convert import as_tensor, binary_args, int_arg, int_list, int_tensor, static_shape
 from .elementwise import divide_p, equal_p, subtract_p
 from .indexing import getitem_p
 from .shape import broadcast_to, concat_p, expand_dims, shape_operand, stop_gradient
-from .structural import (add_p, broadcast_dyn_p, broadcast_to_p, cast_p, filled_like,
-                         multiply_p, reshape_p, select_p, shape_of, shape_p, size_p)
+from .structural import (add_p, broadcast_dyn_p, broadcast_to_p, cast_p, dense_deps,
+                         filled_like, multiply_p, reshape_p, select_p, shape_of, shape_p, size_p)
 
 _brange = builtins.range  # this module defines TensorFlow's `range`
 
@@ -198,7 +200,7 @@ def range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,  # n
     if limit is None:
         start, limit = 0, start
     want = None if dtype is None else _dt.as_dtype(dtype)._np
-    vals = []
+    bounds = []
     for v, arg in ((start, "start"), (limit, "limit"), (delta, "delta")):
         if isinstance(v, TensorBase) or want is None:
             t = as_tensor(v, "range", arg)
@@ -209,19 +211,45 @@ def range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,  # n
         if want is None and t._value.dtype not in _RANGE_TYPES:
             raise TypeError(f"range: `{arg}` has dtype {t.dtype.name}; expected one of "
                             "int32, int64, float16, float32, float64.")
-        vals.append(np.asarray(t))
-    kind = want if want is not None else max((v.dtype for v in vals), key=_RANGE_TYPES.index)
-    s, lim, d = (np.asarray(v).astype(kind) for v in vals)
+        bounds.append(t)
+    kind = want if want is not None else max((t._value.dtype for t in bounds),
+                                             key=_RANGE_TYPES.index)
+    if dynamic_shapes() and any(isinstance(v, TensorBase) for v in (start, limit, delta)):
+        # Bounds read when the graph runs (tf.range(tf.shape(x)[0])), not while tracing.
+        return bind(range_p, *bounds, dtype=kind)
+    return Tensor(_range_impl(*(np.asarray(t) for t in bounds), dtype=kind))
+
+
+def _range_impl(start: Any, limit: Any, delta: Any, dtype: np.dtype) -> np.ndarray:
+    s, lim, d = (np.asarray(v).astype(dtype) for v in (start, limit, delta))
     if d == 0:
         raise InvalidArgumentError("range: `delta` must not be 0.")
     if (d > 0 and s > lim) or (d < 0 and s < lim):
         raise InvalidArgumentError(f"range: `delta`={d} does not step from `start`={s} towards "
                                    f"`limit`={lim}.")
-    if kind.kind in "iu":
+    if dtype.kind in "iu":
         n = (abs(int(lim) - int(s)) + abs(int(d)) - 1) // abs(int(d))
     else:
         n = int(np.ceil(np.abs((lim - s) / d)))
-    return Tensor((s + np.arange(n).astype(kind) * d).astype(kind))
+    return (s + np.arange(n).astype(dtype) * d).astype(dtype)
+
+
+def _range_batch(vals: tuple, dims: tuple, dtype: np.dtype) -> tuple:
+    raise ValueError("range: vmap over tensor bounds would make ranges of different lengths; "
+                     "every example of a vmap has the same shape.")
+
+
+def _range_lower(jax: Any, start: Any, limit: Any, delta: Any, dtype: np.dtype) -> Any:
+    if not all(isinstance(v, (np.ndarray, np.generic)) for v in (start, limit, delta)):
+        raise ValueError("range: under jit_compile=True its bounds must come from sizes "
+                         "(tf.shape), not from data: XLA needs every length before it runs.")
+    return _range_impl(start, limit, delta, dtype)
+
+
+range_p = Primitive("range", _range_impl, differentiable=False)
+range_p.batch = _range_batch
+range_p.sparsity = dense_deps
+range_p.lower = _range_lower  # static bounds are NumPy values there (graph/xla.py)
 
 
 def linspace(start: Any, stop: Any, num: Any, name: str | None = None, axis: int = 0) -> Tensor:
