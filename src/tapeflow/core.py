@@ -41,7 +41,7 @@ from .tensor import Tensor
 __all__ = ["Primitive", "Zero", "Husk", "bind", "registry", "Recorder", "current_stack", "recording",
            "run_below", "call_below", "dynamic_shapes", "differentiating", "substack",
            "no_recorders", "reading_records", "records_open",
-           "value_read", "size_reads", "name_scope_prefix", "scope_entered", "quiet",
+           "value_read", "size_reads", "symbolic_name", "name_scope_prefix", "scope_entered", "quiet",
            "quieted",
            "variable_created", "variable_written", "read_variable_p"]
 
@@ -296,6 +296,12 @@ class Recorder:
     def on_read(self, tensor: Any, how: str) -> None:
         pass
 
+    def symbolic_name(self, tensor: Any) -> tuple | None:
+        """(a graph's name for `tensor`, its shape) if it is a value this recorder traces
+        (printed as TensorFlow prints a graph tensor, without reading its value), else
+        None."""
+        return None
+
     def on_write(self, var: Any, value: Tensor) -> None:
         pass
 
@@ -434,6 +440,17 @@ def value_read(tensor: Any, how: str) -> None:
     for rec in _state.stack:
         if rec.watches_reads:
             rec.on_read(tensor, how)
+
+
+def symbolic_name(tensor: Any) -> tuple | None:
+    """(the name under which an active trace knows `tensor`, its shape: None where a
+    signature leaves a size open), or None: str() and repr() of a traced tensor print
+    these, as TensorFlow prints a graph tensor."""
+    for rec in reversed(_state.stack):
+        name = rec.symbolic_name(tensor)
+        if name is not None:
+            return name
+    return None
 
 
 def size_reads(depth: int = 1) -> list | None:

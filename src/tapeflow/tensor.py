@@ -289,14 +289,22 @@ class TensorBase:
 
     def __format__(self, spec: str) -> str:
         # As TensorFlow: the NumPy value's format (a spec on a non-scalar is NumPy's
-        # TypeError), so f"{loss:.4f}" prints a scalar and f"{x}" the array.
+        # TypeError), so f"{loss:.4f}" prints a scalar and f"{x}" the array; f"{x}" of a
+        # traced tensor is its str(), without its value.
+        if not spec and _core.symbolic_name(self) is not None:
+            return str(self)
         value = self._read_for_python("format()")
         if spec and np.ndim(value) == 0:
             return format(value.item(), spec)
         return format(np.asarray(value), spec)
 
     def __str__(self) -> str:
-        # TensorFlow's form: NumPy's str of the value, on its own lines when it has several.
+        # TensorFlow's form: NumPy's str of the value, on its own lines when it has several;
+        # a tensor being traced, as TensorFlow prints a graph tensor: its name, shape and
+        # dtype, no value (a value read would be a guard: NOTE(value-reads) in graph/trace).
+        traced = _core.symbolic_name(self)
+        if traced is not None:
+            return f'Tensor("{traced[0]}", shape={traced[1]}, dtype={self.dtype.name})'
         text = str(np.asarray(self._read_for_python("str()")))
         if "\n" in text:
             text = "\n" + text
@@ -371,6 +379,9 @@ class Tensor(TensorBase):
         self._key = None
 
     def __repr__(self) -> str:
+        traced = _core.symbolic_name(self)
+        if traced is not None:  # a tensor being traced (see __str__)
+            return f"<tapeflow.Tensor '{traced[0]}' shape={traced[1]} dtype={self.dtype.name}>"
         return (f"<tapeflow.Tensor: shape={self.shape}, dtype={self.dtype.name}, "
                 f"numpy={_fmt_numpy(self._read_for_python('repr()'))}>")
 

@@ -259,8 +259,6 @@ def _pickled(x):
 
 
 _READS = {
-    "str": lambda x: float(str(x).split("(")[1].split(",")[0]),
-    "repr": lambda x: float(repr(x).split("numpy=")[1].rstrip(">")),
     "format": lambda x: float(format(x, ".3f")),
     "f-string": lambda x: float(f"{x:.3f}"),
     "copy": lambda x: copy.copy(x),
@@ -283,3 +281,25 @@ def test_every_python_read_raises_with_guards_error(how):
     traced = tf.function(lambda x: tf.constant(_READS[how](x)) * 2.0, guards="error")
     with pytest.raises(TracingError):
         traced(tf.constant(1.5, tf.float64))
+
+
+def test_str_and_repr_of_a_traced_tensor_print_it_as_a_graph_tensor():
+    # As TensorFlow inside tf.function: a name, the shape (None where the signature leaves
+    # a size open) and the dtype; no value, so no guard and no retrace.
+    printed = []
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float64)])
+    def f(x):
+        y = tf.sin(x)
+        printed.extend([str(x), repr(y), f"{y}"])
+        return y * 2.0
+
+    for value in (np.ones((3, 2)), np.zeros((3, 2)), np.ones((5, 2))):
+        np.testing.assert_allclose(f(tf.constant(value)).numpy(), 2 * np.sin(value))
+    assert f.experimental_get_tracing_count() == 1
+    assert printed[:3] == ['Tensor("x:0", shape=(None, 2), dtype=float64)',
+                           "<tapeflow.Tensor 'sin:0' shape=(3, 2) dtype=float64>",
+                           'Tensor("sin:0", shape=(3, 2), dtype=float64)']
+    with pytest.raises(ValueError):  # the value does not leave the trace through a string
+        tf.function(lambda x: tf.constant(float(str(x).split("(")[1].split(",")[0])))(
+            tf.constant(1.5))

@@ -447,3 +447,28 @@ def test_sized_params_replay_under_a_tape_and_compiled():
                                    rtol=1e-12)
     assert f.experimental_get_tracing_count() == 1
     assert f.get_concrete_function(x).graph.sized
+
+
+def test_get_concrete_function_of_tensor_specs():
+    # TensorFlow's guide: a concrete function for a TensorSpec serves every matching shape.
+    printed = []
+
+    @tf.function
+    def double(a):
+        printed.append(str(a))
+        return a + a
+
+    cf = double.get_concrete_function(tf.TensorSpec(shape=[None], dtype=tf.float32))
+    np.testing.assert_array_equal(cf(tf.constant([1.0, 2.0])).numpy(), [2.0, 4.0])
+    np.testing.assert_array_equal(cf(tf.constant([1.0, 2.0, 3.0])).numpy(), [2.0, 4.0, 6.0])
+    assert cf.serves_all_sizes and double.experimental_get_tracing_count() == 1
+    assert printed[0] == 'Tensor("a:0", shape=(None,), dtype=float32)'
+    assert cf is double.get_concrete_function(tf.TensorSpec([None], tf.float32))
+    with pytest.raises(TypeError, match="unknown rank"):
+        double.get_concrete_function(tf.TensorSpec(None, tf.float32))
+
+    sig = tf.function(lambda x: tf.reduce_sum(x, axis=0),
+                      input_signature=[tf.TensorSpec([None, 3], tf.float64)])
+    cf = sig.get_concrete_function()  # the signature's own specs
+    np.testing.assert_array_equal(cf(tf.ones([4, 3], tf.float64)).numpy(), [4.0] * 3)
+    assert sig.experimental_get_tracing_count() == 1

@@ -23,6 +23,7 @@ import collections
 import dataclasses
 import gc
 import functools
+import inspect
 import sys
 import threading
 import warnings
@@ -51,6 +52,7 @@ __all__ = ["function", "Function", "ConcreteFunction", "TensorSpec", "TracingErr
 MAX_SIGNATURES = 64        # traced signatures kept per function (least recently used dropped)
 MAX_BRANCHES = 16          # guarded graphs kept per signature
 MAX_SIZES = 32             # replays kept per size-generic graph, one per set of sizes
+_PLACEHOLDER_SIZE = 8      # get_concrete_function(TensorSpec): the size of a None dimension
 RETRACE_WARN_AFTER = 5     # traces of one function before the retracing warning
 _SIZED_LOCK = threading.Lock()
 
@@ -341,7 +343,8 @@ class Function:
         return False, None, failed
 
     def _trace(self, key: Any, leaves: list, args: tuple, kwargs: dict,
-               failed: Guard | None, generic: tuple | None = None) -> Any:
+               failed: Guard | None, generic: tuple | None = None,
+               specs: list | None = None) -> Any:
         graph = Graph(name=getattr(self._fn, "__name__", "fn"))
         # Each tensor argument enters the trace as a tensor of its own, made by an identity
         # op that recorders outside the trace see: the same tensor passed twice, or passed
@@ -349,6 +352,14 @@ class Function:
         inputs = [bind(identity_p, t) for t in leaves]
         tracer = Tracer(graph, inputs, self._guards)
         tracer.dynamic = generic is not None  # NOTE(dynamic-shapes) in ops/structural.py
+        tracer.input_names = _argument_names(self._fn, args, kwargs, len(leaves))
+        specs = self._input_signature if specs is None else specs
+        if specs is not None and len(specs) == len(leaves):
+            tracer.input_shapes = [
+                TensorShape([None if d is None or spec.shape[k] is None else d
+                             for k, d in enumerate(np.shape(t._value))])
+                if spec.shape.rank is not None else TensorShape([None] * np.ndim(t._value))
+                for spec, t in zip(specs, leaves)]
         pos = [0]
         call_args, call_kwargs = _rebuild((list(args), kwargs), inputs, pos)
         # A trace allocates a few objects per op and frees none until it ends: the cyclic
@@ -381,9 +392,9 @@ class Function:
             if collecting:
                 gc.enable()
         general = None if generic is None else self._serves_all_sizes(
-            generic, graph, tracer, args, kwargs, leaves)
+            generic, graph, tracer, args, kwargs, leaves, specs)
         if general is not None:
-            cf._serve_all_sizes(self._input_signature, generic, general)
+            cf._serve_all_sizes(specs, generic, general)
             key = generic
         branches = self._cache.setdefault(key, [])
         branches.append(cf)
@@ -395,7 +406,7 @@ class Function:
         return nest.pack_sequence_as(result, outs)
 
     def _serves_all_sizes(self, generic: tuple, graph: Graph, tracer: Tracer, args: tuple,
-                          kwargs: dict, leaves: list) -> Graph | None:
+                          kwargs: dict, leaves: list, specs: list) -> Graph | None:
         """The graph that serves every size of a new trace's signature (NOTE(probe)), or
         None. Where there is none, the reason is kept (for the retracing warning) and later
         traces of the signature are not probed again."""
@@ -412,7 +423,7 @@ class Function:
             self._unprobed[generic] = (graph, tracer.size_reads)
             return None
         else:
-            first, reads = self._probe(graph, args, kwargs, leaves)
+            first, reads = self._probe(graph, args, kwargs, leaves, specs)
         if first is None:
             why = "it fails at other sizes"
         else:
@@ -421,12 +432,12 @@ class Function:
             self._per_size[generic] = why
         return general
 
-    def _probe(self, first: Graph, args: tuple, kwargs: dict,
-               leaves: list) -> tuple[Graph | None, list]:
+    def _probe(self, first: Graph, args: tuple, kwargs: dict, leaves: list,
+               specs: list) -> tuple[Graph | None, list]:
         """The function traced on its inputs doubled along the None dimensions, seen by no
         other recorder, with its effects undone, and the sizes its Python code read; None
         for the graph if that trace fails or makes variables."""
-        arrays = probe_arrays(self._input_signature, [t._value for t in leaves])
+        arrays = probe_arrays(specs, [t._value for t in leaves])
         graph = Graph(name=first.name)
         inputs = [Tensor(a) for a in arrays]
         written: dict = {}
@@ -485,7 +496,15 @@ class Function:
 
     # ------------------------------------------------------------------ TensorFlow's extras
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
-        """The traced graph for these arguments (tracing them if needed)."""
+        """The traced graph for these arguments (tracing them if needed). TensorSpecs may
+        stand for tensor arguments, as in TensorFlow (and a function with an
+        input_signature needs no arguments): the graph is traced on placeholder values
+        (ones, of size 8 along None dimensions) and serves every matching shape where it
+        can (NOTE(probe) in graph/polymorphic.py)."""
+        if not args and not kwargs and self._input_signature is not None:
+            args = tuple(self._input_signature)
+        if any(isinstance(a, TensorSpec) for a in nest.flatten([list(args), kwargs])):
+            return self._concrete_for_specs(args, kwargs)
         key, leaves, args = self._key(args, kwargs)
         if key not in self._cache:
             generic = self._generic_key(leaves)
@@ -495,6 +514,41 @@ class Function:
             if key not in self._cache:
                 return self._cache[generic][-1]
         return self._cache[key][-1]
+
+    def _concrete_for_specs(self, args: tuple, kwargs: dict) -> ConcreteFunction:
+        spec_of: dict[int, TensorSpec] = {}
+
+        def placeholder(x: Any) -> Any:
+            if not isinstance(x, TensorSpec):
+                return x
+            if x.shape.rank is None:
+                raise TypeError(f"{self.__name__}.get_concrete_function: {x} has an unknown "
+                                "rank; tapeflow traces on values of a concrete rank: give it "
+                                "one (shape=[None, ...]).")
+            t = Tensor(np.ones([_PLACEHOLDER_SIZE if d is None else d for d in x.shape],
+                               x.dtype._np))
+            spec_of[id(t)] = x
+            return t
+
+        args, kwargs = nest.map_structure(placeholder, (list(args), kwargs))
+        if self._input_signature is not None:
+            args = self._check_signature(tuple(args), kwargs)
+        leaves: list = []
+        key = _walk((list(args), kwargs), leaves)
+        specs = [spec_of.get(id(t)) or TensorSpec(np.shape(t._value), t.dtype) for t in leaves]
+        generic = generic_key(specs, [np.shape(t._value) for t in leaves],
+                              [t._value.dtype for t in leaves])
+        for k in (generic, key):
+            if k is not None and k in self._cache:
+                return self._cache[k][-1]
+        with self._lock:
+            try:
+                self._trace(key, leaves, tuple(args), kwargs, None, generic, specs)
+            except Exception as e:
+                raise type(e)(f"{e} (tapeflow traces on values: get_concrete_function traced "
+                              "with ones as placeholders for the TensorSpecs; pass example "
+                              "tensors instead)") from e
+        return self._cache[generic][-1] if generic in self._cache else self._cache[key][-1]
 
     def experimental_get_tracing_count(self) -> int:
         return self._trace_count
@@ -510,6 +564,21 @@ class Function:
         bound = functools.partial(self.__call__, instance)
         bound.get_concrete_function = functools.partial(self.get_concrete_function, instance)
         return bound
+
+
+def _argument_names(fn: Callable, args: tuple, kwargs: dict, n: int) -> list[str]:
+    """The names of a call's tensor arguments, for printed graph tensors ("x:0", as
+    TensorFlow): the parameters' names where each argument is one tensor."""
+    if kwargs or len(args) != n or not all(isinstance(a, TensorBase) for a in args):
+        return []
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    if len(params) < n or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                               for p in params[:n]):
+        return []
+    return [p.name for p in params[:n]]
 
 
 def _attribute(obj: Any, dotted: str) -> Any:

@@ -8,7 +8,9 @@ computations are ops it records; recorders active around the call are below it
 and keep their own work out of the graph.
 
 NOTE(value-reads): Python code that reads a tensor's value while tracing
-(`if x > 0`, `float(x)`, `x.numpy()`) would freeze one branch into the graph.
+(`if x > 0`, `float(x)`, `x.numpy()`) would freeze one branch into the graph. (str()
+and repr() of a traced tensor read nothing: they print it as TensorFlow prints a graph
+tensor, its name, shape and dtype: `symbolic_name`.)
 Each such read becomes a Guard node holding the value read; a replay whose
 guard reads something else is abandoned and the function is traced again for
 the new branch. With ``guards="error"`` the read raises instead.
@@ -26,7 +28,7 @@ import numpy as np
 
 from ..core import Primitive, Recorder, records_open, substack
 from ..custom import call_grad_fn
-from ..tensor import Tensor, Variable, key_of, new_key
+from ..tensor import Tensor, TensorShape, Variable, key_of, new_key
 from .ir import Assign, CustomBackward, Graph, Guard, Node
 from .passes import optimize
 
@@ -70,6 +72,10 @@ class Tracer(Recorder):
         # (where, what) of each size user code read from a tensor's shape, in a size-generic
         # trace (`dynamic`): NOTE(probe) in graph/polymorphic.py
         self.size_reads: list = []
+        # names and shapes (None for a signature's None dimensions) of the inputs, for
+        # printed graph tensors (Tensor.__str__)
+        self.input_names: list[str] = []
+        self.input_shapes: list = []
         self.refs: list[int] = []  # outer slots this graph reads (its trailing inputs)
         self.ref_values: list = []  # their values while tracing
         # Tensors are named by key (tensor.key_of), not id, so the tracer need not keep
@@ -161,6 +167,21 @@ class Tracer(Recorder):
         else:
             expected = value.item() if hasattr(value, "item") else value
         self.graph.nodes.append(Guard(slot, kind, expected, where))
+
+    def symbolic_name(self, tensor: Any) -> tuple | None:
+        slot = self._slots.get(tensor._key)
+        if slot is None or slot in self.graph.constants or slot in self.graph.var_slots:
+            return None
+        shape = TensorShape(np.shape(tensor._value))
+        if slot in self.graph.inputs:
+            k = self.graph.inputs.index(slot)
+            if k < len(self.input_shapes):
+                shape = self.input_shapes[k]
+            return f"{self.input_names[k] if k < len(self.input_names) else f'input_{k}'}:0", shape
+        for n in reversed(self.graph.nodes):
+            if isinstance(n, Node) and slot in n.outputs:
+                return f"{n.prim.name}:{n.outputs.index(slot)}", shape
+        return None
 
     def on_create(self, var: Variable) -> None:
         self.created.append(var.name)
