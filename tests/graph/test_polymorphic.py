@@ -472,3 +472,26 @@ def test_get_concrete_function_of_tensor_specs():
     cf = sig.get_concrete_function()  # the signature's own specs
     np.testing.assert_array_equal(cf(tf.ones([4, 3], tf.float64)).numpy(), [4.0] * 3)
     assert sig.experimental_get_tracing_count() == 1
+
+
+def test_a_method_with_an_input_signature():
+    # TensorFlow's modules guide: the signature describes the arguments after `self`.
+    class Scale(tf.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.k = tf.Variable(k)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def __call__(self, x):
+            return x * self.k
+
+    a, b = Scale(2.0), Scale(3.0)
+    np.testing.assert_array_equal(a(tf.constant([1.0, 2.0])).numpy(), [2.0, 4.0])
+    np.testing.assert_array_equal(a(tf.constant([1.0, 2.0, 3.0])).numpy(), [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(b(tf.constant([1.0])).numpy(), [3.0])
+    a.k.assign(5.0)  # read at each call
+    np.testing.assert_array_equal(a(tf.constant([1.0, 1.0, 1.0, 1.0])).numpy(), [5.0] * 4)
+    cf = a.__call__.get_concrete_function()
+    assert cf.serves_all_sizes
+    with pytest.raises(TypeError, match="input_signature"):
+        a(tf.constant([[1.0]]))

@@ -280,9 +280,12 @@ class Function:
         functools.update_wrapper(self, fn)
 
     # ------------------------------------------------------------------ calling
-    def _key(self, args: tuple, kwargs: dict) -> tuple[Any, list, tuple]:
+    def _key(self, args: tuple, kwargs: dict, bound: tuple = ()) -> tuple[Any, list, tuple]:
+        """The cache key, the tensor leaves and the arguments (converted to the
+        input_signature's tensors); `bound` (a method's instance) goes first, unchecked."""
         if self._input_signature is not None:
             args = self._check_signature(args, kwargs)
+        args = bound + tuple(args)
         leaves: list = []
         key = _walk((list(args), kwargs), leaves)
         return key, leaves, args
@@ -315,9 +318,12 @@ class Function:
         return tuple(out)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(args, kwargs)
+
+    def _call(self, args: tuple, kwargs: dict, bound: tuple = ()) -> Any:
         if _config.functions_run_eagerly():
-            return self._fn(*args, **kwargs)  # tf.config.run_functions_eagerly(True)
-        key, leaves, args = self._key(args, kwargs)
+            return self._fn(*bound, *args, **kwargs)  # tf.config.run_functions_eagerly(True)
+        key, leaves, args = self._key(args, kwargs, bound)
         generic = self._generic_key(leaves)
         done, result, failed = self._replay(key, generic, leaves)
         if done:
@@ -496,6 +502,9 @@ class Function:
 
     # ------------------------------------------------------------------ TensorFlow's extras
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
+        return self._concrete(args, kwargs)
+
+    def _concrete(self, args: tuple, kwargs: dict, bound: tuple = ()) -> ConcreteFunction:
         """The traced graph for these arguments (tracing them if needed). TensorSpecs may
         stand for tensor arguments, as in TensorFlow (and a function with an
         input_signature needs no arguments): the graph is traced on placeholder values
@@ -504,18 +513,18 @@ class Function:
         if not args and not kwargs and self._input_signature is not None:
             args = tuple(self._input_signature)
         if any(isinstance(a, TensorSpec) for a in nest.flatten([list(args), kwargs])):
-            return self._concrete_for_specs(args, kwargs)
-        key, leaves, args = self._key(args, kwargs)
+            return self._concrete_for_specs(args, kwargs, bound)
+        key, leaves, args = self._key(args, kwargs, bound)
         if key not in self._cache:
             generic = self._generic_key(leaves)
             if generic in self._cache:
                 return self._cache[generic][-1]
-            self(*args, **kwargs)
+            self._call(args[len(bound):], kwargs, bound)
             if key not in self._cache:
                 return self._cache[generic][-1]
         return self._cache[key][-1]
 
-    def _concrete_for_specs(self, args: tuple, kwargs: dict) -> ConcreteFunction:
+    def _concrete_for_specs(self, args: tuple, kwargs: dict, bound: tuple) -> ConcreteFunction:
         spec_of: dict[int, TensorSpec] = {}
 
         def placeholder(x: Any) -> Any:
@@ -533,6 +542,7 @@ class Function:
         args, kwargs = nest.map_structure(placeholder, (list(args), kwargs))
         if self._input_signature is not None:
             args = self._check_signature(tuple(args), kwargs)
+        args = bound + tuple(args)
         leaves: list = []
         key = _walk((list(args), kwargs), leaves)
         specs = [spec_of.get(id(t)) or TensorSpec(np.shape(t._value), t.dtype) for t in leaves]
@@ -560,25 +570,44 @@ class Function:
     def __get__(self, instance: Any, owner: Any = None) -> Any:
         if instance is None:
             return self
-        # A method: the instance is the first argument (keyed by identity).
-        bound = functools.partial(self.__call__, instance)
-        bound.get_concrete_function = functools.partial(self.get_concrete_function, instance)
-        return bound
+        # A method: the instance is the first argument (keyed by identity), before the
+        # arguments an input_signature describes.
+        return _Method(self, instance)
+
+
+class _Method:
+    """A traced function bound to an instance: called, it passes the instance first."""
+
+    __slots__ = ("_function", "_instance")
+
+    def __init__(self, function: Function, instance: Any) -> None:
+        self._function = function
+        self._instance = instance
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._function._call(args, kwargs, (self._instance,))
+
+    def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
+        return self._function._concrete(args, kwargs, (self._instance,))
+
+    def __getattr__(self, name: str) -> Any:  # experimental_get_tracing_count, ...
+        return getattr(self._function, name)
 
 
 def _argument_names(fn: Callable, args: tuple, kwargs: dict, n: int) -> list[str]:
     """The names of a call's tensor arguments, for printed graph tensors ("x:0", as
-    TensorFlow): the parameters' names where each argument is one tensor."""
-    if kwargs or len(args) != n or not all(isinstance(a, TensorBase) for a in args):
+    TensorFlow): the parameters' names where each of the `n` tensors is an argument."""
+    if kwargs:
         return []
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return []
-    if len(params) < n or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                               for p in params[:n]):
+    if len(params) < len(args) or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                                      for p in params[:len(args)]):
         return []
-    return [p.name for p in params[:n]]
+    names = [p.name for p, a in zip(params, args) if isinstance(a, TensorBase)]
+    return names if len(names) == n else []
 
 
 def _attribute(obj: Any, dotted: str) -> Any:
