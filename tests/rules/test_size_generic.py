@@ -1,0 +1,67 @@
+"""Every op-table row in a trace that serves every size (graph/polymorphic.py).
+
+Each row's function, its gradient (a VJP) and a JVP are traced with every input
+dimension left open (TensorSpec of None sizes). Where the trace is taken for one that
+serves every size (the probe's graph agrees, its sizes read at replay), it must give the
+eager values at other sizes: the inputs tiled 2 and 3 times along every axis (the same
+values, so each op's domain holds). Rows whose graph depends on the sizes are traced
+per size, which tests/graph/test_polymorphic.py covers; here they only have to agree at
+the traced size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+
+from op_table import ROWS
+
+
+def _inputs(row):
+    return [np.asarray(a, np.float64) for a in row.make(np.random.default_rng(7))]
+
+
+def _program(row):
+    def run(*xs):
+        tangents = [tf.ones_like(x) * 0.5 for x in xs]
+        with tf.autodiff.ForwardAccumulator(list(xs), tangents) as acc:
+            with tf.GradientTape() as tape:
+                tape.watch(list(xs))
+                out = row.fn(*xs)
+                loss = tf.reduce_sum(out * tf.cos(out))
+            jvp = acc.jvp(out, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        grads = tape.gradient(loss, list(xs), unconnected_gradients="zero")
+        return [out, jvp] + grads
+    return run
+
+
+def _eager(fn, xs):
+    try:
+        return [np.asarray(v) for v in fn(*[tf.constant(x) for x in xs])]
+    except Exception:  # noqa: BLE001 - inputs of these sizes are not valid for the op
+        return None
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_a_size_generic_trace_gives_the_eager_values_at_other_sizes(row):
+    xs = _inputs(row)
+    program = _program(row)
+    specs = [tf.TensorSpec([None] * x.ndim, tf.float64) for x in xs]
+    traced = tf.function(program, input_signature=specs)
+    want = _eager(program, xs)
+    got = traced(*[tf.constant(x) for x in xs])
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-12)
+    cf = traced.get_concrete_function(*[tf.constant(x) for x in xs])
+    if not cf.serves_all_sizes:
+        return
+    for k in (2, 3):
+        big = [np.tile(x, (k,) * x.ndim) for x in xs]
+        want = _eager(program, big)
+        if want is None:
+            continue
+        got = traced(*[tf.constant(x) for x in big])
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-12)
