@@ -65,3 +65,28 @@ def test_a_size_generic_trace_gives_the_eager_values_at_other_sizes(row):
         got = traced(*[tf.constant(x) for x in big])
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_vmap_over_an_open_batch_dimension(row):
+    """Every batching rule in a size-generic trace: vmap of the row's gradient over a
+    batch whose size the signature leaves open (the batch size in the rules' params is
+    read at replay), against the eager vmap at other batch sizes."""
+    def grads(*args):
+        with tf.GradientTape() as tape:
+            tape.watch(list(args))
+            y = tf.reduce_sum(tf.sin(row.fn(*args)))
+        return [row.fn(*args)] + tape.gradient(y, list(args), unconnected_gradients="zero")
+
+    program = tf.vmap(grads)
+    xs = [np.stack([x, x * 0.9 + 0.05]) for x in _inputs(row)]  # a batch of 2
+    specs = [tf.TensorSpec([None] + list(x.shape[1:]), tf.float64) for x in xs]
+    traced = tf.function(lambda *a: program(*a), input_signature=specs)
+    for b in (2, 3, 5, 2):
+        batch = [np.concatenate([x] * 3)[:b] for x in xs]
+        want = _eager(program, batch)
+        if want is None:
+            continue
+        got = traced(*[tf.constant(x) for x in batch])
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-12)
