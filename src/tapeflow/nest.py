@@ -61,6 +61,8 @@ def pack_sequence_as(structure: Any, flat_sequence: list) -> Any:
         >>> nest.pack_sequence_as({"b": [0, 0], "a": 0}, [3, 1, 2])
         {'b': [1, 2], 'a': 3}
     """
+    if not is_nested(structure) and len(flat_sequence) == 1:
+        return flat_sequence[0]  # one leaf (a traced function's single output)
     flat_sequence = list(flat_sequence)
     n = len(flatten(structure))
     if n != len(flat_sequence):

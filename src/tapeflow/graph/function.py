@@ -194,20 +194,23 @@ class ConcreteFunction:
         return list(self.graph.outputs)
 
     def _run(self, tensors: list) -> Any:
-        replay, first = self._replay, None
-        if self._generic_key is not None and not recording():
-            replay, first = self._sized_replay(tensors)
         if recording():
             outs = interpret(self.graph, tensors)  # recorders are active: let them see every op
-        elif first is not None:
+            return nest.pack_sequence_as(self.graph.output_structure, outs)
+        replay, first = self._replay, None
+        if self._generic_key is not None:
+            replay, first = self._sized_replay(tensors)
+        if first is not None:
             outs = [None if a is None else Tensor(a) for a in first]
         elif self._jit_compile:
             # A DeviceTensor's device array goes into the XLA computation as it is; a graph
             # that replays with NumPy (no lowering) reads host values, which the tensor keeps.
             arrays = [array_of(t) if replay.compiled else t._value for t in tensors]
             results = replay(*arrays)
-            outs = [None if a is None else _wrap_result(a, self._keep_on_device)
-                    for a in results]
+            if self._keep_on_device:
+                outs = [None if a is None else _wrap_result(a, True) for a in results]
+            else:
+                outs = [None if a is None else Tensor(a) for a in results]
         else:
             outs = [None if a is None else Tensor(a)
                     for a in replay(*[t._value for t in tensors])]
@@ -285,6 +288,11 @@ class Function:
         input_signature's tensors); `bound` (a method's instance) goes first, unchecked."""
         if self._input_signature is not None:
             args = self._check_signature(args, kwargs)
+        elif not kwargs and not bound and all(type(a) is Tensor for a in args):
+            # The common call, tensors only: `_walk`'s key without its recursion.
+            return ("tuple", ("list",) + tuple(
+                ("T", a._value.shape, a._value.dtype.str) for a in args), ("dict",)), \
+                list(args), args
         args = bound + tuple(args)
         leaves: list = []
         key = _walk((list(args), kwargs), leaves)
