@@ -147,7 +147,48 @@ def _py_sin_times(x: Any, y: Any) -> Any:
     return tf.py_function(lambda a, b: tf.sin(a) * b, [x, y], x.dtype)
 
 
+def _np_scan(x, w, reverse=False):
+    a, out = np.zeros_like(x[0]), []
+    for e in (x[::-1] if reverse else x):
+        a = np.tanh(a * w + e)
+        out.append(a)
+    return np.stack(out[::-1] if reverse else out)
+
+
+def _pair_scan(x, w):
+    # two carries (one a pair), a result that is not a carry, from the last step back
+    def step(acc, e):
+        h, (s, p) = acc
+        h = tf.tanh(h * w + e)
+        return h, (s + h, p * 0.5 + tf.sin(e))
+    z = tf.zeros_like(x[0])
+    h, (s, p) = tf.scan(step, x, initializer=(z, (z, z)), reverse=True)
+    return h + s * p
+
+
+def _np_pair_scan(x, w):
+    h = s = p = np.zeros_like(x[0])
+    hs, ss, ps = [], [], []
+    for e in x[::-1]:
+        h = np.tanh(h * w + e)
+        s, p = s + h, p * 0.5 + np.sin(e)
+        hs.append(h), ss.append(s), ps.append(p)
+    return np.stack(hs[::-1]) + np.stack(ss[::-1]) * np.stack(ps[::-1])
+
+
 OUTSIDE_ROWS: list[Row] = [
+    # loops (tapeflow/control_flow.py): the body closes over w
+    Row("scan", lambda x, w: tf.scan(lambda a, e: tf.tanh(a * w + e), x,
+                                     initializer=tf.zeros_like(x[0])),
+        args(normal(4, 3), normal(3)), _np_scan),
+    Row("scan_pair_reverse", _pair_scan, args(normal(4, 3), normal(3)), _np_pair_scan,
+        prims=("scan",)),
+    Row("foldl", lambda x, w: tf.foldl(lambda a, e: a * w + tf.sin(e), x),
+        args(normal(5, 2), normal(2)),
+        lambda x, w: __import__("functools").reduce(lambda a, e: a * w + np.sin(e), x[1:], x[0]),
+        prims=("scan",)),
+    Row("map_fn", lambda x, w: tf.map_fn(lambda e: tf.reduce_sum(e * w) * e, x),
+        args(normal(4, 3), normal(3)), lambda x, w: (x @ w)[:, None] * x, prims=("scan",)),
     # user rules
     Row("custom_gradient", _custom_sin, args(normal(4)), np.sin),
     # host callbacks (tapeflow/py_function.py)

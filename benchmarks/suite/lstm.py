@@ -8,8 +8,9 @@ weight matrix W [96, 256] and bias b; loss 0.5 * mean((h_t - y_t) ** 2) over all
 steps; float32; gradient w.r.t. (W, b).
 
 tapeflow and TensorFlow run the same Python loop, eager and traced (tapeflow also with
-function(jit_compile=True), the unrolled graph compiled by XLA, when JAX is installed); JAX jit(grad)
-over lax.scan; PyTorch eager autograd and torch.func.grad over the same loop, and
+function(jit_compile=True), the unrolled graph compiled by XLA, when JAX is installed), and
+the same loop as tf.foldl (one loop op: tapeflow's scan, compiled to lax.scan under
+jit_compile=True; TensorFlow's while loop); JAX jit(grad) over lax.scan; PyTorch eager autograd and torch.func.grad over the same loop, and
 torch.nn.LSTM (its fused kernel, loaded with the same weights); autograd. NumPy
 floor: backpropagation through time by hand, which in float64 is the reference.
 """
@@ -97,11 +98,34 @@ def tf_api_loss(api: Any) -> Callable[..., Any]:
     return loss
 
 
-def _tf_api(api_name: str, traced: bool, data: tuple, xla: bool = False) -> Callable[[], Any]:
+def tf_api_scan_loss(api: Any) -> Callable[..., Any]:
+    """The same loss with the loop as one op: tf.foldl over the steps."""
+    def loss(w: Any, b: Any, xs: Any, ys: Any) -> Any:
+        hidden = w.shape[1] // 4
+        zeros = api.zeros([xs.shape[1], hidden], dtype=xs.dtype)
+
+        def step(carry: tuple, inputs: tuple) -> tuple:
+            h, c, total = carry
+            x_t, y_t = inputs
+            z = api.matmul(api.concat([x_t, h], axis=1), w) + b
+            i, f, g, o = api.split(z, 4, axis=1)
+            c = api.sigmoid(f) * c + api.sigmoid(i) * api.tanh(g)
+            h = api.sigmoid(o) * api.tanh(c)
+            return h, c, total + api.reduce_sum(api.square(h - y_t))
+
+        _, _, total = api.foldl(step, (xs, ys),
+                                initializer=(zeros, zeros, api.constant(0.0, xs.dtype)))
+        return 0.5 * total / float(np.prod(ys.shape))
+
+    return loss
+
+
+def _tf_api(api_name: str, traced: bool, data: tuple, xla: bool = False,
+            scan: bool = False) -> Callable[[], Any]:
     import importlib
 
     api = importlib.import_module(api_name)
-    loss = tf_api_loss(api)
+    loss = tf_api_scan_loss(api) if scan else tf_api_loss(api)
     w, b, xs, ys = (api.constant(a) for a in data)
 
     def gradient(w: Any, b: Any, xs: Any, ys: Any) -> Any:
@@ -228,8 +252,14 @@ def cases(size: str = "full") -> list[Case]:
         ("TensorFlow eager", "tensorflow", "eager", lambda: _tf_api("tensorflow", False, data)),
         ("TensorFlow tf.function", "tensorflow", "traced",
          lambda: _tf_api("tensorflow", True, data)),
+        ("tapeflow function replay over tf.foldl", "tapeflow", "traced",
+         lambda: _tf_api("tapeflow", True, data, scan=True)),
+        ("TensorFlow tf.function over tf.foldl", "tensorflow", "traced",
+         lambda: _tf_api("tensorflow", True, data, scan=True)),
         *([("tapeflow function(jit_compile=True), Python loop unrolled", "tapeflow", "xla",
-            lambda: _tf_api("tapeflow", True, data, xla=True))]
+            lambda: _tf_api("tapeflow", True, data, xla=True)),
+           ("tapeflow function(jit_compile=True) over tf.foldl (lax.scan)", "tapeflow", "xla",
+            lambda: _tf_api("tapeflow", True, data, xla=True, scan=True))]
           if common.xla_cases_wanted() else []),
         ("JAX jit(grad) over lax.scan", "jax", "jit", lambda: _jax(data)),
         ("PyTorch eager autograd, Python loop", "torch", "eager", lambda: _torch("eager", data)),

@@ -20,6 +20,7 @@ from . import (autodiff, config, dtypes, errors, extend, keras, linalg, math, ne
 from .batching import vmap
 from .callbacks import print_ as print  # noqa: A001 - TensorFlow's name
 from .config import init_scope
+from .control_flow import foldl, foldr, map_fn, scan
 from .custom import custom_gradient, grad_pass_through, recompute_grad
 from .dtypes import (DType, as_dtype, bfloat16, bool, complex64, complex128, float16, float32,
                      float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
@@ -56,7 +57,8 @@ __all__ = [
     "uint64",
     # differentiation, vectorization, tracing
     "GradientTape", "UnconnectedGradients", "ForwardAccumulator", "custom_gradient",
-    "grad_pass_through", "init_scope", "py_function", "numpy_function",
+    "grad_pass_through", "init_scope", "py_function", "numpy_function", "scan", "foldl",
+    "foldr", "map_fn",
     "recompute_grad", "vmap", "function", "TensorSpec", "Module", "name_scope", "print", "grad",
     "value_and_grad", "jvp", "vjp", "plot_graph",
     "linearize", "jacfwd", "jacrev", "jacobian", "hessian", "hvp",

@@ -127,6 +127,9 @@ class Graph:
             self.avals[slot] = (value.shape, value.dtype)
         return slot
 
+    def __repr__(self) -> str:  # short: a loop's body graph is a param of its node
+        return f"<Graph {self.name}: {self.count()} ops>"
+
     # ------------------------------------------------------------------ inspection
     def count(self) -> int:
         """Number of primitive nodes."""

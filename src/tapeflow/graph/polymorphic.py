@@ -120,17 +120,17 @@ def first_size_read(a: list, b: list) -> str | None:
 
 def same_graph(a: Graph, b: Graph) -> bool:
     """Whether two traces are the same graph apart from the sizes of their arrays."""
-    return generalize(a, b)[1] is None
+    return difference(a, b) is None
 
 
 def difference(a: Graph, b: Graph) -> str | None:
-    """What in two traces cannot be told apart from their sizes (a reason for the
-    retracing warning), or None."""
-    return generalize(a, b)[1]
+    """What first differs between two traces besides the sizes of their arrays (no size
+    read at replay: the graph `a` itself serves both), or None."""
+    return generalize(a, b, sizes=False)[1]
 
 
-def generalize(a: Graph, b: Graph,
-               python_read: str | None = None) -> tuple[Graph | None, str | None]:
+def generalize(a: Graph, b: Graph, python_read: str | None = None,
+               sizes: bool = True) -> tuple[Graph | None, str | None]:
     """(a graph that serves the sizes of both traces and every other size, None), or
     (None, the first thing that keeps it from doing so).
 
@@ -145,7 +145,9 @@ def generalize(a: Graph, b: Graph,
     correspondences is the evidence; the function's own Python code, run at both, is what
     the correspondence stands for; so where Python itself read a size of a None dimension
     (`python_read`: where, from `size_reads`), which it could use in any way (min(n, 8)),
-    nothing differing is taken for a size.
+    nothing differing is taken for a size; nor with `sizes` false. A loop's body (a
+    graph in a node's params) is generalized the same way, its sizes read from its own
+    values.
     """
     if (a.inputs != b.inputs or a.outputs != b.outputs or a.next_slot != b.next_slot
             or len(a.nodes) != len(b.nodes) or a.var_slots != b.var_slots
@@ -165,7 +167,7 @@ def generalize(a: Graph, b: Graph,
 
     def finder(slots: list) -> Any:
         def find(v1: int, v2: int) -> SizeOf | None:
-            if python_read is not None:
+            if python_read is not None or not sizes:
                 return None
             for s in slots:
                 for k, (d1, d2) in enumerate(zip(a.avals[s][0], b.avals[s][0])):
@@ -199,7 +201,8 @@ def generalize(a: Graph, b: Graph,
         if isinstance(n, Node) and n.prim is m.prim and n.inputs == m.inputs and \
                 n.outputs == m.outputs and n.backward is None and m.backward is None:
             params = _sized(n.params, m.params,
-                            finder(list(dict.fromkeys(n.inputs + a.inputs))))
+                            finder(list(dict.fromkeys(n.inputs + a.inputs))),
+                            lambda p, q: generalize(p, q, python_read, sizes)[0])
         if params is None:
             read = "" if python_read is None else f" (Python read a size at {python_read})"
             return None, f"node {k} ({_describe(n)}), whose parameters depend on the sizes{read}"
@@ -223,12 +226,13 @@ def _filled_shape(x: Any, y: Any, find: Any) -> tuple | None:
     if not (_same(first, y.reshape(-1)[0]) and _same(x, np.full_like(x, first))
             and _same(y, np.full_like(y, first))):
         return None
-    return _sized(x.shape, y.shape, find)
+    return _sized(x.shape, y.shape, find, lambda p, q: None)
 
 
-def _sized(p: Any, q: Any, find: Any) -> Any:
-    """`p` with each int that differs from `q`'s found as a size (SizeOf); None if one
-    cannot be, or if anything else differs."""
+def _sized(p: Any, q: Any, find: Any, graphs: Any) -> Any:
+    """`p` with each int that differs from `q`'s found as a size (SizeOf), and each graph
+    (a loop's body) by ``graphs(p, q)``; None if one cannot be, or if anything else
+    differs."""
     if isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)):
         if not isinstance(q, (int, np.integer)) or isinstance(q, (bool, np.bool_)):
             return None
@@ -238,7 +242,7 @@ def _sized(p: Any, q: Any, find: Any) -> Any:
     if isinstance(p, (tuple, list)) and not hasattr(p, "_fields"):
         if len(p) != len(q):
             return None
-        items = [_sized(u, v, find) for u, v in zip(p, q)]
+        items = [_sized(u, v, find, graphs) for u, v in zip(p, q)]
         return None if any(i is None and u is not None for i, u in zip(items, p)) \
             else type(p)(items)
     if isinstance(p, dict):
@@ -246,14 +250,16 @@ def _sized(p: Any, q: Any, find: Any) -> Any:
             return None
         out = {}
         for k in p:
-            v = _sized(p[k], q[k], find)
+            v = _sized(p[k], q[k], find, graphs)
             if v is None and p[k] is not None:
                 return None
             out[k] = v
         return out
     if isinstance(p, slice):
-        parts = _sized((p.start, p.stop, p.step), (q.start, q.stop, q.step), find)
+        parts = _sized((p.start, p.stop, p.step), (q.start, q.stop, q.step), find, graphs)
         return None if parts is None else slice(*parts)
+    if isinstance(p, Graph):
+        return p if difference(p, q) is None else graphs(p, q)
     return p if _same(p, q) else None
 
 

@@ -30,10 +30,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .ir import Assign, Graph, Guard, Node
+from .ir import Assign, Graph, Guard, Node, resolve
 from .replay import GuardFailed, Replay, VariableLocks, _written
 
-__all__ = ["XlaReplay", "require_jax", "missing_lowerings"]
+__all__ = ["XlaReplay", "require_jax", "missing_lowerings", "lower_graph"]
 
 _WARNED: set = set()
 
@@ -49,8 +49,35 @@ def require_jax() -> Any:
 
 
 def missing_lowerings(g: Graph) -> list[str]:
-    """The primitives of `g` that have no lowering rule."""
-    return sorted({n.prim.name for n in g.nodes if isinstance(n, Node) and n.prim.lower is None})
+    """The primitives of `g` that have no lowering rule; a loop (a node with a `body`
+    graph) whose body holds one, a random draw or a check XLA cannot raise counts too."""
+    missing = set()
+    for n in g.nodes:
+        if not isinstance(n, Node):
+            continue
+        body = n.params.get("body")
+        if n.prim.lower is None or (isinstance(body, Graph) and (missing_lowerings(body) or any(
+                isinstance(m, Node) and (m.prim.stateful or m.prim.lower_check is not None)
+                for m in body.nodes))):
+            missing.add(n.prim.name)
+    return sorted(missing)
+
+
+def lower_graph(jax: Any, g: Graph, inputs: list) -> list:
+    """A loop body's graph (no variables, guards or draws) lowered on JAX values."""
+    env: dict[int, Any] = dict(zip(g.inputs, inputs, strict=True))
+    env.update(g.constants)
+    for k, n in enumerate(g.nodes):
+        args = [env[s] for s in n.inputs]
+        params = n.params
+        if k in g.sized:  # sizes read from the values (NOTE(sized-params)): static in JAX
+            params = resolve(params, lambda slot, axis: np.shape(env[slot])[axis])
+        out = _static(n, args, params)
+        if out is None:
+            out = n.prim.lower(jax, *args, **params)
+        for o, v in zip(n.outputs, out if n.prim.multiple_results else (out,), strict=True):
+            env[o] = v
+    return [env[o] for o in g.outputs]
 
 
 _WIDE = {np.dtype(t) for t in (np.float64, np.int64, np.uint64, np.complex128)}

@@ -1,0 +1,488 @@
+"""tf.scan, tf.foldl, tf.foldr and tf.map_fn: a loop over a leading axis as one primitive.
+
+A Python loop over time steps is unrolled by tracing: T steps put T copies of the body
+into a graph, which XLA then compiles copy by copy (an LSTM of 50 steps: 20 s). `scan_p`
+is the loop as one op. Its body is traced once into a graph whose inputs are the
+carries, one step of each sequence and the tensors the body reads from outside
+(variables read, closed-over tensors: inputs of the op, so tapes see them), and whose
+outputs are the new carries and one step of each result. The impl replays the body at
+each step; XLA lowers it to `lax.scan`. Its rules are scans of bodies traced from the
+body graph, so they nest (second derivatives are scans of scans):
+
+- JVP: a scan of the body's JVP, the tangents of the carries carried along;
+- VJP: a reverse scan of the body's VJP, which carries the cotangents of the carries and
+  sums those of the outside tensors. It reads the carries entering each step: a scan
+  run under a tape or an accumulator keeps them (`emits_carries`: its body returns them
+  too, as extra results); otherwise a second scan recomputes them;
+- batching: a scan of the vmapped body, every carry batched.
+
+The body may not branch on tensor values (a guard), assign variables or make them:
+each is a clear error while it is traced.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable
+
+import numpy as np
+
+from . import nest
+from .batching import vmap
+from .core import Primitive, Zero, bind, differentiating, substack
+from .forward import ForwardAccumulator
+from .graph.ir import Graph
+from .graph.passes import optimize
+from .graph.polymorphic import resolved
+from .graph.replay import Replay, interpret, plan_runner
+from .graph.trace import Tracer, TracingError
+from .ops.convert import as_tensor
+from .ops.structural import (broadcast_to_p, dense_deps, instantiate, move_axis, move_to_front,
+                             reshape_p, shape_of, zeros_of)
+from .tape import GradientTape, UnconnectedGradients
+from .tensor import Tensor, Variable, key_of, new_key, seal
+
+__all__ = ["scan", "foldl", "foldr", "map_fn"]
+
+
+# ------------------------------------------------------------------ the body as a graph
+class _BodyTracer(Tracer):
+    """Traces a loop body into a closed graph: every tensor it reads from outside, and
+    every variable it reads, becomes an input of its own (`captured`, in order)."""
+
+    def __init__(self, graph: Graph, inputs: list) -> None:
+        super().__init__(graph, inputs, guards="error")
+        self.captured: list = []
+
+    def _new_input(self, tensor: Any, source: Any) -> int:
+        slot = self.graph.new_slot(tensor._value)
+        self.graph.inputs.append(slot)
+        self._slots[key_of(tensor)] = slot
+        self.captured.append(source)
+        return slot
+
+    def slot_of(self, x: Any) -> int:
+        slot = self._slots.get(x._key) if x._key is not None else None
+        return slot if slot is not None else self._new_input(x, x)
+
+    def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
+                level: int) -> None:
+        if prim.reads_variable:  # the variable's value: read outside, at each call
+            out = outputs[0]
+            if out._key is None:
+                out._key = new_key()
+            self._new_input(out, inputs[0])
+            self.made.append(weakref.ref(out))
+            return
+        super().process(prim, inputs, outputs, params, level)
+
+    def on_read(self, tensor: Any, how: str) -> None:
+        slot = self._slots.get(tensor._key)
+        if slot is not None and slot not in self.graph.constants:
+            raise TracingError(f"scan: the loop body reads a tensor's value ({how}); a loop "
+                               "body cannot branch on values: use tf.where.")
+
+    def on_write(self, var: Variable, value: Tensor) -> None:
+        raise TracingError(f"scan: the loop body assigns the variable {var.name!r}; return the "
+                           "new value as part of the carry instead.")
+
+    def on_create(self, var: Variable) -> None:
+        raise TracingError(f"scan: the loop body makes the variable {var.name!r}; make it "
+                           "outside the loop.")
+
+
+def trace_body(fn: Callable[..., list], example: list) -> tuple[Graph, list]:
+    """(the graph of `fn`, a function of len(example) tensors returning a list of
+    tensors, traced on those values; what it captured: tensors and variables)."""
+    graph = Graph(name=getattr(fn, "__name__", "body"))
+    inputs = [Tensor(np.asarray(e._value if isinstance(e, Tensor) else e)) for e in example]
+    tracer = _BodyTracer(graph, inputs)
+    try:
+        with substack(lambda r: False, extra=(tracer,)):
+            outs = [as_tensor(o, "scan", "the loop body's result") for o in fn(*inputs)]
+            graph.outputs = [tracer.slot_of(o) for o in outs]
+    finally:
+        seal([t for t in (r() for r in tracer.made) if t is not None], "a scan body")
+    optimize(graph)
+    return graph, tracer.captured
+
+
+def _values(captured: list) -> list:
+    """The captured tensors, each variable read now (an op the caller's tapes see)."""
+    return [v.value() if isinstance(v, Variable) else v for v in captured]
+
+
+def _derived(body: Graph, key: tuple, make: Callable[[], tuple]) -> tuple[Graph, list]:
+    """A body derived from `body` (its JVP, its VJP, ...), traced once and kept with it."""
+    cache = body.__dict__.setdefault("_derived", {})
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
+
+
+def _float(x: Any) -> bool:
+    return np.asarray(x._value).dtype.kind in "fc"
+
+
+def _step(x: Tensor) -> Any:
+    """Step 0 of a stacked sequence (zeros of a step's shape when there is none)."""
+    value = x._value
+    return value[0] if value.shape[0] else np.zeros(value.shape[1:], value.dtype)
+
+
+# ------------------------------------------------------------------ the primitive
+def _body_replay(body: Graph, args: list) -> tuple[Callable, list | None]:
+    """(the replay of `body` for the shapes of `args`, None), or (that replay, the body's
+    outputs at `args`) when it was made now at other shapes than the body was traced at
+    (a size-generic graph's loop, graph/polymorphic.py): a replay's buffer reuse and
+    specialized impls are chosen from the shapes, so each set of shapes has its own,
+    made after a run that finds every shape."""
+    shapes = tuple(np.shape(a) for a in args)
+    replays = body.__dict__.setdefault("_replays", {})
+    run = replays.get(shapes)
+    if run is not None:
+        return run, None
+    if not body.sized and shapes == tuple(tuple(body.avals[s][0]) for s in body.inputs):
+        return replays.setdefault(shapes, Replay(body)), None
+    avals: dict = {}
+    out = plan_runner(body, avals)(*args)
+    return replays.setdefault(shapes, Replay(resolved(body, {**body.avals, **avals}))), out
+
+
+def _scan_impl(*inputs: Any, body: Graph, n_carry: int, n_x: int, length: int,
+               reverse: bool, emits_carries: bool) -> list:
+    carry = list(inputs[:n_carry])
+    xs = inputs[n_carry:n_carry + n_x]
+    consts = list(inputs[n_carry + n_x:])
+    steps = []
+    run = None
+    for t in (range(length - 1, -1, -1) if reverse else range(length)):
+        args = [*carry, *[x[t] for x in xs], *consts]
+        out = None
+        if run is None:
+            run, out = _body_replay(body, args)
+        if out is None:
+            out = run(*args)
+        carry, ys = out[:n_carry], out[n_carry:]
+        steps.append(ys)
+    if reverse:
+        steps.reverse()
+    stacked = []
+    for k, slot in enumerate(body.outputs[n_carry:]):
+        if steps:
+            stacked.append(np.stack([np.asarray(s[k]) for s in steps]))
+        else:
+            shape, dtype = body.avals[slot]
+            stacked.append(np.zeros((0,) + tuple(shape), dtype))
+    return [np.asarray(c) for c in carry] + stacked
+
+
+def _split(seq: Any, *sizes: int) -> list:
+    out, i = [], 0
+    for n in sizes:
+        out.append(list(seq[i:i + n]))
+        i += n
+    return out
+
+
+def _scan_jvp(tangents: tuple, outs: tuple, primals: tuple, body: Graph, n_carry: int,
+              n_x: int, length: int, reverse: bool, emits_carries: bool) -> tuple:
+    nc, nx = n_carry, n_x
+    nk = len(primals) - nc - nx
+    n_y = len(outs) - nc
+    live = [type(t) is not Zero for t in tangents]
+    if not any(live):
+        return tuple(Zero.like(o) for o in outs)
+    fc = [j for j in range(nc) if _float(primals[j])]      # carries that carry a tangent
+    tx = [j for j in range(nx) if live[nc + j]]
+    tk = [j for j in range(nk) if live[nc + nx + j]]
+    fy = [j for j in range(n_y) if _float(outs[nc + j])]
+    carry, xs, consts = _split(primals, nc, nx, nk)
+    cdot = [instantiate(tangents[j]) for j in fc]
+    xdot = [tangents[nc + j] for j in tx]
+    kdot = [tangents[nc + nx + j] for j in tk]
+
+    def make() -> tuple:
+        def jvp_step(*a: Any) -> list:
+            c, cd, x, xd, k, kd = _split(a, nc, len(fc), nx, len(tx), nk, len(tk))
+            watched = [c[j] for j in fc] + [x[j] for j in tx] + [k[j] for j in tk]
+            with ForwardAccumulator(watched, cd + xd + kd) as acc:
+                out = interpret(body, c + x + k)
+            new_c, ys = out[:nc], out[nc:]
+            d = [acc.jvp(o, unconnected_gradients=UnconnectedGradients.ZERO)
+                 for o in [new_c[j] for j in fc] + [ys[j] for j in fy]]
+            return new_c + d[:len(fc)] + ys + d[len(fc):]
+        return trace_body(jvp_step, carry + cdot + [_step(x) for x in xs] +
+                          [_step(t) for t in xdot] + consts + kdot)
+
+    jbody, captured = _derived(body, ("jvp", tuple(fc), tuple(tx), tuple(tk)), make)
+    res = bind(scan_p, *carry, *cdot, *xs, *xdot, *consts, *kdot, *_values(captured),
+               body=jbody, n_carry=nc + len(fc), n_x=nx + len(tx), length=length,
+               reverse=reverse, emits_carries=False)
+    new_c, dc, ys, dy = _split(res, nc, len(fc), n_y, len(fy))
+    out = [dc[fc.index(j)] if j in fc else Zero.like(outs[j]) for j in range(nc)]
+    out += [dy[fy.index(j)] if j in fy else Zero.like(outs[nc + j]) for j in range(n_y)]
+    return tuple(out)
+
+
+def _scan_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, body: Graph,
+              n_carry: int, n_x: int, length: int, reverse: bool,
+              emits_carries: bool) -> tuple:
+    nc, nx = n_carry, n_x
+    nk = len(primals) - nc - nx
+    n_y = len(outs) - nc
+    carry, xs, consts = _split(primals, nc, nx, nk)
+    fc = [j for j in range(nc) if _float(carry[j])]
+    fx = [j for j in range(nx) if _float(xs[j])]
+    fk = [j for j in range(nk) if _float(consts[j])]
+    # The emitted carries (emits_carries) are no result of the user's: their cotangents
+    # are zeros, unless something did read them.
+    fy = [j for j in range(n_y) if _float(outs[nc + j]) and not (
+        emits_carries and j >= n_y - nc and type(cts[nc + j]) is Zero)]
+    if length == 0:  # nothing ran: the final carries are the initial ones
+        grads = [instantiate(cts[j]) if j in fc else None for j in range(nc)]
+        grads += [zeros_of(x) if j in fx else None for j, x in enumerate(xs)]
+        return tuple(grads + [zeros_of(k) if j in fk else None for j, k in enumerate(consts)])
+
+    if emits_carries:  # the carries entering each step, kept by the forward scan
+        carries_t = list(outs[len(outs) - nc:])
+    else:  # recomputed: a scan whose body also emits them
+        cbody, ccap = _derived(body, ("carries",), lambda: emitting_carries(
+            body, nc, carry + [_step(x) for x in xs] + consts))
+        res = bind(scan_p, *primals, *_values(ccap), body=cbody, n_carry=nc, n_x=nx,
+                   length=length, reverse=reverse, emits_carries=True)
+        carries_t = list(res[nc + n_y:])
+    ct_c = [instantiate(cts[j]) for j in fc]
+    ct_y = [instantiate(cts[nc + j]) for j in fy]
+    acc0 = [zeros_of(consts[j]) for j in fk]
+
+    def make_vjp() -> tuple:
+        def vjp_step(*a: Any) -> list:
+            gc, acc, c, x, gy, k = _split(a, len(fc), len(fk), nc, nx, len(fy), nk)
+            watched = [c[j] for j in fc] + [x[j] for j in fx] + [k[j] for j in fk]
+            with GradientTape() as tape:
+                tape.watch(watched)
+                out = interpret(body, c + x + k)
+            targets = [out[j] for j in fc] + [out[nc + j] for j in fy]
+            grads = tape.gradient(targets, watched, output_gradients=gc + gy,
+                                  unconnected_gradients=UnconnectedGradients.ZERO)
+            g_c, g_x, g_k = _split(grads, len(fc), len(fx), len(fk))
+            return g_c + [s + g for s, g in zip(acc, g_k, strict=True)] + g_x
+        return trace_body(vjp_step, ct_c + acc0 + [_step(c) for c in carries_t] +
+                          [_step(x) for x in xs] + [_step(g) for g in ct_y] + consts)
+
+    vbody, vcap = _derived(body, ("vjp", tuple(fc), tuple(fk), tuple(fy)), make_vjp)
+    back = bind(scan_p, *ct_c, *acc0, *carries_t, *xs, *ct_y, *consts, *_values(vcap),
+                body=vbody, n_carry=len(fc) + len(fk), n_x=nc + nx + len(fy), length=length,
+                reverse=not reverse, emits_carries=False)
+    g_c, g_k, g_x = _split(back, len(fc), len(fk), len(fx))
+    grads = [g_c[fc.index(j)] if j in fc else None for j in range(nc)]
+    grads += [g_x[fx.index(j)] if j in fx else None for j in range(nx)]
+    grads += [g_k[fk.index(j)] if j in fk else None for j in range(nk)]
+    return tuple(grads)
+
+
+def _scan_batch(vals: tuple, dims: tuple, body: Graph, n_carry: int, n_x: int, length: int,
+                reverse: bool, emits_carries: bool) -> tuple:
+    size = dims.size
+    nc, nx = n_carry, n_x
+    nk = len(vals) - nc - nx
+    carry = []
+    for v, d in zip(vals[:nc], dims[:nc], strict=True):
+        if d is None:  # a batched input reaches every carry after one step
+            shape = shape_of(v)
+            v = bind(broadcast_to_p, bind(reshape_p, v, shape=(1,) + shape),
+                     shape=(size,) + shape)
+        carry.append(move_to_front(v, d))
+    # A sequence's batch axis goes second: its first stays the loop's.
+    xs = [v if d is None else move_axis(v, d, 1)
+          for v, d in zip(vals[nc:nc + nx], dims[nc:nc + nx], strict=True)]
+    consts = [move_to_front(v, d) for v, d in zip(vals[nc + nx:], dims[nc + nx:], strict=True)]
+    in_axes = tuple([0] * nc + [None if d is None else 0 for d in dims[nc:]])
+
+    def make() -> tuple:
+        def batch_step(*a: Any) -> list:
+            return list(vmap(lambda *b: interpret(body, list(b)), in_axes=in_axes)(*a))
+        return trace_body(batch_step, carry + [_step(x) for x in xs] + consts)
+
+    bbody, captured = _derived(body, ("batch", in_axes, size), make)
+    res = bind(scan_p, *carry, *xs, *consts, *_values(captured), body=bbody, n_carry=nc,
+               n_x=nx, length=length, reverse=reverse, emits_carries=emits_carries)
+    return res, [0] * nc + [1] * (len(res) - nc)
+
+
+def _scan_lower(jax: Any, *args: Any, body: Graph, n_carry: int, n_x: int, length: int,
+                reverse: bool, emits_carries: bool) -> list:
+    from .graph.xla import lower_graph  # noqa: PLC0415 - graph.xla imports the op families
+
+    carry, xs, consts = _split(args, n_carry, n_x, len(args) - n_carry - n_x)
+
+    def step(c: tuple, x: tuple) -> tuple:
+        out = lower_graph(jax, body, list(c) + list(x) + consts)
+        return tuple(out[:n_carry]), tuple(out[n_carry:])
+
+    final, ys = jax.lax.scan(step, tuple(jax.numpy.asarray(c) for c in carry),
+                             tuple(jax.numpy.asarray(x) for x in xs), length=length,
+                             reverse=reverse)
+    return list(final) + list(ys)
+
+
+scan_p = Primitive("scan", _scan_impl, multiple_results=True)
+scan_p.jvp = _scan_jvp
+scan_p.vjp = _scan_vjp
+scan_p.batch = _scan_batch
+scan_p.sparsity = dense_deps  # the body may relate any output to any input
+scan_p.lower = _scan_lower
+
+
+def _scan(step: Callable[..., list], init: list, xs: list, reverse: bool) -> list:
+    """bind scan_p for `step` (carries, one step of each sequence -> new carries, one step
+    of each result) over the sequences `xs` (at least one) from the carries `init`."""
+    lengths = {shape_of(x)[0] if shape_of(x) else None for x in xs}
+    if len(lengths) != 1 or None in lengths:
+        raise ValueError(f"scan: the sequences must all have a leading axis of one length; "
+                         f"got shapes {[tuple(shape_of(x)) for x in xs]}.")
+    (length,) = lengths
+    example = list(init) + [_step(x) for x in xs]
+    body, captured = trace_body(step, example)
+    consts = _values(captured)
+    n_out = len(body.outputs)
+    if differentiating():
+        # Under a tape or an accumulator the scan also keeps the carries entering each
+        # step, which its VJP would otherwise recompute with a second forward scan.
+        body, more = emitting_carries(body, len(init), example + consts)
+        consts += _values(more)
+    outs = bind(scan_p, *init, *xs, *consts, body=body, n_carry=len(init), n_x=len(xs),
+                length=length, reverse=reverse, emits_carries=len(body.outputs) != n_out)
+    return list(outs[:n_out])
+
+
+def emitting_carries(body: Graph, n_carry: int, example: list) -> tuple[Graph, list]:
+    """`body` that also returns its input carries, as results of each step."""
+    def step(*a: Any) -> list:
+        return interpret(body, list(a)) + list(a[:n_carry])
+    return trace_body(step, example)
+
+
+# ------------------------------------------------------------------ TensorFlow's functions
+def _tensors(structure: Any, what: str) -> list:
+    return [as_tensor(x, "scan", what) for x in nest.flatten(structure)]
+
+
+def _same_structure(a: Any, b: Any, what: str) -> None:
+    if nest.is_nested(a) != nest.is_nested(b) or len(nest.flatten(a)) != len(nest.flatten(b)):
+        raise TypeError(f"scan: {what}: the function returned a structure of "
+                        f"{len(nest.flatten(b))} tensors where {len(nest.flatten(a))} were "
+                        "expected (the initializer's structure).")
+
+
+def scan(fn: Callable, elems: Any, initializer: Any = None, parallel_iterations: int = 10,
+         back_prop: bool = True, swap_memory: bool = False, infer_shape: bool = True,
+         reverse: bool = False, name: str | None = None) -> Any:
+    """TensorFlow's tf.scan: ``a = fn(a, e)`` for each `e` of `elems` along their first
+    axis (from the last with `reverse`), returning every `a`, stacked. Without an
+    initializer, the first element is the first `a`. One op (NOTE in control_flow): traced
+    once, differentiable in both modes, batched by vmap, compiled to lax.scan under
+    jit_compile=True.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.scan(lambda a, x: a + x, tf.constant([1., 2., 3., 4.])).numpy()
+        array([ 1.,  3.,  6., 10.], dtype=float32)
+    """
+    xs = _tensors(elems, "elems")
+    if initializer is None:
+        first = [x[-1] if reverse else x[0] for x in xs]
+        rest = [x[:-1] if reverse else x[1:] for x in xs]
+        structure = elems
+        init = first
+    else:
+        structure, init, rest = initializer, _tensors(initializer, "initializer"), xs
+    nc = len(init)
+
+    def step(*a: Any) -> list:
+        acc = nest.pack_sequence_as(structure, list(a[:nc]))
+        new = fn(acc, nest.pack_sequence_as(elems, list(a[nc:])))
+        _same_structure(structure, new, "fn(accumulator, element)")
+        flat = nest.flatten(new)
+        return flat + flat
+
+    out = _scan(step, init, rest, reverse)
+    stacked = out[nc:]
+    if initializer is None:  # the first element leads the results
+        stacked = [_join(f, s, reverse) for f, s in zip(first, stacked, strict=True)]
+    return nest.pack_sequence_as(structure, stacked)
+
+
+def _join(first: Tensor, rest: Tensor, reverse: bool) -> Tensor:
+    from .ops.shape import concat  # noqa: PLC0415 - kept beside its one use
+    one = bind(reshape_p, first, shape=(1,) + shape_of(first))
+    return concat([rest, one] if reverse else [one, rest], axis=0)
+
+
+def foldl(fn: Callable, elems: Any, initializer: Any = None, parallel_iterations: int = 10,
+          back_prop: bool = True, swap_memory: bool = False, name: str | None = None) -> Any:
+    """TensorFlow's tf.foldl: ``a = fn(a, e)`` for each `e` of `elems` from the first;
+    returns the last `a` (the first element, without an initializer, starts it).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> float(tf.foldl(lambda a, x: a * x, tf.constant([1., 2., 3., 4.])))
+        24.0
+    """
+    return _fold(fn, elems, initializer, reverse=False)
+
+
+def foldr(fn: Callable, elems: Any, initializer: Any = None, parallel_iterations: int = 10,
+          back_prop: bool = True, swap_memory: bool = False, name: str | None = None) -> Any:
+    """TensorFlow's tf.foldr: as foldl, from the last element to the first.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> float(tf.foldr(lambda a, x: a - x, tf.constant([1., 2., 10.])))
+        7.0
+    """
+    return _fold(fn, elems, initializer, reverse=True)
+
+
+def _fold(fn: Callable, elems: Any, initializer: Any, reverse: bool) -> Any:
+    xs = _tensors(elems, "elems")
+    if initializer is None:
+        structure = elems
+        init = [x[-1] if reverse else x[0] for x in xs]
+        xs = [x[:-1] if reverse else x[1:] for x in xs]
+    else:
+        structure, init = initializer, _tensors(initializer, "initializer")
+    nc = len(init)
+
+    def step(*a: Any) -> list:
+        new = fn(nest.pack_sequence_as(structure, list(a[:nc])),
+                 nest.pack_sequence_as(elems, list(a[nc:])))
+        _same_structure(structure, new, "fn(accumulator, element)")
+        return nest.flatten(new)
+
+    return nest.pack_sequence_as(structure, _scan(step, init, xs, reverse)[:nc])
+
+
+def map_fn(fn: Callable, elems: Any, dtype: Any = None, parallel_iterations: Any = None,
+           back_prop: bool = True, swap_memory: bool = False, infer_shape: bool = True,
+           name: str | None = None, fn_output_signature: Any = None) -> Any:
+    """TensorFlow's tf.map_fn: `fn` applied to each element of `elems` along their first
+    axis, one at a time, the results stacked (tf.vectorized_map / tapeflow.vmap run all at
+    once where `fn` allows).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.map_fn(lambda x: x * x, tf.constant([1., 2., 3.])).numpy()
+        array([1., 4., 9.], dtype=float32)
+    """
+    xs = _tensors(elems, "elems")
+    structure: list = []
+
+    def step(*a: Any) -> list:
+        out = fn(nest.pack_sequence_as(elems, list(a)))
+        structure.append(out)
+        return nest.flatten(out)
+
+    out = _scan(step, [], xs, False)
+    return nest.pack_sequence_as(structure[0], out)
