@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
+from tapeflow.keras import layers
 
 keras = tf.keras
 
@@ -134,3 +135,40 @@ def test_traced_training_step_with_lstm_model():
     losses = [float(step(x, y)) for _ in range(40)]
     assert step.experimental_get_tracing_count() == 1
     assert losses[-1] < losses[0] / 3
+
+
+# ---------------------------------------------------------------- the loop op (unroll=False)
+@pytest.mark.parametrize("kind", ["SimpleRNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("options", [
+    {}, {"return_sequences": True, "return_state": True}, {"go_backwards": True},
+    {"return_sequences": True, "masked": True}, {"masked": True, "go_backwards": True},
+], ids=lambda o: "-".join(sorted(o)) or "plain")
+def test_the_loop_op_equals_the_unrolled_loop(kind, options):
+    options = dict(options)
+    masked = options.pop("masked", False)
+    x = tf.constant(np.random.default_rng(3).standard_normal((3, 5, 4)))
+    mask = tf.constant(np.array([[1, 1, 0, 1, 1], [0, 0, 1, 1, 0], [1, 1, 1, 1, 1]], bool)) \
+        if masked else None
+    results = []
+    for unroll in (False, True):
+        tf.random.set_seed(4)
+        layer = getattr(layers, kind)(3, unroll=unroll, dtype="float64", **options)
+        layer(x)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            out = layer(x, mask=mask)
+            loss = sum(tf.reduce_sum(o ** 2) for o in tf.nest.flatten(out))
+        grads = tape.gradient(loss, [x] + layer.trainable_variables)
+        results.append([o.numpy() for o in tf.nest.flatten(out) + grads])
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_a_traced_lstm_holds_one_loop_op():
+    lstm = layers.LSTM(4, return_sequences=True)
+    x = tf.ones([2, 30, 3])
+    lstm(x)
+    f = tf.function(lambda x: lstm(x))
+    f(x)
+    kinds = [op.type for op in f.get_concrete_function(x).graph.get_operations()]
+    assert kinds.count("scan") == 1 and "sigmoid" not in kinds

@@ -2,9 +2,12 @@
 and `GRU`, the RNNs of the cells in cells.py (tf_keras 2.21 formulas, defaults, weight
 names and layouts, so weights copied from TensorFlow give TensorFlow's outputs).
 
-The time loop is an unrolled Python loop of tapeflow ops over (batch, time, features)
-inputs, so the layers are differentiable in both modes and trace into one graph. For the
-built-in cells, the input projection of every time step is one matrix product up front.
+For the built-in cells the time loop is one loop op (tf.scan's primitive,
+control_flow.py: its step traced once, compiled to lax.scan under jit_compile=True), as
+tf_keras' symbolic loop; with `unroll=True`, and for a user's own cell (whose call then
+runs at every step, as in eager TensorFlow), an unrolled Python loop of tapeflow ops.
+Both are differentiable in both modes and give the same values. For the built-in cells, the
+input projection of every time step is one matrix product up front.
 
 NOTE(rnn-masks): with a mask (batch, time), a masked step leaves the states as they
 were and repeats the previous step's output (zeros before the first unmasked step), as
@@ -19,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import ops
+from ..control_flow import _scan as _scan_loop
 from ..module import name_scope
 from ..ops.convert import as_tensor
 from ..tensor import TensorShape
@@ -181,6 +185,8 @@ class RNN(Layer):
         mask = self._time_mask(mask, batch, steps)
         project, step = self._step_fn(training)
         projected = project(inputs)
+        if not self.unroll and self._builtin_step():
+            return self._scanned(projected, mask, states, step)
         outputs, previous = [], None
         for t in (range(steps - 1, -1, -1) if self.go_backwards else range(steps)):
             output, new_states = step(projected[:, t], states)
@@ -197,6 +203,46 @@ class RNN(Layer):
         out = ops.shape.stack(outputs, axis=1) if self.return_sequences else outputs[-1]
         if self.return_state:
             return [out] + list(states)
+        return out
+
+    def _builtin_step(self) -> bool:
+        """Whether the step is a built-in cell's own (a user's cell keeps the Python loop:
+        its call runs at every step, as in eager TensorFlow)."""
+        cell = self.cell
+        return isinstance(cell, _GateCell) and type(cell).call is _GateCell.call
+
+    def _scanned(self, projected: Any, mask: Any, states: list, step: Any) -> Any:
+        """The recurrence as one loop op (tf.scan's primitive, as tf_keras' symbolic loop
+        with unroll=False): the same step, masks (NOTE(rnn-masks)) and results as the
+        unrolled loop of `call`."""
+        n = len(states)
+        xs = [_time_major(projected, self.go_backwards)]
+        if mask is not None:
+            xs.append(_time_major(mask, self.go_backwards))
+
+        def body(*a: Any) -> list:
+            states, previous, x_t = list(a[:n]), a[n], a[n + 1]
+            output, new_states = step(x_t, states)
+            if mask is not None:  # NOTE(rnn-masks)
+                keep = a[n + 2]
+                if self.zero_output_for_mask:
+                    previous = ops.creation.zeros_like(output)
+                output = _where_steps(keep, output, previous)
+                new_states = [_where_steps(keep, s_new, s_old)
+                              for s_new, s_old in zip(new_states, states, strict=True)]
+            return list(new_states) + [output, output]
+
+        # The output of a step before the first unmasked one: zeros of the output's shape,
+        # which is the first state's (h) for the built-in cells.
+        results = _scan_loop(body, list(states) + [ops.creation.zeros_like(states[0])], xs,
+                             False)
+        final_states, last, outputs = results[:n], results[n], results[n + 1]
+        if self.return_sequences:
+            out = ops.shape.transpose(outputs, [1, 0] + list(range(2, outputs.ndim)))
+        else:
+            out = last
+        if self.return_state:
+            return [out] + list(final_states)
         return out
 
     # -------------------------------------------------- shapes and masks
@@ -241,6 +287,12 @@ class RNN(Layer):
         config = dict(config)
         cell = _deserialize_layer(config.pop("cell"), custom_objects)
         return cls(cell, **config)
+
+
+def _time_major(x: Any, backwards: bool) -> Any:
+    """(batch, time, ...) -> (time, batch, ...), in the order the loop reads it."""
+    x = ops.shape.transpose(x, [1, 0] + list(range(2, x.ndim)))
+    return x[::-1] if backwards else x
 
 
 def _where_steps(keep: Any, new: Any, old: Any) -> Any:
