@@ -131,6 +131,11 @@ def test_bodies_a_loop_cannot_replay_raise():
         tf.scan(lambda a, e: a + v.assign(e), x)
     with pytest.raises(TypeError, match="structure"):
         tf.scan(lambda a, e: (a, a), x, initializer=0.0)
+    with pytest.raises(TypeError, match="keeps its shape and dtype"):
+        tf.foldl(lambda a, e: tf.cast(a, tf.float32) + e, x, initializer=tf.constant(0))
+    with pytest.raises(TypeError, match="keeps its shape and dtype"):
+        tf.foldl(lambda a, e: tf.concat([a, tf.reshape(e, [1])], 0), x,
+                 initializer=tf.zeros([1]))
     with pytest.raises(ValueError, match="one length"):
         tf.scan(lambda a, e: a + e[0] + e[1], (x, tf.ones([4])), initializer=0.0)
 

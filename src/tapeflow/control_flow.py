@@ -345,6 +345,13 @@ def _scan(step: Callable[..., list], init: list, xs: list, reverse: bool) -> lis
     (length,) = lengths
     example = list(init) + [_step(x) for x in xs]
     body, captured = trace_body(step, example)
+    for k, (c, slot) in enumerate(zip(init, body.outputs, strict=False)):
+        shape, dtype = body.avals[slot]
+        if tuple(shape) != tuple(shape_of(c)) or np.dtype(dtype) != np.asarray(c._value).dtype:
+            raise TypeError(f"scan: the loop body turns carry {k} of shape {tuple(shape_of(c))} "
+                            f"and dtype {np.asarray(c._value).dtype} into shape {tuple(shape)} "
+                            f"and dtype {np.dtype(dtype)}; a carry keeps its shape and dtype "
+                            "(cast the initializer, or the body's result).")
     consts = _values(captured)
     n_out = len(body.outputs)
     if differentiating():
