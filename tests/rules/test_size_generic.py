@@ -58,13 +58,17 @@ def test_a_size_generic_trace_gives_the_eager_values_at_other_sizes(row):
     if not cf.serves_all_sizes:
         return
     for k in (2, 3):
-        big = [np.tile(x, (k,) * x.ndim) for x in xs]
-        want = _eager(program, big)
-        if want is None:
-            continue
-        got = traced(*[tf.constant(x) for x in big])
-        for g, w in zip(got, want, strict=True):
-            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-12)
+        _agrees(traced, program, [np.tile(x, (k,) * x.ndim) for x in xs])
+
+
+def _agrees(traced, program, xs):
+    """The traced program gives the eager values at `xs` (if they are valid inputs)."""
+    want = _eager(program, xs)
+    if want is None:
+        return
+    got = traced(*[tf.constant(x) for x in xs])
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
@@ -83,10 +87,4 @@ def test_vmap_over_an_open_batch_dimension(row):
     specs = [tf.TensorSpec([None] + list(x.shape[1:]), tf.float64) for x in xs]
     traced = tf.function(lambda *a: program(*a), input_signature=specs)
     for b in (2, 3, 5, 2):
-        batch = [np.concatenate([x] * 3)[:b] for x in xs]
-        want = _eager(program, batch)
-        if want is None:
-            continue
-        got = traced(*[tf.constant(x) for x in batch])
-        for g, w in zip(got, want, strict=True):
-            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-12)
+        _agrees(traced, program, [np.concatenate([x] * 3)[:b] for x in xs])
