@@ -148,3 +148,54 @@ def test_compiled_as_one_lax_scan():
     got = f(xs)
     np.testing.assert_allclose(got.numpy(), _rnn_loop(w, u, xs, h0).numpy(), rtol=1e-10)
     assert f.get_concrete_function(xs)._replay.compiled
+
+
+# ---------------------------------------------------------------- NOTE(python-control-flow)
+def test_cond_and_switch_case():
+    x = tf.constant(3.0)
+    assert float(tf.cond(x > 0, lambda: x * 2.0, lambda: -x)) == 6.0
+    assert float(tf.cond(False, lambda: x * 2.0, lambda: -x)) == -3.0
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.cond(x > 0, lambda: x ** 2, lambda: -x)
+    assert float(tape.gradient(y, x)) == 6.0
+    traced = tf.function(lambda v: tf.cond(tf.reduce_sum(v) > 0, lambda: v * 2.0, lambda: -v))
+    for value, want in (([1.0, 2.0], [2.0, 4.0]), ([-1.0, -2.0], [1.0, 2.0]),
+                        ([3.0, 1.0], [6.0, 2.0])):
+        np.testing.assert_array_equal(traced(tf.constant(value)).numpy(), want)
+    assert traced.experimental_get_tracing_count() == 2  # one graph per branch
+    branches = [lambda: tf.constant(10.0), lambda: tf.constant(20.0)]
+    assert float(tf.switch_case(tf.constant(1), branches)) == 20.0
+    assert float(tf.switch_case(7, branches)) == 20.0  # out of range: the last branch
+    assert float(tf.switch_case(7, branches, default=lambda: tf.constant(0.0))) == 0.0
+    with pytest.raises(ValueError, match="scalar"):
+        tf.cond(tf.constant([True, False]), lambda: x, lambda: x)
+
+
+def test_while_loop():
+    # TensorFlow's documented example, and a loop carried through a gradient
+    i, total = tf.while_loop(lambda i, t: i < 4, lambda i, t: (i + 1, t + i),
+                             [tf.constant(0), tf.constant(0)])
+    assert (int(i), int(total)) == (4, 6)
+    (n,) = tf.while_loop(lambda n: n < 100, lambda n: [n * 2], [1])
+    assert int(n) == 128
+    assert int(tf.while_loop(lambda n: n < 100, lambda n: n * 2, 1,
+                             maximum_iterations=3)) == 8
+    x = tf.constant(1.5)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        _, y = tf.while_loop(lambda k, y: k < 3, lambda k, y: (k + 1, y * x), (0, 1.0))
+    assert float(y) == 1.5 ** 3 and float(tape.gradient(y, x)) == 3 * 1.5 ** 2
+    with pytest.raises(TypeError, match="loop variables"):
+        tf.while_loop(lambda a, b: a < 3, lambda a, b: a + 1, [0, 0])
+    # traced: the graph holds the loop unrolled; another count of iterations retraces
+    steps = tf.function(lambda n: tf.while_loop(lambda i, s: i < n, lambda i, s: (i + 1, s * 2.0),
+                                                (tf.constant(0), tf.constant(1.0)))[1])
+    assert [float(steps(tf.constant(k))) for k in (3, 5, 3)] == [8.0, 32.0, 8.0]
+
+
+def test_vectorized_map_equals_map_fn():
+    x = tf.constant(np.random.default_rng(2).standard_normal((4, 3)))
+    fn = lambda row: tf.reduce_sum(tf.sin(row) * row)  # noqa: E731
+    np.testing.assert_allclose(tf.vectorized_map(fn, x).numpy(), tf.map_fn(fn, x).numpy(),
+                               rtol=1e-14)

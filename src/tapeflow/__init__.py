@@ -20,7 +20,8 @@ from . import (autodiff, config, dtypes, errors, extend, keras, linalg, math, ne
 from .batching import vmap
 from .callbacks import print_ as print  # noqa: A001 - TensorFlow's name
 from .config import init_scope
-from .control_flow import foldl, foldr, map_fn, scan
+from .control_flow import (cond, foldl, foldr, map_fn, scan, switch_case, vectorized_map,
+                           while_loop)
 from .custom import custom_gradient, grad_pass_through, recompute_grad
 from .dtypes import (DType, as_dtype, bfloat16, bool, complex64, complex128, float16, float32,
                      float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
@@ -58,7 +59,7 @@ __all__ = [
     # differentiation, vectorization, tracing
     "GradientTape", "UnconnectedGradients", "ForwardAccumulator", "custom_gradient",
     "grad_pass_through", "init_scope", "py_function", "numpy_function", "scan", "foldl",
-    "foldr", "map_fn",
+    "foldr", "map_fn", "cond", "switch_case", "while_loop", "vectorized_map",
     "recompute_grad", "vmap", "function", "TensorSpec", "Module", "name_scope", "print", "grad",
     "value_and_grad", "jvp", "vjp", "plot_graph",
     "linearize", "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
