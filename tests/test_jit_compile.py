@@ -219,3 +219,32 @@ def test_one_compiled_trace_serves_every_size_of_a_none_dimension():
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
     assert g.experimental_get_tracing_count() == 1
     assert g.get_concrete_function(x).serves_all_sizes
+
+
+def test_conv_input_gradient_lowering_over_geometries():
+    """The input gradient's XLA lowering (stride-1 convolutions, one per phase of the
+    stride; per kernel offset when dilated) equals the NumPy impl over strides, kernels
+    larger and smaller than the stride, paddings, odd sizes and dilations."""
+    jax = pytest.importorskip("jax")
+    from tapeflow.ops.conv import _input_grad_lower, conv2d_input_grad_p
+
+    rng = np.random.default_rng(0)
+    count = 0
+    for h, wd, kh, kw, sh, sw, dh in [(5, 7, 3, 3, 2, 2, 1), (6, 6, 2, 2, 2, 2, 1),
+                                      (8, 3, 5, 1, 3, 1, 1), (1, 7, 1, 3, 1, 2, 1),
+                                      (6, 7, 1, 2, 3, 2, 1), (9, 9, 3, 3, 1, 1, 2),
+                                      (7, 8, 2, 3, 2, 3, 2), (28, 28, 3, 3, 2, 2, 1)]:
+        for pads in (((0, 0), (0, 0)), ((1, 1), (0, 2)), ((0, 1), (0, 1))):
+            hp, wp = h + sum(pads[0]), wd + sum(pads[1])
+            if hp < (kh - 1) * dh + 1 or wp < (kw - 1) * dh + 1:
+                continue
+            oh, ow = (hp - (kh - 1) * dh - 1) // sh + 1, (wp - (kw - 1) * dh - 1) // sw + 1
+            g, w = rng.standard_normal((2, oh, ow, 3)), rng.standard_normal((kh, kw, 2, 3))
+            params = dict(strides=(sh, sw), dilations=(dh, dh), pads=pads,
+                          input_shape=(2, h, wd, 2))
+            want = conv2d_input_grad_p.impl(g, w, **params)
+            with jax.enable_x64(True):
+                got = jax.jit(lambda g, w: _input_grad_lower(jax, g, w, **params))(g, w)
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
+            count += 1
+    assert count >= 20

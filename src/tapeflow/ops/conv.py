@@ -269,6 +269,8 @@ def _input_grad_lower(jax: Any, g: Any, w: Any, strides: tuple, dilations: tuple
     (sh, sw), (dh, dw) = strides, dilations
 
     def one(g1: Any, w1: Any) -> Any:
+        if (dh, dw) == (1, 1):
+            return _input_grad_phases(jax, g1, w1, strides, pads, h, wd)
         kh, kw = w1.shape[0], w1.shape[1]
         oh, ow = g1.shape[1], g1.shape[2]
         taps = jnp.einsum("nabo,ijco->ijnabc", g1, w1, precision=jax_lax.Precision.HIGHEST)
@@ -282,6 +284,41 @@ def _input_grad_lower(jax: Any, g: Any, w: Any, strides: tuple, dilations: tuple
                     (c0, wp - c0 - sw * (ow - 1) - 1, sw - 1), (0, 0, 0)])
         return out[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd, :]
     return _xla_leading(jax, one, g, w)
+
+
+def _input_grad_phases(jax: Any, g: Any, w: Any, strides: tuple, pads: tuple, h: int,
+                       wd: int) -> Any:
+    """The input gradient of an undilated convolution as sh * sw stride-1 convolutions,
+    one per phase of the padded image (rows ry, ry + sh, ...; columns likewise): phase
+    (ry, rx) sums the taps w[ry::sh, rx::sw] of the cotangent, a full convolution of g
+    with that sub-kernel flipped. Ordinary convolutions, so XLA's convolution kernels run
+    them (no lhs dilation, whose compile aborts for some geometries); the phases are
+    then interleaved and the padding cropped."""
+    jax_lax, jnp = jax.lax, jax.numpy
+    (sh, sw), (kh, kw) = strides, w.shape[:2]
+    n, oh, ow, c = g.shape[0], g.shape[1], g.shape[2], w.shape[2]
+    hp, wp = h + sum(pads[0]), wd + sum(pads[1])
+    rows, cols = -(-hp // sh), -(-wp // sw)  # phase lengths, the longest
+    phases = []
+    for ry in range(sh):
+        line = []
+        for rx in range(sw):
+            taps = w[ry::sh, rx::sw]  # [ty, tx, c, o]
+            ty, tx = taps.shape[0], taps.shape[1]
+            if ty == 0 or tx == 0:
+                line.append(jnp.zeros((n, rows, cols, c), g.dtype))
+                continue
+            kernel = jnp.transpose(taps[::-1, ::-1], (0, 1, 3, 2))  # flipped, [ty, tx, o, c]
+            out = jax_lax.conv_general_dilated(
+                g, kernel, window_strides=(1, 1),
+                padding=((ty - 1, rows - oh), (tx - 1, cols - ow)),
+                dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                precision=jax_lax.Precision.HIGHEST)
+            line.append(out)
+        phases.append(jnp.stack(line, axis=3))  # [n, rows, cols, sw, c]
+    full = jnp.stack(phases, axis=2)  # [n, rows, sh, cols, sw, c]
+    full = full.reshape(n, rows * sh, cols * sw, c)
+    return full[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd, :]
 
 
 def _filter_grad_lower(jax: Any, x: Any, g: Any, strides: tuple, dilations: tuple, pads: tuple,
