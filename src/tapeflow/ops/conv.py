@@ -241,8 +241,18 @@ def _xla_leading(jax: Any, f: Any, a: Any, b: Any) -> Any:
     lead = np.broadcast_shapes(a.shape[:-4], b.shape[:-4])
     if not lead:
         return f(a, b)
-    flat = [jnp.broadcast_to(v, lead + v.shape[-4:]).reshape((-1,) + v.shape[-4:]) for v in (a, b)]
-    out = jax.vmap(f)(*flat)
+    # An operand without the leading dims is shared (in_axes None), not broadcast: a
+    # convolution over a batch of images with one filter stays one convolution, where a
+    # batch of filters would make it a grouped one.
+    flat, axes = [], []
+    for v in (a, b):
+        if v.ndim == 4:
+            flat.append(v)
+            axes.append(None)
+        else:
+            flat.append(jnp.broadcast_to(v, lead + v.shape[-4:]).reshape((-1,) + v.shape[-4:]))
+            axes.append(0)
+    out = jax.vmap(f, in_axes=tuple(axes))(*flat)
     return out.reshape(lead + out.shape[1:])
 
 
