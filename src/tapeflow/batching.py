@@ -261,7 +261,7 @@ def one_hot_rows(shape: tuple, dtype: Any, start: int, stop: int, repeat: int | 
     return rows
 
 
-def _rows_tensor(rows: Any) -> Tensor:
+def rows_tensor(rows: Any) -> Tensor:
     """Rows as a tensor: an array made now, or a tensor a graph makes when it runs."""
     return rows if isinstance(rows, Tensor) else Tensor(rows)
 
@@ -275,7 +275,7 @@ def vmap_chunks(fn: Callable, n: int, make_rows: Callable[[int, int], np.ndarray
     chunk. `show_progress` reports the chunks done (tapeflow.progress)."""
     chunk = n if chunk_size is None else max(1, int(chunk_size))
     starts = progress(range(0, n, chunk), desc="Jacobian chunks", enabled=show_progress)
-    pieces = [vmap(fn, out_axes=out_axes)(_rows_tensor(make_rows(s, min(s + chunk, n))))
+    pieces = [vmap(fn, out_axes=out_axes)(rows_tensor(make_rows(s, min(s + chunk, n))))
               for s in starts]
     return _join(pieces, out_axes)
 

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import nest
-from .batching import one_hot_rows, vmap_chunks
+from .batching import one_hot_rows, rows_tensor, vmap_chunks
 from .core import (Husk, Primitive, Recorder, Zero, bind, dynamic_shapes, reading_records,
                    recording)
 from .ops.creation import range_p
@@ -348,7 +348,7 @@ class GradientTape(Recorder):
         flat_s = self._flat_sources(sources)
         flat_t = self._flat_targets(target)
         if output_gradients is None:
-            cts = [_ones_like(t) for t in flat_t]
+            cts = [ones_of(t) for t in flat_t]
         else:
             grads = nest.flatten(output_gradients) if nest.is_nested(output_gradients) \
                 else [output_gradients]
@@ -358,7 +358,7 @@ class GradientTape(Recorder):
             cts = []
             for i, (t, g) in enumerate(zip(flat_t, grads, strict=True)):
                 if g is None:
-                    cts.append(_ones_like(t))
+                    cts.append(ones_of(t))
                     continue
                 g = convert_to_tensor(g, dtype=t.dtype)
                 if shape_of(g) != shape_of(t):
@@ -450,7 +450,7 @@ class GradientTape(Recorder):
     def _rows_looped(self, plan: list, reach: set, targets: list, n: int, make: Any,
                      sources: list) -> list:
         """The same, one backward pass per cotangent."""
-        per_row = [self._backward(plan, reach, targets, [_as_tensor(make(j, j + 1))[0]], sources)
+        per_row = [self._backward(plan, reach, targets, [rows_tensor(make(j, j + 1))[0]], sources)
                    for j in range(n)]
         out = []
         for j, s in enumerate(sources):
@@ -592,18 +592,6 @@ def _dynamic_basis(t: Tensor) -> Tensor:
     eye = bind(cast_p, bind(equal_p, column, index), dtype=t._value.dtype)
     shape = bind(concat_p, Tensor(np.array([-1], np.int64)), _shape_tensor(t), axis=0)
     return bind(reshape_dyn_p, eye, shape, lead=0)
-
-
-def _ones_like(t: Tensor) -> Tensor:
-    """The default output gradient: ones of t's shape (read when the graph runs, in a
-    size-generic trace: NOTE(dynamic-shapes) in ops/structural.py)."""
-    if np.ndim(t._value) and dynamic_shapes():
-        return ones_of(t)
-    return Tensor(np.ones_like(t._value))
-
-
-def _as_tensor(rows: Any) -> Tensor:
-    return rows if isinstance(rows, Tensor) else Tensor(rows)
 
 
 def _shape_tensor(x: Tensor, start: int = 0) -> Tensor:

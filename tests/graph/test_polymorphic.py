@@ -495,3 +495,15 @@ def test_a_method_with_an_input_signature():
     assert cf.serves_all_sizes
     with pytest.raises(TypeError, match="input_signature"):
         a(tf.constant([[1.0]]))
+
+
+def test_the_tensors_only_call_key_is_the_general_one():
+    # Function._key's fast path for calls of tensors only must key as _walk does: a
+    # ConcreteFunction (keyed by _walk) and later calls must find the same graphs.
+    from tapeflow.graph.function import _walk
+
+    f = tf.function(lambda *a: a)
+    for args in [(), (tf.constant(1.0),), (tf.constant([1.0, 2.0]), tf.constant(np.int64(3))),
+                 (tf.zeros([2, 0, 3], tf.float64),)]:
+        leaves: list = []
+        assert f._key(args, {})[0] == _walk((list(args), {}), leaves)

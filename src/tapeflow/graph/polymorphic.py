@@ -43,7 +43,7 @@ from ..tensor import Tensor
 from .ir import Assign, Graph, Guard, Node, SizeOf, resolve
 from .trace import Tracer
 
-__all__ = ["generic_key", "probe_arrays", "same_graph", "difference", "generalize",
+__all__ = ["generic_key", "probe_arrays", "difference", "generalize",
            "probe_effects", "resolved", "first_size_read",
            "calls_python", "ProbeTracer"]
 
@@ -116,11 +116,6 @@ def first_size_read(a: list, b: list) -> str | None:
             return where
     extra = a[len(b):] or b[len(a):]
     return extra[0][0] if extra else None
-
-
-def same_graph(a: Graph, b: Graph) -> bool:
-    """Whether two traces are the same graph apart from the sizes of their arrays."""
-    return difference(a, b) is None
 
 
 def difference(a: Graph, b: Graph) -> str | None:

@@ -41,7 +41,7 @@ from ..tensor import Tensor
 __all__ = [
     # static helpers
     "shape_of", "dtype_of", "shape_source", "instantiate", "zeros_of", "ones_of",
-    "filled_like",
+    "filled", "filled_like",
     # helpers built from the structural primitives
     "add_any", "unbroadcast", "broadcast_tangent", "conj_if_complex", "float_mask",
     "swap_last_axes", "move_axis", "move_to_front", "align_batched", "kept_shape",
@@ -96,28 +96,31 @@ def shape_source(x: Any) -> Any:
     return x
 
 
-def filled_like(x: Tensor, value: Any, dtype: Any = None) -> Tensor:
-    """`value` in x's shape (and dtype unless given), connected to nothing: a constant, or
-    in a size-generic trace a node that reads x's shape when the graph runs."""
-    dt = dtype_of(x) if dtype is None else np.dtype(dtype)
-    if not dynamic_shapes():
-        return Tensor(np.full(shape_of(x), value, dt))
-    return bind(broadcast_dyn_p, Tensor(np.array(value, dt)), _trailing_shape(x, 0), lead=0,
+def filled(shape: Tensor, value: Any, dtype: Any) -> Tensor:
+    """`value` (of `dtype`) in the shape a 1-D int64 tensor holds, read when the graph
+    runs (NOTE(dynamic-shapes))."""
+    return bind(broadcast_dyn_p, Tensor(np.array(value, np.dtype(dtype))), shape, lead=0,
                 expand=())
 
 
+def filled_like(x: Tensor, value: Any, dtype: Any = None) -> Tensor:
+    """`value` in x's shape (and dtype unless given), connected to nothing: a constant, or
+    in a size-generic trace a node that reads x's shape when the graph runs (a scalar has
+    no size to read: a constant there too)."""
+    dt = dtype_of(x) if dtype is None else np.dtype(dtype)
+    if not np.ndim(x._value) or not dynamic_shapes():
+        return Tensor(np.full(shape_of(x), value, dt))
+    return filled(_trailing_shape(x, 0), value, dt)
+
+
 def zeros_of(x: Tensor) -> Tensor:
-    """Zeros of x's shape and dtype, connected to nothing (a constant)."""
-    if dynamic_shapes():
-        return filled_like(x, 0)
-    return Tensor(np.zeros_like(x._value))
+    """Zeros of x's shape and dtype, connected to nothing (a constant; see filled_like)."""
+    return filled_like(x, 0)
 
 
 def ones_of(x: Tensor) -> Tensor:
-    """Ones of x's shape and dtype, connected to nothing (a constant)."""
-    if dynamic_shapes():
-        return filled_like(x, 1)
-    return Tensor(np.ones_like(x._value))
+    """Ones of x's shape and dtype, connected to nothing (a constant; see filled_like)."""
+    return filled_like(x, 1)
 
 
 # ================================================================== helpers built from the primitives
