@@ -222,11 +222,11 @@ def test_one_compiled_trace_serves_every_size_of_a_none_dimension():
 
 
 def test_conv_input_gradient_lowering_over_geometries():
-    """The input gradient's XLA lowering (stride-1 convolutions, one per phase of the
-    stride; per kernel offset when dilated) equals the NumPy impl over strides, kernels
-    larger and smaller than the stride, paddings, odd sizes and dilations."""
+    """The input gradient's XLA lowerings (per kernel offset; stride-1 convolutions, one
+    per phase of the stride, for undilated ones) equal the NumPy impl over strides,
+    kernels larger and smaller than the stride, paddings, odd sizes and dilations."""
     jax = pytest.importorskip("jax")
-    from tapeflow.ops.conv import _input_grad_lower, conv2d_input_grad_p
+    from tapeflow.ops.conv import _input_grad_lower, _input_grad_phases, conv2d_input_grad_p
 
     rng = np.random.default_rng(0)
     count = 0
@@ -245,6 +245,11 @@ def test_conv_input_gradient_lowering_over_geometries():
             want = conv2d_input_grad_p.impl(g, w, **params)
             with jax.enable_x64(True):
                 got = jax.jit(lambda g, w: _input_grad_lower(jax, g, w, **params))(g, w)
+                # both lowerings, whichever NOTE(conv-phases) picks at these sizes
+                phases = None if dh != 1 else jax.jit(lambda g, w: _input_grad_phases(
+                    jax, g, w, (sh, sw), pads, h, wd))(g, w)
             np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
+            if phases is not None:
+                np.testing.assert_allclose(np.asarray(phases), want, rtol=1e-10, atol=1e-10)
             count += 1
     assert count >= 20
