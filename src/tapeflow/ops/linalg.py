@@ -69,20 +69,16 @@ def _matmul_batch(vals: tuple, dims: tuple) -> tuple:
         out = bind(matmul_p, flat, b)
         return bind(reshape_p, out, shape=sa[:-1] + shape_of(b)[-1:]), 0
     if da is None and len(shape_of(a)) == 2 and _example_shape(b, db)[-1] == 1:
-        # Only `b` is batched, one column per example (matrix times vector): move the batch
-        # into b's columns, one GEMM instead of a matvec per example, move it back. With
-        # wider examples, copying b to move its batch costs more than NumPy's loop of
-        # GEMMs (the general case below): 7x at 128 examples of 784x64.
+        # Only `b` is batched, one column per example (matrix times vector): the examples
+        # as the rows of one matrix times a^T, one GEMM whose result is already batch-major
+        # (no transposes of b or of the result; a^T is a view for NumPy, and XLA folds it
+        # into the product, which then runs wide: [B, k] x [k, m] rather than [m, k] x
+        # [k, B], 1.3x faster for the 8 x 4096 Jacobian of a 256-wide MLP).
         b = move_to_front(b, db)
         sb = shape_of(b)
-        rank = len(sb)
-        cols = bind(transpose_p, b, perm=(rank - 2,) + tuple(range(rank - 2)) + (rank - 1,))
-        flat = bind(reshape_p, cols, shape=(sb[-2], int(np.prod(sb, dtype=np.int64)) // sb[-2]))
-        out = bind(matmul_p, a, flat)  # [m, B * ... * n]
-        m = shape_of(a)[0]
-        out = bind(reshape_p, out, shape=(m,) + sb[:-2] + sb[-1:])
-        perm = tuple(range(1, rank - 1)) + (0, rank - 1)
-        return bind(transpose_p, out, perm=perm), 0
+        rows = bind(reshape_p, b, shape=(int(np.prod(sb[:-2], dtype=np.int64)), sb[-2]))
+        out = bind(matmul_p, rows, swap_last_axes(a))  # [B * ..., m]
+        return bind(reshape_p, out, shape=sb[:-2] + (shape_of(a)[0], 1)), 0
     # General case: batch axis first, padded left of every (broadcasting) matrix batch dim.
     rank = max(len(shape_of(v)) - (d is not None) for v, d in zip(vals, dims, strict=True))
     return bind(matmul_p, *align_batched(vals, dims, rank)), 0
