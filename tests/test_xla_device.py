@@ -22,7 +22,7 @@ jax = pytest.importorskip("jax")
 
 import tapeflow as tf  # noqa: E402
 from tapeflow.graph import xla  # noqa: E402
-from tapeflow.graph.device import DeviceTensor, array_of  # noqa: E402
+from tapeflow.graph.device import DeviceTensor, array_of, placed  # noqa: E402
 
 
 def _stage1(x):
@@ -292,6 +292,79 @@ def test_array_of_gives_the_device_array_unchanged():
     assert array_of(t) is t.device_array and not t.materialized
     host = tf.constant([1.0])
     assert array_of(host) is host._value
+
+
+def test_a_host_tensor_is_copied_to_the_device_once():
+    """NOTE(placed): the second call takes the kept copy; on the CPU the tensor's value is
+    then a view of it (one buffer, not two), with the same values, still read-only."""
+    f = tf.function(lambda x: x * 2.0, jit_compile=True)
+    t = tf.constant(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    before = t._value.copy()
+    f(t)  # the trace runs eagerly
+    f(t)
+    kept = t._placed[1]
+    assert placed(t, jax) is kept
+    assert f(t).numpy().tolist() == (before * 2).tolist()
+    assert t._placed[1] is kept and t.numpy().tolist() == before.tolist()
+    assert t._value.ctypes.data == kept.unsafe_buffer_pointer()
+    assert not t._value.flags.writeable and t.numpy().flags.writeable
+    assert (np.asarray(t) == before).all() and float(tf.reduce_sum(t)) == 15.0
+
+
+def test_a_variable_assigned_since_is_copied_again():
+    v = tf.Variable([1.0, 2.0])
+    f = tf.function(lambda: v * 10.0, jit_compile=True)
+    assert f().numpy().tolist() == [10.0, 20.0]
+    v.assign([3.0, 4.0])  # eager: a new host value, the kept copy is stale
+    assert f().numpy().tolist() == [30.0, 40.0]
+    v.assign_add([1.0, 1.0])
+    assert f().numpy().tolist() == [40.0, 50.0]
+
+
+def test_a_variable_written_by_a_compiled_call_keeps_its_result_as_device_copy():
+    v = tf.Variable([1.0, 2.0])
+
+    @tf.function(jit_compile=True)
+    def step():
+        v.assign(v * 2.0)
+        return v.read_value() + 0.0
+
+    step()
+    step()
+    assert v._placed[0] is v._value and placed(v, jax) is v._placed[1]
+    assert v.numpy().tolist() == [4.0, 8.0]
+    assert (v + 1.0).numpy().tolist() == [5.0, 9.0]  # eager reads of the view
+    v.assign_sub([1.0, 1.0])
+    assert step().numpy().tolist() == [6.0, 14.0]
+
+
+def test_an_assignment_while_placing_is_not_undone(monkeypatch):
+    """A variable assigned by another thread while its copy is made keeps the new value:
+    the old copy serves this call (a read before the assignment), and is not kept."""
+    v = tf.Variable([1.0, 2.0])
+    real_put = jax.device_put
+
+    def put_and_assign(value, *args, **kwargs):
+        out = real_put(value, *args, **kwargs)
+        v.assign([7.0, 8.0])  # what another thread could do meanwhile
+        return out
+
+    monkeypatch.setattr(jax, "device_put", put_and_assign)
+    device = placed(v, jax)
+    monkeypatch.setattr(jax, "device_put", real_put)
+    assert np.asarray(device).tolist() == [1.0, 2.0]
+    assert v.numpy().tolist() == [7.0, 8.0] and getattr(v, "_placed", None) is None
+    assert np.asarray(placed(v, jax)).tolist() == [7.0, 8.0]
+
+
+def test_64_bit_host_tensors_keep_their_dtype_when_placed():
+    assert not jax.config.jax_enable_x64
+    t = tf.constant([1.0, 2.0], dtype=tf.float64)
+    f = tf.function(lambda x: x * 3.0, jit_compile=True)
+    f(t)
+    out = f(t)
+    assert out.dtype == tf.float64 and t._placed[1].dtype == np.float64
+    assert out.numpy().tolist() == [3.0, 6.0] and not jax.config.jax_enable_x64
 
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -372,7 +372,9 @@ class Tensor(TensorBase):
 
     # _key: the name tapes give the tensor once one records it (NOTE(saved-values) in tape).
     # _keras_mask: the mask a Keras layer attached (unset until one does), as tf_keras'.
-    __slots__ = ("_value", "_key", "_keras_mask", "__weakref__")
+    # _placed: (value, its device copy) once a compiled call took it (NOTE(placed) in
+    # graph/device.py); unset before.
+    __slots__ = ("_value", "_key", "_keras_mask", "_placed", "__weakref__")
 
     def __init__(self, value: Any) -> None:
         self._value = value
@@ -503,7 +505,10 @@ class Variable(TensorBase):
         array([2., 4.], dtype=float32)
     """
 
-    __slots__ = ("_value", "_trainable", "_name", "_id", "_lock", "_key", "__weakref__")
+    # _placed: as Tensor's (NOTE(placed) in graph/device.py), checked against the value
+    # the variable holds now.
+    __slots__ = ("_value", "_trainable", "_name", "_id", "_lock", "_key", "_placed",
+                 "__weakref__")
 
     def __init__(self, initial_value: Any = None, trainable: bool = True,
                  validate_shape: bool = True, caching_device: Any = None,

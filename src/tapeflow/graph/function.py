@@ -38,7 +38,7 @@ from .. import nest
 from ..core import bind, recording, substack
 from ..ops.shape import identity_p
 from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor, seal
-from .device import DeviceTensor, array_of
+from .device import DeviceTensor, array_of, placed
 from .ir import Graph, Guard
 from .passes import optimize
 from .polymorphic import (ProbeTracer, calls_python, first_size_read, generalize, generic_key,
@@ -203,9 +203,11 @@ class ConcreteFunction:
         if first is not None:
             outs = [None if a is None else Tensor(a) for a in first]
         elif self._jit_compile:
-            # A DeviceTensor's device array goes into the XLA computation as it is; a graph
-            # that replays with NumPy (no lowering) reads host values, which the tensor keeps.
-            arrays = [array_of(t) if replay.compiled else t._value for t in tensors]
+            # A DeviceTensor's device array goes into the XLA computation as it is, and a
+            # host tensor its kept device copy (NOTE(placed)); a graph that replays with
+            # NumPy (no lowering) reads host values, which the tensor keeps.
+            arrays = [placed(t, replay.jax) for t in tensors] if replay.compiled else \
+                [t._value for t in tensors]
             results = replay(*arrays)
             if self._keep_on_device:
                 outs = [None if a is None else _wrap_result(a, True) for a in results]

@@ -19,7 +19,9 @@ runs the NumPy replay instead, after a one-time warning naming the primitive.
 Inputs may be JAX arrays (a DeviceTensor's, graph/device.py): they go into the
 computation as they are, with no host round trip; only the NumPy replay (the fallbacks)
 copies them to the host. With ``keep_on_device`` the results are the computation's JAX
-arrays; otherwise NumPy arrays. Variables are host NumPy arrays either way.
+arrays; otherwise NumPy arrays. Variables are host NumPy arrays either way, each with its
+device copy kept beside it (NOTE(placed) in graph/device.py), as are the host tensors
+passed in (`ConcreteFunction` places them).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .device import keep_placed, placed
 from .ir import Assign, Graph, Guard, Node, resolve
 from .replay import GuardFailed, Replay, VariableLocks, _written
 
@@ -207,7 +210,7 @@ class XlaReplay:
         g = self.graph
         seeds = np.array([g.nodes[k].params["generator"].integers(0, 2 ** 31 - 1)
                           for k in self.draws], np.uint32) if self.draws else self._no_seeds
-        variables = [v._value for v in g.variables]
+        variables = [placed(v, self.jax) for v in g.variables]  # NOTE(placed)
         if self.jax.config.jax_enable_x64 == self.x64:  # entering the context costs ~5 us
             outs, guard_values, assigned, ok = self._jitted(list(arrays), variables, seeds)
         else:
@@ -222,7 +225,7 @@ class XlaReplay:
             # Its random draws differ from the compiled call's, which is discarded.
             return self._numpy()(*_on_host(arrays))
         for i, value in assigned.items():
-            g.variables[i]._value = np.array(value, copy=True)
+            keep_placed(g.variables[i], value)
         if self.keep_on_device:
             return list(outs)
         return [None if o is None else np.asarray(o) for o in outs]
