@@ -222,34 +222,44 @@ def test_one_compiled_trace_serves_every_size_of_a_none_dimension():
 
 
 def test_conv_input_gradient_lowering_over_geometries():
-    """The input gradient's XLA lowerings (per kernel offset; stride-1 convolutions, one
-    per phase of the stride, for undilated ones) equal the NumPy impl over strides,
-    kernels larger and smaller than the stride, paddings, odd sizes and dilations."""
+    """The input gradient's XLA lowerings (the transposed convolution; a product per
+    kernel offset for undilated ones) equal the NumPy impl over strides, kernels larger
+    and smaller than the stride, paddings, odd sizes, dilations, and filters shared by a
+    batch of cotangents or one per example (NOTE(conv-input-grad))."""
     jax = pytest.importorskip("jax")
-    from tapeflow.ops.conv import _input_grad_lower, _input_grad_phases, conv2d_input_grad_p
+    from tapeflow.ops.conv import (_input_grad_lower, _input_grad_offsets,
+                                   _input_grad_transposed, conv2d_input_grad_p)
 
     rng = np.random.default_rng(0)
     count = 0
     for h, wd, kh, kw, sh, sw, dh in [(5, 7, 3, 3, 2, 2, 1), (6, 6, 2, 2, 2, 2, 1),
                                       (8, 3, 5, 1, 3, 1, 1), (1, 7, 1, 3, 1, 2, 1),
                                       (6, 7, 1, 2, 3, 2, 1), (9, 9, 3, 3, 1, 1, 2),
-                                      (7, 8, 2, 3, 2, 3, 2), (28, 28, 3, 3, 2, 2, 1)]:
+                                      (7, 8, 2, 3, 2, 3, 2), (28, 28, 3, 3, 2, 2, 1),
+                                      (9, 9, 3, 2, 2, 3, 3)]:
         for pads in (((0, 0), (0, 0)), ((1, 1), (0, 2)), ((0, 1), (0, 1))):
             hp, wp = h + sum(pads[0]), wd + sum(pads[1])
             if hp < (kh - 1) * dh + 1 or wp < (kw - 1) * dh + 1:
                 continue
             oh, ow = (hp - (kh - 1) * dh - 1) // sh + 1, (wp - (kw - 1) * dh - 1) // sw + 1
-            g, w = rng.standard_normal((2, oh, ow, 3)), rng.standard_normal((kh, kw, 2, 3))
-            params = dict(strides=(sh, sw), dilations=(dh, dh), pads=pads,
-                          input_shape=(2, h, wd, 2))
-            want = conv2d_input_grad_p.impl(g, w, **params)
-            with jax.enable_x64(True):
-                got = jax.jit(lambda g, w: _input_grad_lower(jax, g, w, **params))(g, w)
-                # both lowerings, whichever NOTE(conv-phases) picks at these sizes
-                phases = None if dh != 1 else jax.jit(lambda g, w: _input_grad_phases(
-                    jax, g, w, (sh, sw), pads, h, wd))(g, w)
-            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
-            if phases is not None:
-                np.testing.assert_allclose(np.asarray(phases), want, rtol=1e-10, atol=1e-10)
-            count += 1
-    assert count >= 20
+            for channels in (2, 5):  # each side of NOTE(conv-input-grad)'s threshold
+                g = rng.standard_normal((2, 2, oh, ow, 3))
+                w = rng.standard_normal((2, kh, kw, channels, 3))
+                params = dict(strides=(sh, sw), dilations=(dh, dh), pads=pads,
+                              input_shape=(2, h, wd, channels))
+                for gb, wb in ((g[0], w[0]), (g, w[0]), (g, w)):  # shared, per example
+                    want = conv2d_input_grad_p.impl(gb, wb, **params)
+                    with jax.enable_x64(True):
+                        got = jax.jit(lambda g, w: _input_grad_lower(jax, g, w, **params))(gb, wb)
+                    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
+                want = conv2d_input_grad_p.impl(g[0], w[0], **params)
+                with jax.enable_x64(True):  # both lowerings, whichever is picked
+                    both = [jax.jit(lambda g, w: _input_grad_transposed(
+                        jax, g, w, (sh, sw), (dh, dh), pads, h, wd))(g[0], w[0])]
+                    if dh == 1:
+                        both.append(jax.jit(lambda g, w: _input_grad_offsets(
+                            jax, g, w, (sh, sw), pads, h, wd))(g[0], w[0]))
+                for got in both:
+                    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
+                count += 1
+    assert count >= 40

@@ -268,77 +268,58 @@ def _conv_lower(jax: Any, x: Any, w: Any, strides: tuple, dilations: tuple, pads
 
 def _input_grad_lower(jax: Any, g: Any, w: Any, strides: tuple, dilations: tuple, pads: tuple,
                       input_shape: tuple) -> Any:
-    # As the impl: one product per kernel offset, spread (interior padding) onto the padded
-    # image and added, then cropped. (The VJP of lax.conv_general_dilated, a convolution
-    # with lhs dilation and window reversal, trips an XLA CPU compiler check for some
-    # strides and dilations, aborting the process.)
-    jax_lax, jnp = jax.lax, jax.numpy
     g, w = _xla_common(jax, g, w)
     h, wd = input_shape[-3], input_shape[-2]
-    hp, wp = h + sum(pads[0]), wd + sum(pads[1])
-    (sh, sw), (dh, dw) = strides, dilations
 
     def one(g1: Any, w1: Any) -> Any:
-        kh, kw = w1.shape[0], w1.shape[1]
-        oh, ow = g1.shape[1], g1.shape[2]
-        if (dh, dw) == (1, 1) and w1.shape[2] >= _PHASES_MIN_CHANNELS:
-            return _input_grad_phases(jax, g1, w1, strides, pads, h, wd)
-        taps = jnp.einsum("nabo,ijco->ijnabc", g1, w1, precision=jax_lax.Precision.HIGHEST)
-        zero = jnp.zeros((), g1.dtype)
-        out = jnp.zeros((g1.shape[0], hp, wp, w1.shape[2]), g1.dtype)
-        for i in range(kh):
-            for j in range(kw):
-                r0, c0 = i * dh, j * dw
-                out = out + jax_lax.pad(taps[i, j], zero, [
-                    (0, 0, 0), (r0, hp - r0 - sh * (oh - 1) - 1, sh - 1),
-                    (c0, wp - c0 - sw * (ow - 1) - 1, sw - 1), (0, 0, 0)])
-        return out[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd, :]
+        if w1.shape[2] < _TRANSPOSED_MIN_CHANNELS and tuple(dilations) == (1, 1):
+            return _input_grad_offsets(jax, g1, w1, strides, pads, h, wd)
+        return _input_grad_transposed(jax, g1, w1, strides, dilations, pads, h, wd)
     return _xla_leading(jax, one, g, w)
 
 
-# NOTE(conv-phases): which lowering of the input gradient, timed on XLA's CPU backend.
-# The phase convolutions run in XLA's convolution kernels, which fuse with the ops around
-# them: LeNet's training gradient (a 5x5 gradient onto [128, 12, 12, 6]) 1.57x -> 1.00x
-# JAX jit, though that gradient alone, compiled by itself, times 2.2 ms by offsets and 3.0
-# ms by phases. But XLA's convolutions are slow with few output features: images of 1-3
-# channels keep the offsets ([640, 28, 28, 1], 3x3 stride 2: 1.4 ms by offsets, 7.0 ms by
-# phases; [128, 32, 32, 3], 3x3: 1.2 vs 7.9 ms).
-_PHASES_MIN_CHANNELS = 4
+# NOTE(conv-input-grad): which lowering of the input gradient, timed on XLA's CPU backend
+# (one thread). The transposed convolution (the conv's VJP in x: lhs dilation by the
+# stride, the kernel flipped) runs in XLA's convolution kernels, which are slow with few
+# output features: images of 1-3 channels, undilated, take a product and a padded add
+# per kernel offset instead. Timed lowerings of the gradient alone, offsets against
+# transposed: [640, 28, 28, 1] 3x3 stride 2 (the seed's first layer) 2.0 vs 2.8 ms,
+# [128, 32, 32, 3] 3x3 3.0 vs 8.2 ms; with channels, [640, 14, 14, 8] 3x3 stride 2 (its
+# second) 4.4 vs 2.4 ms, LeNet's [128, 12, 12, 6] 5x5 5.1 vs 2.8 ms, and dilated
+# [128, 32, 32, 16] 3x3 dilation 2 72 vs 9.5 ms. (Stride-1 convolutions per phase of the
+# stride, tried before, were slower than the transposed convolution at every size.)
+# A sweep of 2,436 geometries (strides 1-3 per axis, kernels smaller and larger than the
+# stride, paddings, dilations 1-3, shared and per-example filters) found no geometry for
+# which XLA's compiler rejects the transposed one; the geometry test keeps a sample.
+_TRANSPOSED_MIN_CHANNELS = 4
 
 
-def _input_grad_phases(jax: Any, g: Any, w: Any, strides: tuple, pads: tuple, h: int,
-                       wd: int) -> Any:
-    """The input gradient of an undilated convolution as sh * sw stride-1 convolutions,
-    one per phase of the padded image (rows ry, ry + sh, ...; columns likewise): phase
-    (ry, rx) sums the taps w[ry::sh, rx::sw] of the cotangent, a full convolution of g
-    with that sub-kernel flipped. Ordinary convolutions, so XLA's convolution kernels run
-    them (no lhs dilation, whose compile aborts for some geometries); the phases are
-    then interleaved and the padding cropped."""
+def _input_grad_transposed(jax: Any, g: Any, w: Any, strides: tuple, dilations: tuple,
+                           pads: tuple, h: int, wd: int) -> Any:
+    """The input gradient as the VJP in x of the convolution: its exact transpose."""
+    x0 = jax.numpy.zeros((g.shape[0], h, wd, w.shape[2]), g.dtype)
+    _, vjp = jax.vjp(lambda x: _xla_conv(jax, x, w, strides, dilations, pads), x0)
+    return vjp(g)[0]
+
+
+def _input_grad_offsets(jax: Any, g: Any, w: Any, strides: tuple, pads: tuple, h: int,
+                        wd: int) -> Any:
+    """The input gradient of an undilated convolution as the NumPy impl computes it: one
+    product per kernel offset, spread (interior padding) onto the padded image and added,
+    then cropped."""
     jax_lax, jnp = jax.lax, jax.numpy
-    (sh, sw), (kh, kw) = strides, w.shape[:2]
-    n, oh, ow, c = g.shape[0], g.shape[1], g.shape[2], w.shape[2]
     hp, wp = h + sum(pads[0]), wd + sum(pads[1])
-    rows, cols = -(-hp // sh), -(-wp // sw)  # phase lengths, the longest
-    phases = []
-    for ry in range(sh):
-        line = []
-        for rx in range(sw):
-            taps = w[ry::sh, rx::sw]  # [ty, tx, c, o]
-            ty, tx = taps.shape[0], taps.shape[1]
-            if ty == 0 or tx == 0:
-                line.append(jnp.zeros((n, rows, cols, c), g.dtype))
-                continue
-            kernel = jnp.transpose(taps[::-1, ::-1], (0, 1, 3, 2))  # flipped, [ty, tx, o, c]
-            out = jax_lax.conv_general_dilated(
-                g, kernel, window_strides=(1, 1),
-                padding=((ty - 1, rows - oh), (tx - 1, cols - ow)),
-                dimension_numbers=("NHWC", "HWIO", "NHWC"),
-                precision=jax_lax.Precision.HIGHEST)
-            line.append(out)
-        phases.append(jnp.stack(line, axis=3))  # [n, rows, cols, sw, c]
-    full = jnp.stack(phases, axis=2)  # [n, rows, sh, cols, sw, c]
-    full = full.reshape(n, rows * sh, cols * sw, c)
-    return full[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd, :]
+    (sh, sw), (kh, kw) = strides, w.shape[:2]
+    oh, ow = g.shape[1], g.shape[2]
+    taps = jnp.einsum("nabo,ijco->ijnabc", g, w, precision=jax_lax.Precision.HIGHEST)
+    zero = jnp.zeros((), g.dtype)
+    out = jnp.zeros((g.shape[0], hp, wp, w.shape[2]), g.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            out = out + jax_lax.pad(taps[i, j], zero, [
+                (0, 0, 0), (i, hp - i - sh * (oh - 1) - 1, sh - 1),
+                (j, wp - j - sw * (ow - 1) - 1, sw - 1), (0, 0, 0)])
+    return out[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd, :]
 
 
 def _filter_grad_lower(jax: Any, x: Any, g: Any, strides: tuple, dilations: tuple, pads: tuple,
