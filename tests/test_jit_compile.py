@@ -263,3 +263,68 @@ def test_conv_input_gradient_lowering_over_geometries():
                     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
                 count += 1
     assert count >= 40
+
+
+@needs_jax
+def test_lean_calls_fall_back_wherever_the_full_path_decides():
+    """NOTE(lean-call): once a compiled signature has its lean call, calls of another
+    shape, dtype or kind of argument, under a tape, with keywords, or run eagerly take
+    the full path, and each gives what the NumPy replay gives."""
+    runs = []
+
+    def body(x, scale=2.0):
+        runs.append(1)  # Python runs only while tracing (or eagerly)
+        return tf.sin(x) * scale
+
+    f = tf.function(body, jit_compile=True)
+    x = tf.constant([0.5, 1.0])
+    f(x)
+    f(x)
+    assert f._lean is not None
+    np.testing.assert_allclose(f(x).numpy(), np.sin([0.5, 1.0]) * 2.0, rtol=1e-6)
+    traced = len(runs)
+    np.testing.assert_allclose(f(tf.constant([0.5, 1.0, 2.0])).numpy(),  # another shape
+                               np.sin([0.5, 1.0, 2.0]) * 2.0, rtol=1e-6)
+    out = f(tf.constant([0.5, 1.0], dtype=tf.float64))  # another dtype
+    assert out.dtype == tf.float64
+    assert f(x, scale=3.0).numpy().tolist() == pytest.approx(list(np.sin([0.5, 1.0]) * 3.0))
+    assert len(runs) == traced + 3
+    with tf.GradientTape() as tape:  # a recorder: the graph is interpreted where it sees it
+        tape.watch(x)
+        y = tf.reduce_sum(f(x))
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), 2.0 * np.cos([0.5, 1.0]), rtol=1e-6)
+    tf.config.run_functions_eagerly(True)
+    try:
+        before = len(runs)
+        f(x)
+        assert len(runs) == before + 1  # the Python body ran
+    finally:
+        tf.config.run_functions_eagerly(False)
+    assert f(x).numpy().tolist() == pytest.approx(list(np.sin([0.5, 1.0]) * 2.0))
+
+
+@needs_jax
+def test_no_lean_call_for_graphs_with_guards_draws_or_writes():
+    v = tf.Variable(0.0)
+
+    @tf.function(jit_compile=True)
+    def guarded(x):
+        return x * 2.0 if bool(tf.reduce_sum(x) > 0) else x - 1.0
+
+    @tf.function(jit_compile=True)
+    def writes(x):
+        v.assign_add(tf.reduce_sum(x))
+        return x + v
+
+    @tf.function(jit_compile=True)
+    def draws(x):
+        return x + tf.random.uniform([2])
+
+    x = tf.constant([1.0, 2.0])
+    for f in (guarded, writes, draws):
+        f(x)
+        f(x)
+        assert f._lean is None
+    assert guarded(tf.constant([-1.0, -2.0])).numpy().tolist() == [-2.0, -3.0]
+    assert v.numpy() == 6.0
+    assert not np.array_equal(draws(x).numpy(), draws(x).numpy())

@@ -38,7 +38,7 @@ from .. import nest
 from ..core import bind, recording, substack
 from ..ops.shape import identity_p
 from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor, seal
-from .device import DeviceTensor, array_of, placed
+from .device import DeviceTensor, array_of
 from .ir import Graph, Guard
 from .passes import optimize
 from .polymorphic import (ProbeTracer, calls_python, first_size_read, generalize, generic_key,
@@ -206,9 +206,8 @@ class ConcreteFunction:
             # A DeviceTensor's device array goes into the XLA computation as it is, and a
             # host tensor its kept device copy (NOTE(placed)); a graph that replays with
             # NumPy (no lowering) reads host values, which the tensor keeps.
-            arrays = [placed(t, replay.jax) for t in tensors] if replay.compiled else \
-                [t._value for t in tensors]
-            results = replay(*arrays)
+            results = replay.run_tensors(tensors) if replay.compiled else \
+                replay(*[t._value for t in tensors])
             if self._keep_on_device:
                 outs = [None if a is None else _wrap_result(a, True) for a in results]
             else:
@@ -280,6 +279,7 @@ class Function:
         # generic key -> why its graphs depend on the sizes (each size is traced on its own)
         self._per_size: dict[tuple, str] = {}
         self._lock = threading.RLock()
+        self._lean: _LeanCall | None = None  # NOTE(lean-call)
         self._trace_count = 0
         self._retrace_reasons: collections.Counter = collections.Counter()  # reason -> traces
         functools.update_wrapper(self, fn)
@@ -328,6 +328,11 @@ class Function:
         return tuple(out)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        lean = self._lean
+        if lean is not None and not kwargs:
+            result = lean(args)
+            if result is not _MISS:
+                return result
         return self._call(args, kwargs)
 
     def _call(self, args: tuple, kwargs: dict, bound: tuple = ()) -> Any:
@@ -337,6 +342,8 @@ class Function:
         generic = self._generic_key(leaves)
         done, result, failed = self._replay(key, generic, leaves)
         if done:
+            if self._lean is None and not bound:
+                self._lean = _LeanCall.of(self, key)
             return result
         with self._lock:
             # Another thread may have traced this signature (or branch) meanwhile.
@@ -412,6 +419,7 @@ class Function:
         if general is not None:
             cf._serve_all_sizes(specs, generic, general)
             key = generic
+        self._lean = None  # a new graph: the lean call is chosen again
         branches = self._cache.setdefault(key, [])
         branches.append(cf)
         del branches[:-MAX_BRANCHES]
@@ -625,6 +633,59 @@ def _attribute(obj: Any, dotted: str) -> Any:
     for name in dotted.split("."):
         obj = getattr(obj, name, None)
     return obj
+
+
+_MISS = object()
+
+
+class _LeanCall:
+    """The shortest path from a compiled function's call to its results (NOTE(lean-call)
+    in graph/xla.py), for calls with the signature it was made for: the same number of
+    plain host Tensors, of the same shapes and dtypes, no keywords, nothing recording, not
+    run eagerly. Any other call returns `_MISS` and takes the full path. Made for a
+    signature served by one compiled graph with nothing to check around it (no
+    input_signature, guards, draws, written variables; results to the host)."""
+
+    __slots__ = ("replay", "avals", "structure", "single")
+
+    def __init__(self, cf: ConcreteFunction, avals: list) -> None:
+        self.replay = cf._replay
+        self.avals = avals
+        self.structure = cf.graph.output_structure
+        self.single = not nest.is_nested(self.structure) and len(cf.graph.outputs) == 1
+
+    @classmethod
+    def of(cls, fn: "Function", key: Any) -> "_LeanCall | None":
+        branches = fn._cache.get(key, ())
+        if fn._input_signature is not None or len(branches) != 1:
+            return None
+        cf = branches[0]
+        replay = cf._replay
+        if not (cf._jit_compile and cf._generic_key is None and getattr(replay, "compiled", False)
+                and replay.simple):
+            return None
+        # _key's key of tensors-only positional calls: ("tuple", ("list", ("T", shape,
+        # dtype.str), ...), ("dict",))
+        if not (isinstance(key, tuple) and len(key) == 3 and key[2] == ("dict",)
+                and all(isinstance(k, tuple) and k[:1] == ("T",) for k in key[1][1:])):
+            return None
+        return cls(cf, [(k[1], np.dtype(k[2])) for k in key[1][1:]])
+
+    def __call__(self, args: tuple) -> Any:
+        avals = self.avals
+        if len(args) != len(avals) or recording() or _config.functions_run_eagerly():
+            return _MISS
+        for a, (shape, dtype) in zip(args, avals):
+            if type(a) is not Tensor:
+                return _MISS
+            value = a._value
+            if value.shape != shape or value.dtype != dtype:
+                return _MISS
+        results = self.replay.run_tensors(args)
+        if self.single:
+            return None if results[0] is None else Tensor(results[0])
+        return nest.pack_sequence_as(self.structure,
+                                     [None if r is None else Tensor(r) for r in results])
 
 
 def _wrap_result(array: Any, keep_on_device: bool) -> Tensor:
