@@ -50,6 +50,7 @@ import math  # noqa: E402
 import pickle  # noqa: E402
 import pkgutil  # noqa: E402
 import platform  # noqa: E402
+import random  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -225,20 +226,20 @@ def time_cases(workload: str, cases: Sequence[Case], settings: Settings,
         else:
             _start(t, settings, out)
     active = [t for t in timed if t.run is not None and not _done(t, settings)]
-    turn = 0
+    # Each round in a new order: a case runs slower right after some others (a heavy eager
+    # case leaves its garbage, freed memory and cold caches behind), and rotating one
+    # order would keep every case's predecessor the same. Seeded: runs repeat.
+    order = random.Random(0)
     while active:
-        # Start each round one case later, so no case always runs right after the same one.
-        k = turn % len(active)
-        for t in active[k:] + active[:k]:
+        for t in order.sample(active, len(active)):
             start = time.perf_counter()
             for _ in range(t.number):
                 t.run()
             elapsed = time.perf_counter() - start
             t.samples.append(elapsed / t.number)
             t.spent += elapsed
+            gc.collect()  # untimed: no case pays for another's garbage
         active = [t for t in active if not _done(t, settings)]
-        gc.collect()  # between rounds: no case pays for another's garbage
-        turn += 1
     for t in timed:
         if t.samples:
             t.row.update(median_s=statistics.median(t.samples), min_s=min(t.samples),
