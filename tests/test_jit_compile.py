@@ -328,3 +328,23 @@ def test_no_lean_call_for_graphs_with_guards_draws_or_writes():
     assert guarded(tf.constant([-1.0, -2.0])).numpy().tolist() == [-2.0, -3.0]
     assert v.numpy() == 6.0
     assert not np.array_equal(draws(x).numpy(), draws(x).numpy())
+
+
+@needs_jax
+def test_lean_calls_take_lists_of_tensors_and_follow_the_latest_signature():
+    f = tf.function(lambda ws, x: [w * x for w in ws] + [x], jit_compile=True)
+    ws, x = [tf.constant(1.0), tf.constant(2.0)], tf.constant(3.0)
+    f(ws, x)
+    f(ws, x)
+    lean = f._lean
+    assert lean is not None
+    assert [t.numpy() for t in f(ws, x)] == [3.0, 6.0, 3.0]
+    assert [t.numpy() for t in f(tuple(ws), x)] == [3.0, 6.0, 3.0]  # a tuple: full path
+    assert [t.numpy() for t in f(ws + [tf.constant(4.0)], x)] == [3.0, 6.0, 12.0, 3.0]
+    assert [t.numpy() for t in f([ws[0], 2], x)] == [3.0, 6.0, 3.0]  # a Python number
+    x2 = tf.constant([1.0, 2.0])
+    f(ws, x2)
+    f(ws, x2)
+    assert f._lean is not lean
+    assert [t.numpy().tolist() for t in f(ws, x2)] == [[1.0, 2.0], [2.0, 4.0], [1.0, 2.0]]
+    assert [t.numpy() for t in f(ws, x)] == [3.0, 6.0, 3.0]

@@ -280,6 +280,7 @@ class Function:
         self._per_size: dict[tuple, str] = {}
         self._lock = threading.RLock()
         self._lean: _LeanCall | None = None  # NOTE(lean-call)
+        self._lean_tried: Any = None
         self._trace_count = 0
         self._retrace_reasons: collections.Counter = collections.Counter()  # reason -> traces
         functools.update_wrapper(self, fn)
@@ -342,8 +343,12 @@ class Function:
         generic = self._generic_key(leaves)
         done, result, failed = self._replay(key, generic, leaves)
         if done:
-            if self._lean is None and not bound:
-                self._lean = _LeanCall.of(self, key)
+            if not bound and key != self._lean_tried:
+                # The lean call follows the signature of the latest call on this path;
+                # each is tried once in a row (a loop alternating two signatures makes
+                # a new one at each call, a few microseconds).
+                self._lean_tried = key
+                self._lean = _LeanCall.of(self, key) or self._lean
             return result
         with self._lock:
             # Another thread may have traced this signature (or branch) meanwhile.
@@ -640,17 +645,18 @@ _MISS = object()
 
 class _LeanCall:
     """The shortest path from a compiled function's call to its results (NOTE(lean-call)
-    in graph/xla.py), for calls with the signature it was made for: the same number of
-    plain host Tensors, of the same shapes and dtypes, no keywords, nothing recording, not
-    run eagerly. Any other call returns `_MISS` and takes the full path. Made for a
-    signature served by one compiled graph with nothing to check around it (no
-    input_signature, guards, draws, written variables; results to the host)."""
+    in graph/xla.py), for calls with the signature it was made for: plain host Tensors
+    (alone or in lists and tuples) of the same shapes and dtypes in the same structure, no
+    keywords, nothing recording, not run eagerly. Any other call returns `_MISS` and
+    takes the full path. Made for a signature served by one compiled graph with nothing
+    to check around it (no input_signature, guards, draws, written variables; results to
+    the host)."""
 
-    __slots__ = ("replay", "avals", "structure", "single")
+    __slots__ = ("replay", "args", "structure", "single")
 
-    def __init__(self, cf: ConcreteFunction, avals: list) -> None:
+    def __init__(self, cf: ConcreteFunction, args: tuple) -> None:
         self.replay = cf._replay
-        self.avals = avals
+        self.args = args  # _walk's keys of the positional arguments
         self.structure = cf.graph.output_structure
         self.single = not nest.is_nested(self.structure) and len(cf.graph.outputs) == 1
 
@@ -664,28 +670,50 @@ class _LeanCall:
         if not (cf._jit_compile and cf._generic_key is None and getattr(replay, "compiled", False)
                 and replay.simple):
             return None
-        # _key's key of tensors-only positional calls: ("tuple", ("list", ("T", shape,
-        # dtype.str), ...), ("dict",))
+        # _key's key of a call with positional arguments only: ("tuple", ("list", *args),
+        # ("dict",)), each argument a tensor or a list or tuple of them
         if not (isinstance(key, tuple) and len(key) == 3 and key[2] == ("dict",)
-                and all(isinstance(k, tuple) and k[:1] == ("T",) for k in key[1][1:])):
+                and all(_lean_key(k) for k in key[1][1:])):
             return None
-        return cls(cf, [(k[1], np.dtype(k[2])) for k in key[1][1:]])
+        return cls(cf, key[1][1:])
 
     def __call__(self, args: tuple) -> Any:
-        avals = self.avals
-        if len(args) != len(avals) or recording() or _config.functions_run_eagerly():
+        if len(args) != len(self.args) or recording() or _config.functions_run_eagerly():
             return _MISS
-        for a, (shape, dtype) in zip(args, avals):
-            if type(a) is not Tensor:
+        tensors: list = []
+        for a, k in zip(args, self.args):
+            if not _lean_gather(a, k, tensors):
                 return _MISS
-            value = a._value
-            if value.shape != shape or value.dtype != dtype:
-                return _MISS
-        results = self.replay.run_tensors(args)
+        results = self.replay.run_tensors(tensors)
         if self.single:
             return None if results[0] is None else Tensor(results[0])
         return nest.pack_sequence_as(self.structure,
                                      [None if r is None else Tensor(r) for r in results])
+
+
+def _lean_key(k: Any) -> bool:
+    """Whether `_walk`'s key `k` is of a tensor, or a list or tuple of such."""
+    if k[0] == "T":
+        return True
+    return k[0] in ("list", "tuple") and all(_lean_key(c) for c in k[1:])
+
+
+def _lean_gather(x: Any, k: tuple, tensors: list) -> bool:
+    """Append the tensors of `x` to `tensors` if `x` has `_walk`'s key `k`, else False."""
+    if k[0] == "T":
+        if type(x) is not Tensor:
+            return False
+        value = x._value
+        if value.shape != k[1] or value.dtype.str != k[2]:
+            return False
+        tensors.append(x)
+        return True
+    if type(x) is not (list if k[0] == "list" else tuple) or len(x) != len(k) - 1:
+        return False
+    for c, ck in zip(x, k[1:]):
+        if not _lean_gather(c, ck, tensors):
+            return False
+    return True
 
 
 def _wrap_result(array: Any, keep_on_device: bool) -> Tensor:
