@@ -348,3 +348,15 @@ def test_lean_calls_take_lists_of_tensors_and_follow_the_latest_signature():
     assert f._lean is not lean
     assert [t.numpy().tolist() for t in f(ws, x2)] == [[1.0, 2.0], [2.0, 4.0], [1.0, 2.0]]
     assert [t.numpy() for t in f(ws, x)] == [3.0, 6.0, 3.0]
+
+
+@needs_jax
+def test_a_trace_of_another_signature_keeps_lean_calls_for_the_first():
+    f = tf.function(lambda x: x * 2.0, jit_compile=True)
+    x, other = tf.constant([1.0]), tf.constant([1.0, 2.0])
+    f(x)
+    f(x)
+    assert f._lean is not None
+    f(other)  # a trace: the lean call is chosen again
+    f(x)
+    assert f._lean is not None and f(x).numpy().tolist() == [2.0]

@@ -357,6 +357,32 @@ def test_an_assignment_while_placing_is_not_undone(monkeypatch):
     assert np.asarray(placed(v, jax)).tolist() == [7.0, 8.0]
 
 
+def test_placing_a_variable_another_thread_holds_does_not_wait():
+    """Two compiled calls, each writing a variable the other reads, hold their own
+    variables' locks: placing the other's must not wait for its lock (a deadlock)."""
+    import threading
+
+    v = tf.Variable([1.0, 2.0])
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with v._lock:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(10)
+    try:
+        device = placed(v, jax)  # returns at once, keeping nothing
+        assert np.asarray(device).tolist() == [1.0, 2.0]
+        assert getattr(v, "_placed", None) is None
+    finally:
+        release.set()
+        holder.join()
+    assert placed(v, jax) is v._placed[1]  # kept once the lock is free
+
+
 def test_64_bit_host_tensors_keep_their_dtype_when_placed():
     assert not jax.config.jax_enable_x64
     t = tf.constant([1.0, 2.0], dtype=tf.float64)

@@ -22,7 +22,8 @@ whole computation. The copy is kept only while it is the tensor's value: a varia
 assigned since is copied again. On the CPU, where JAX's array and a NumPy view of it
 share memory, the tensor's value becomes that view, so the tensor's memory is not
 doubled (the values are equal; both are read-only, as every tensor's value is). A
-variable's value is swapped under its lock, only if no assignment came in between.
+variable's value is swapped under its lock, only if no assignment came in between and
+the lock is free (a compiled call holds the locks of the variables it writes).
 A variable a compiled call assigns keeps the computation's array as its device copy.
 
 Nothing here imports JAX: any array with `shape`, `dtype` and `__array__` will do, so
@@ -176,14 +177,20 @@ def placed(t: TensorBase, jax: Any) -> Any:
         with jax.enable_x64(True):
             device = jax.device_put(value)
     host = _host_view(device, value)
-    if host is not value:
-        if isinstance(t, Variable):
-            with t._lock:
-                if t._value is not value:  # assigned meanwhile: the copy is stale
-                    return device
-                t._value = host
-        else:
+    if host is not value and isinstance(t, Variable):
+        # Not waiting for the lock: a compiled call holding the locks of the variables it
+        # writes may be placing one that another such call writes, and the other way round.
+        if not t._lock.acquire(blocking=False):
+            return device  # this call's read; the copy is kept another time
+        try:
+            if t._value is not value:  # assigned meanwhile: the copy is stale
+                return device
             t._value = host
+            t._placed = (host, device)
+        finally:
+            t._lock.release()
+        return device
+    t._value = host
     t._placed = (host, device)
     return device
 

@@ -424,7 +424,7 @@ class Function:
         if general is not None:
             cf._serve_all_sizes(specs, generic, general)
             key = generic
-        self._lean = None  # a new graph: the lean call is chosen again
+        self._lean = self._lean_tried = None  # a new graph: the lean call is chosen again
         branches = self._cache.setdefault(key, [])
         branches.append(cf)
         del branches[:-MAX_BRANCHES]

@@ -214,12 +214,16 @@ class XlaReplay:
             return self(*[placed(t, jax) for t in tensors])
         arrays = [placed(t, jax) for t in tensors]
         variables = [placed(v, jax) for v in self.graph.variables]
-        if jax.config.jax_enable_x64 == self.x64:
-            outs = self._jitted(arrays, variables, self._no_seeds)[0]
-        else:
-            with jax.enable_x64(self.x64):
-                outs = self._jitted(arrays, variables, self._no_seeds)[0]
+        outs = self._computation(arrays, variables, self._no_seeds)[0]
         return [None if o is None else np.asarray(o) for o in outs]
+
+    def _computation(self, arrays: list, variables: list, seeds: Any) -> tuple:
+        """The compiled computation's (outputs, guard values, assigned values, checks),
+        run in the graph's 64-bit mode."""
+        if self.jax.config.jax_enable_x64 == self.x64:  # entering the context costs ~5 us
+            return self._jitted(arrays, variables, seeds)
+        with self.jax.enable_x64(self.x64):
+            return self._jitted(arrays, variables, seeds)
 
     def __call__(self, *arrays: Any) -> list:
         if self._missing:
@@ -234,11 +238,7 @@ class XlaReplay:
         seeds = np.array([g.nodes[k].params["generator"].integers(0, 2 ** 31 - 1)
                           for k in self.draws], np.uint32) if self.draws else self._no_seeds
         variables = [placed(v, self.jax) for v in g.variables]  # NOTE(placed)
-        if self.jax.config.jax_enable_x64 == self.x64:  # entering the context costs ~5 us
-            outs, guard_values, assigned, ok = self._jitted(list(arrays), variables, seeds)
-        else:
-            with self.jax.enable_x64(self.x64):
-                outs, guard_values, assigned, ok = self._jitted(list(arrays), variables, seeds)
+        outs, guard_values, assigned, ok = self._computation(list(arrays), variables, seeds)
         for guard, value in zip(self.guards, guard_values, strict=True):
             if not guard.holds(np.asarray(value)):
                 raise GuardFailed(guard)
