@@ -14,9 +14,10 @@ How it measures:
     imports NumPy, and torch / TensorFlow get their thread pools set to 1;
   * every result is checked against a float64 reference before anything is timed;
     a wrong result is reported loudly, the case is not timed and the exit status is 1;
-  * repetitions are interleaved round-robin over the cases of a problem, so a busy
-    spell on a shared machine hits all of them alike; fast cases are looped so one
-    sample lasts long enough for the timer;
+  * repetitions are interleaved over the cases of a problem, in a new (seeded) order
+    each round, so a busy spell on a shared machine hits all of them alike and no case
+    always follows the same one; fast cases are looped so one sample lasts long enough
+    for the timer;
   * peak memory (the memory workload) is measured in a fresh subprocess per case.
 
 Run:  python benchmarks/run.py [--quick] [--only NAME[,NAME]] [--json PATH] [--plot DIR]
@@ -218,7 +219,7 @@ def _done(t: Timed, s: Settings) -> bool:
 
 def time_cases(workload: str, cases: Sequence[Case], settings: Settings,
                out: TextIO) -> list[dict]:
-    """Check every case, then time the good ones round-robin; one row per case."""
+    """Check every case, then time the good ones interleaved; one row per case."""
     timed = [Timed(c, _row(workload, c)) for c in cases]
     for t in timed:
         if not common.installed(t.case.framework):
@@ -513,8 +514,8 @@ def print_xla_summary(rows: list[dict], out: TextIO) -> None:
         return
     print("\n### tapeflow function(jit_compile=True) against JAX jit\n", file=out)
     print("| workload | problem | case | first call | median | JAX jit | first call | median "
-          "| x JAX jit | first call x JAX |", file=out)
-    print("|---|---|---|---:|---:|---|---:|---:|---:|---:|", file=out)
+          "| x JAX jit | fastest x fastest | first call x JAX |", file=out)
+    print("|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|", file=out)
     for r in xla:
         jits = [j for j in rows if j["workload"] == r["workload"] and j["group"] == r["group"]
                 and j["framework"] == "jax" and j["mode"] == "jit" and j["status"] == "ok"
@@ -530,13 +531,15 @@ def print_xla_summary(rows: list[dict], out: TextIO) -> None:
                  _time(jit.get("first_call_s")) if jit else "",
                  _time(jit["median_s"]) if jit else "",
                  _ratio(r["median_s"] / jit["median_s"]) if ok and jit else "",
+                 _ratio(r["min_s"] / jit["min_s"]) if ok and jit and jit.get("min_s") else "",
                  _ratio(r["first_call_s"] / jit["first_call_s"])
                  if ok and jit and jit.get("first_call_s") else ""]
         print("| " + " | ".join(cells) + " |", file=out)
     print("\nJAX jit: the fastest JAX jit case of the problem; 'x JAX jit': median / its "
-          "median; 'first call x JAX': first call (trace + XLA compile) / its first call "
-          "(trace + compile). A NumPy fallback case ran tapeflow's NumPy replay, not XLA.",
-          file=out)
+          "median; 'fastest x fastest': the fastest sample / its fastest (on a shared "
+          "machine the least disturbed one of each); 'first call x JAX': first call (trace + "
+          "XLA compile) / its first call (trace + compile). A NumPy fallback case ran "
+          "tapeflow's NumPy replay, not XLA.", file=out)
 
 
 # ---------------------------------------------------------------------- environment
@@ -586,7 +589,7 @@ def print_environment(env: dict, settings: Settings, quick: bool, out: TextIO) -
           file=out)
     print(f"- 'first call': the first call after setup (tracing / compiling included); "
           f"'median': median of up to {settings.repeats} samples after it, the cases of a "
-          "problem interleaved round-robin; 'x best peer': median / the fastest peer's "
+          "problem interleaved, in a new order each round; 'x best peer': median / the fastest peer's "
           "(TensorFlow, JAX, PyTorch, autograd); 'x NumPy': / NumPy by hand. Every result "
           "was checked against a float64 reference first.", file=out)
     print("- modes: 'eager'; 'traced' (tapeflow function's NumPy replay, TensorFlow "
