@@ -288,7 +288,6 @@ def _scan_batch(vals: tuple, dims: tuple, body: Graph, n_carry: int, n_x: int, l
                 reverse: bool, emits_carries: bool) -> tuple:
     size = dims.size
     nc, nx = n_carry, n_x
-    nk = len(vals) - nc - nx
     carry = []
     for v, d in zip(vals[:nc], dims[:nc], strict=True):
         if d is None:  # a batched input reaches every carry after one step

@@ -20,7 +20,6 @@ code eagerly.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import gc
 import functools
 import inspect

@@ -32,7 +32,7 @@ from .elementwise import multiply, subtract
 from .indexing import getitem_p
 from .shape import stack
 from .structural import (add_any, align_batched, conj_if_complex, defjvp, defvjp, dense_deps,
-                         instantiate, move_to_front, reshape_p, shape_of, swap_last_axes, transpose_p)
+                         instantiate, move_to_front, reshape_p, shape_of, swap_last_axes)
 
 _LETTERS = string.ascii_letters
 
