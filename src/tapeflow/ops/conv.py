@@ -279,18 +279,22 @@ def _input_grad_lower(jax: Any, g: Any, w: Any, strides: tuple, dilations: tuple
 
 
 # NOTE(conv-input-grad): which lowering of the input gradient, timed on XLA's CPU backend
-# (one thread). The transposed convolution (the conv's VJP in x: lhs dilation by the
-# stride, the kernel flipped) runs in XLA's convolution kernels, which are slow with few
+# (one thread; benchmarks/xla_conv_grad.py, medians). The transposed convolution (the
+# conv's VJP in x: lhs dilation by the stride, the kernel flipped; JAX's own lowering,
+# which it times equal to) runs in XLA's convolution kernels, which are slow with few
 # output features: images of 1-3 channels, undilated, take a product and a padded add
-# per kernel offset instead. Timed lowerings of the gradient alone, offsets against
-# transposed: [640, 28, 28, 1] 3x3 stride 2 (the seed's first layer) 2.0 vs 2.8 ms,
-# [128, 32, 32, 3] 3x3 3.0 vs 8.2 ms; with channels, [640, 14, 14, 8] 3x3 stride 2 (its
-# second) 4.4 vs 2.4 ms, LeNet's [128, 12, 12, 6] 5x5 5.1 vs 2.8 ms, and dilated
-# [128, 32, 32, 16] 3x3 dilation 2 72 vs 9.5 ms. (Stride-1 convolutions per phase of the
-# stride, tried before, were slower than the transposed convolution at every size.)
+# per kernel offset instead. Offsets against transposed: [640, 28, 28, 1] 3x3 stride 2
+# (the seed's first layer) 2.4 vs 4.0 ms, [128, 32, 32, 3] 3x3 3.2 vs 10.4 ms; with
+# channels, [640, 14, 14, 8] 3x3 stride 2 (its second) 3.5 vs 2.8 ms, LeNet's
+# [128, 12, 12, 6] 5x5 4.5 vs 2.9 ms, [64, 32, 32, 32] 3x3 85 vs 14.5 ms. Dilated ones
+# ([128, 32, 32, 16] 3x3 dilation 2: 72 ms by offsets before, 8.6 ms) always take the
+# transposed convolution. Stride-1 convolutions per phase of the stride, tried before,
+# were slower than the transposed convolution at the four shapes timed (the seed's
+# layers 6.6 vs 2.8 and 3.5 vs 2.4 ms, LeNet's 5.2 vs 2.8, [128, 32, 32, 3] 9.6 vs 8.2).
 # A sweep of 2,436 geometries (strides 1-3 per axis, kernels smaller and larger than the
-# stride, paddings, dilations 1-3, shared and per-example filters) found no geometry for
-# which XLA's compiler rejects the transposed one; the geometry test keeps a sample.
+# stride, paddings, dilations 1-3), with a shared filter and with one per example, found
+# no geometry XLA's compiler rejects in the transposed one; the geometry test keeps a
+# sample.
 _TRANSPOSED_MIN_CHANNELS = 4
 
 
