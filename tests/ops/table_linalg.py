@@ -16,8 +16,11 @@ from op_table import Row, args, normal
 ROWS: list = [
     Row("matmul", tf.matmul, args(normal(2, 3, 4), normal(4, 5)), np.matmul),
     # a matrix times one column: batching the column alone takes the batch as rows of one
-    # GEMM (_matmul_batch)
+    # GEMM (_matmul_batch) ...
     Row("matmul_column", tf.matmul, args(normal(3, 4), normal(4, 1)), np.matmul,
+        prims=("matmul",)),
+    # ... and with more rows of a than 8x the examples: the batch into b's columns
+    Row("matmul_column_tall", tf.matmul, args(normal(30, 4), normal(4, 1)), np.matmul,
         prims=("matmul",)),
     Row("matmul_transposed", lambda a, b: tf.matmul(a, b, transpose_a=True, transpose_b=True),
         args(normal(4, 3), normal(5, 4)), lambda a, b: a.T @ b.T, prims=("matmul", "transpose")),

@@ -32,7 +32,8 @@ from .elementwise import multiply, subtract
 from .indexing import getitem_p
 from .shape import stack
 from .structural import (add_any, align_batched, conj_if_complex, defjvp, defvjp, dense_deps,
-                         instantiate, move_to_front, reshape_p, shape_of, swap_last_axes)
+                         instantiate, move_to_front, reshape_p, shape_of, swap_last_axes,
+                         transpose_p)
 
 _LETTERS = string.ascii_letters
 
@@ -69,16 +70,30 @@ def _matmul_batch(vals: tuple, dims: tuple) -> tuple:
         out = bind(matmul_p, flat, b)
         return bind(reshape_p, out, shape=sa[:-1] + shape_of(b)[-1:]), 0
     if da is None and len(shape_of(a)) == 2 and _example_shape(b, db)[-1] == 1:
-        # Only `b` is batched, one column per example (matrix times vector): the examples
-        # as the rows of one matrix times a^T, one GEMM whose result is already batch-major
-        # (no transposes of b or of the result; a^T is a view for NumPy, and XLA folds it
-        # into the product, which then runs wide: [B, k] x [k, m] rather than [m, k] x
-        # [k, B], 1.3x faster for the 8 x 4096 Jacobian of a 256-wide MLP).
+        # Only `b` is batched, one column per example (matrix times vector): one GEMM
+        # instead of a matvec per example (with wider examples, moving b's batch costs
+        # more than NumPy's loop of GEMMs, the general case below: 7x at 128 examples of
+        # 784x64). Which GEMM is timed in OpenBLAS (one thread): with as many examples as
+        # an eighth of a's rows or more, the examples as the rows of one matrix times a^T,
+        # whose result is already batch-major ([640, 784] x [784, 64]: 0.36 ms against
+        # 0.79 ms by columns); with fewer, into b's columns and back, where a [B, k] x
+        # [k, m] product with few rows and many columns is slow (8 examples of a
+        # 4096x256 matrix: 0.39 ms by columns, 0.72 ms as rows; the 8 x 4096 Jacobians of
+        # a 256-wide MLP 1.6x slower replayed). XLA times both forms alike.
         b = move_to_front(b, db)
         sb = shape_of(b)
-        rows = bind(reshape_p, b, shape=(int(np.prod(sb[:-2], dtype=np.int64)), sb[-2]))
-        out = bind(matmul_p, rows, swap_last_axes(a))  # [B * ..., m]
-        return bind(reshape_p, out, shape=sb[:-2] + (shape_of(a)[0], 1)), 0
+        examples = int(np.prod(sb[:-2], dtype=np.int64))
+        m = shape_of(a)[0]
+        if 8 * examples >= m:
+            rows = bind(reshape_p, b, shape=(examples, sb[-2]))
+            out = bind(matmul_p, rows, swap_last_axes(a))  # [B * ..., m]
+            return bind(reshape_p, out, shape=sb[:-2] + (m, 1)), 0
+        rank = len(sb)
+        cols = bind(transpose_p, b, perm=(rank - 2,) + tuple(range(rank - 2)) + (rank - 1,))
+        flat = bind(reshape_p, cols, shape=(sb[-2], examples))
+        out = bind(matmul_p, a, flat)  # [m, B * ...]
+        out = bind(reshape_p, out, shape=(m,) + sb[:-2] + (1,))
+        return bind(transpose_p, out, perm=tuple(range(1, rank - 1)) + (0, rank - 1)), 0
     # General case: batch axis first, padded left of every (broadcasting) matrix batch dim.
     rank = max(len(shape_of(v)) - (d is not None) for v, d in zip(vals, dims, strict=True))
     return bind(matmul_p, *align_batched(vals, dims, rank)), 0
