@@ -9,41 +9,30 @@ floor. Every case's result is checked against the first's.
 
 What it shows depends on the backend. On JAX's CPU backend a result read as NumPy is a
 view of XLA's buffer, and JAX takes a 64-byte-aligned NumPy array back into XLA without
-a copy, so the intermediate round trips keep_on_device removes cost little there; what
-does cost is copying an unaligned NumPy input (a `tf.constant`'s) into XLA, which only
-the "DeviceTensor in" case avoids. On a GPU every round trip crosses the bus.
+a copy, so the intermediate round trips keep_on_device removes cost little there. The
+input (a `tf.constant`) is copied into XLA once and the copy kept with it
+(NOTE(placed) in graph/device.py), so passing it again costs no copy either. On a GPU
+every round trip crosses the bus.
 
-One thread per library, as the suite (benchmarks/run.py): set before NumPy and JAX load.
+One thread per library, as the suite (benchmarks/run.py): xla_setup.py, imported first.
 
 Run: python benchmarks/xla_chain.py [--quick] [--json PATH]   (needs JAX: the xla extra)
 """
 
 from __future__ import annotations
 
-import os
+import xla_setup  # noqa: F401 - first: threads, XLA flags, src/ on the path
 
-for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_name] = "1"
-_XLA = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-if _XLA not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _XLA).strip()
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import argparse
+import json
+import statistics
+import time
+from typing import Any, Callable
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from typing import Any, Callable  # noqa: E402
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-# A checkout without `pip install -e .` still finds tapeflow in src/.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "src"))
-
-import tapeflow as tf  # noqa: E402
-from tapeflow.graph.device import DeviceTensor  # noqa: E402
+import tapeflow as tf
+from tapeflow.graph.device import DeviceTensor
 
 SHAPE = (4096, 1024)
 

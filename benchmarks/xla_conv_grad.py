@@ -9,38 +9,28 @@ a dilated one. The cases of a shape run interleaved, in a new order each round; 
 result is checked against JAX's first. The figures behind the channel threshold
 (`_TRANSPOSED_MIN_CHANNELS`) come from this script.
 
-One thread per library, as the suite (benchmarks/run.py): set before NumPy and JAX load.
+One thread per library, as the suite (benchmarks/run.py): xla_setup.py, imported first.
 
 Run: python benchmarks/xla_conv_grad.py [--quick]   (needs JAX: the xla extra)
 """
 
 from __future__ import annotations
 
-import os
+import xla_setup  # noqa: F401 - first: threads, XLA flags, src/ on the path
 
-for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_name] = "1"
-_XLA = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-if _XLA not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _XLA).strip()
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import argparse
+import random
+import statistics
+import sys
+import time
+from typing import Any, Callable
 
-import argparse  # noqa: E402
-import random  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from typing import Any, Callable  # noqa: E402
+import numpy as np
 
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "src"))
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-
-from tapeflow.ops import conv  # noqa: E402
+from tapeflow.ops import conv
 
 # (batch, image side, channels, filters, kernel, stride, dilation, pads)
 SHAPES = [
