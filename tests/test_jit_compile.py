@@ -304,6 +304,26 @@ def test_lean_calls_fall_back_wherever_the_full_path_decides():
 
 
 @needs_jax
+def test_compiled_results_read_as_numpy_stay_read_only():
+    """A compiled result's value is a read-only view of XLA's buffer: np.asarray hands it
+    out as it is (no view made per read), and it cannot be made writeable; numpy() is a
+    writeable copy, as for any tensor."""
+    f = tf.function(lambda t: t * 2.0, jit_compile=True)
+    x = tf.constant([1.0, 2.0])
+    for _ in range(3):
+        y = f(x)
+    a = np.asarray(y)
+    assert not a.flags.writeable and a.tolist() == [2.0, 4.0]
+    with pytest.raises(ValueError):
+        a.flags.writeable = True
+    n = y.numpy()
+    n[0] = 99.0
+    assert y.numpy().tolist() == [2.0, 4.0]
+    assert np.asarray(y, dtype=np.float64).dtype == np.float64
+    assert np.asarray(y, copy=True).flags.writeable
+
+
+@needs_jax
 def test_no_lean_call_for_graphs_with_guards_draws_or_writes():
     v = tf.Variable(0.0)
 
@@ -348,6 +368,26 @@ def test_lean_calls_take_lists_of_tensors_and_follow_the_latest_signature():
     assert f._lean is not lean
     assert [t.numpy().tolist() for t in f(ws, x2)] == [[1.0, 2.0], [2.0, 4.0], [1.0, 2.0]]
     assert [t.numpy() for t in f(ws, x)] == [3.0, 6.0, 3.0]
+
+
+@needs_jax
+@pytest.mark.parametrize("build, kind", [
+    (lambda a, b: [a, b], list), (lambda a, b: (a, b), tuple), (lambda a, b: [a, (b,)], list),
+    (lambda a, b: {"y": a, "x": b}, dict), (lambda a, b: [], list)])
+def test_lean_calls_return_the_traced_structure(build, kind):
+    """A lean call builds a flat list or tuple of results itself and any other structure
+    with nest: each is what the full path returns."""
+    f = tf.function(lambda x: build(x * 2.0, x + 1.0), jit_compile=True)
+    x = tf.constant([1.0, 2.0])
+    full = f(x)
+    f(x)
+    assert f._lean is not None
+    lean = f(x)
+    assert type(lean) is kind
+    flat = [t.numpy().tolist() for t in tf.nest.flatten(lean)]
+    assert flat == [t.numpy().tolist() for t in tf.nest.flatten(full)]
+    assert tf.nest.map_structure(lambda t: None, lean) == \
+        tf.nest.map_structure(lambda t: None, full)
 
 
 @needs_jax

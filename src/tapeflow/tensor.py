@@ -231,6 +231,8 @@ class TensorBase:
             return value.astype(dtype)
         if copy:
             return value.copy()
+        if not value.flags.writeable:  # an XLA result's host view: read-only already
+            return value
         view = value.view()  # no copy, but a tensor is immutable: nobody writes through it
         view.flags.writeable = False
         return view

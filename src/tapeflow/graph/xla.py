@@ -147,7 +147,6 @@ class XlaReplay:
         # Graphs without checks return no flag: reading one back is a device sync (~20 us).
         self.checked = any(isinstance(n, Node) and n.prim.lower_check is not None
                            for n in g.nodes)
-        self._no_seeds = np.zeros(0, np.uint32)
         self._jitted = self.jax.jit(self._lowered())
         # NOTE(lean-call): Python run between two calls of a compiled program evicts the
         # program's code and data from the core's caches, and the next call pays for that
@@ -170,9 +169,14 @@ class XlaReplay:
         constants = list(g.constants.items())
         var_slots = list(g.var_slots.items())
         draw_index = {k: i for i, k in enumerate(self.draws)}
+        n_in, n_vars = len(inputs), len(g.variables)
 
-        def run(arrays: list, variables: list, seeds: Any) -> tuple:
-            env: dict[int, Any] = dict(zip(inputs, arrays, strict=True))
+        # Flat positional arguments (inputs, variables, then the seeds if the graph draws):
+        # JAX's C++ dispatch takes them without flattening lists.
+        def run(*flat: Any) -> tuple:
+            env: dict[int, Any] = dict(zip(inputs, flat[:n_in], strict=True))
+            variables = flat[n_in:n_in + n_vars]
+            seeds = flat[n_in + n_vars] if draw_index else None
             for s, value in constants:
                 env[s] = value
             for s, i in var_slots:
@@ -212,18 +216,17 @@ class XlaReplay:
         jax = self.jax
         if not self.simple:
             return self(*[placed(t, jax) for t in tensors])
-        arrays = [placed(t, jax) for t in tensors]
-        variables = [placed(v, jax) for v in self.graph.variables]
-        outs = self._computation(arrays, variables, self._no_seeds)[0]
+        outs = self._computation([placed(t, jax) for t in (*tensors, *self.graph.variables)])[0]
         return [None if o is None else np.asarray(o) for o in outs]
 
-    def _computation(self, arrays: list, variables: list, seeds: Any) -> tuple:
-        """The compiled computation's (outputs, guard values, assigned values, checks),
-        run in the graph's 64-bit mode."""
-        if self.jax.config.jax_enable_x64 == self.x64:  # entering the context costs ~5 us
-            return self._jitted(arrays, variables, seeds)
+    def _computation(self, flat: Any) -> tuple:
+        """The compiled computation's (outputs, guard values, assigned values, checks) for
+        its flat arguments (inputs, variables, seeds if it draws), run in the graph's
+        64-bit mode."""
+        if self.jax.config.jax_enable_x64 == self.x64:  # entering the context costs ~1 us
+            return self._jitted(*flat)
         with self.jax.enable_x64(self.x64):
-            return self._jitted(arrays, variables, seeds)
+            return self._jitted(*flat)
 
     def __call__(self, *arrays: Any) -> list:
         if self._missing:
@@ -236,9 +239,10 @@ class XlaReplay:
     def _run(self, arrays: tuple) -> list:
         g = self.graph
         seeds = np.array([g.nodes[k].params["generator"].integers(0, 2 ** 31 - 1)
-                          for k in self.draws], np.uint32) if self.draws else self._no_seeds
+                          for k in self.draws], np.uint32) if self.draws else None
         variables = [placed(v, self.jax) for v in g.variables]  # NOTE(placed)
-        outs, guard_values, assigned, ok = self._computation(list(arrays), variables, seeds)
+        flat = (*arrays, *variables, seeds) if self.draws else (*arrays, *variables)
+        outs, guard_values, assigned, ok = self._computation(flat)
         for guard, value in zip(self.guards, guard_values, strict=True):
             if not guard.holds(np.asarray(value)):
                 raise GuardFailed(guard)
