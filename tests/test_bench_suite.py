@@ -143,3 +143,26 @@ def test_bench_outside_a_checkout_says_so(monkeypatch: Any, capsys: Any) -> None
     monkeypatch.setattr(cli, "suite_script", lambda: None)
     assert cli.main(["bench"]) == 1
     assert "source checkout" in capsys.readouterr().out
+
+
+def test_the_xla_summary_compares_a_case_with_its_jax_twin(run_module: Any) -> None:
+    """An XLA case naming a JAX twin (the same program under JAX jit) is compared with it,
+    not with a faster JAX program (an unrolled loop against lax.scan); a case naming none
+    is compared with the fastest JAX jit case of its problem."""
+    import io
+
+    def row(case: str, framework: str, mode: str, median: float, twin: str = "") -> dict:
+        return {"workload": "w", "group": "g", "case": case, "framework": framework,
+                "mode": mode, "status": "ok", "median_s": median, "min_s": median,
+                "first_call_s": 1.0, "jax_twin": twin}
+
+    rows = [row("ours unrolled", "tapeflow", "xla", 0.010, twin="jax unrolled"),
+            row("ours scan", "tapeflow", "xla", 0.003),
+            row("jax scan", "jax", "jit", 0.0025),
+            row("jax unrolled", "jax", "jit", 0.008)]
+    out = io.StringIO()
+    run_module.print_xla_summary(rows, out)
+    lines = {line.split(" | ")[2]: line for line in out.getvalue().splitlines()
+             if line.startswith("| w |")}
+    assert "| jax unrolled |" in lines["ours unrolled"] and "1.25x" in lines["ours unrolled"]
+    assert "| jax scan |" in lines["ours scan"] and "1.20x" in lines["ours scan"]

@@ -49,7 +49,9 @@ class Case:
     `mode` says how the framework runs it: "eager", "traced" (tapeflow or TensorFlow
     function), "jit" (JAX), "xla" (tapeflow function(jit_compile=True): the traced graph
     compiled by XLA through JAX), "by hand" (NumPy); `ops` divides times into per-op costs;
-    `metric` is "time" or "memory" (peak memory, measured in a fresh subprocess).
+    `metric` is "time" or "memory" (peak memory, measured in a fresh subprocess);
+    `jax_twin` (an "xla" case's) names the JAX jit case of the same program, which the XLA
+    summary compares it with (else with the group's fastest JAX jit case).
     """
 
     name: str
@@ -60,6 +62,7 @@ class Case:
     mode: str = "eager"
     ops: int = 1
     metric: str = "time"
+    jax_twin: str = ""
 
 
 @dataclass

@@ -10,9 +10,11 @@ steps; float32; gradient w.r.t. (W, b).
 tapeflow and TensorFlow run the same Python loop, eager and traced (tapeflow also with
 function(jit_compile=True), the unrolled graph compiled by XLA, when JAX is installed), and
 the same loop as tf.foldl (one loop op: tapeflow's scan, compiled to lax.scan under
-jit_compile=True; TensorFlow's while loop); JAX jit(grad) over lax.scan; PyTorch eager autograd and torch.func.grad over the same loop, and
-torch.nn.LSTM (its fused kernel, loaded with the same weights); autograd. NumPy
-floor: backpropagation through time by hand, which in float64 is the reference.
+jit_compile=True; TensorFlow's while loop); JAX jit(grad) over lax.scan (and, beside the
+unrolled XLA case, over the unrolled Python loop: the same program); PyTorch eager
+autograd and torch.func.grad over the same loop, and torch.nn.LSTM (its fused kernel,
+loaded with the same weights); autograd. NumPy floor: backpropagation through time by
+hand, which in float64 is the reference.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ ORDER = 7
 # (input, hidden, steps, batch)
 SHAPES = {"full": (32, 64, 50, 16), "quick": (32, 64, 20, 16), "tiny": (3, 4, 5, 2)}
 RTOL = 1e-4
+UNROLLED_XLA = "tapeflow function(jit_compile=True), Python loop unrolled"
+# The same unrolled program under JAX jit, beside it where its XLA case runs (its
+# compile takes about as long: ~25 s)
+UNROLLED_JAX = "JAX jit(grad), Python loop unrolled"
 
 
 def problem(shape: tuple[int, int, int, int], seed: int = 0) -> tuple[np.ndarray, ...]:
@@ -141,11 +147,23 @@ def _tf_api(api_name: str, traced: bool, data: tuple, xla: bool = False,
     return lambda: [np.asarray(g) for g in fn(w, b, xs, ys)]
 
 
-def _jax(data: tuple) -> Callable[[], Any]:
+def _jax(data: tuple, unrolled: bool = False) -> Callable[[], Any]:
     import jax
     import jax.numpy as jnp
 
     w, b, xs, ys = (jnp.asarray(a) for a in data)
+
+    def unrolled_loss(w: Any, b: Any, xs: Any, ys: Any) -> Any:
+        hidden = w.shape[1] // 4
+        h = c = jnp.zeros((xs.shape[1], hidden), xs.dtype)
+        total = 0.0
+        for t in range(xs.shape[0]):
+            z = jnp.concatenate([xs[t], h], axis=1) @ w + b
+            i, f, g, o = jnp.split(z, 4, axis=1)
+            c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+            h = jax.nn.sigmoid(o) * jnp.tanh(c)
+            total = total + jnp.sum(jnp.square(h - ys[t]))
+        return 0.5 * total / ys.size
 
     def loss(w: Any, b: Any, xs: Any, ys: Any) -> Any:
         hidden = w.shape[1] // 4
@@ -163,7 +181,7 @@ def _jax(data: tuple) -> Callable[[], Any]:
         _, per_step = jax.lax.scan(step, (zeros, zeros), (xs, ys))
         return 0.5 * jnp.sum(per_step) / ys.size
 
-    grad = jax.jit(jax.grad(loss, argnums=(0, 1)))
+    grad = jax.jit(jax.grad(unrolled_loss if unrolled else loss, argnums=(0, 1)))
     return lambda: [np.asarray(g) for g in grad(w, b, xs, ys)]
 
 
@@ -256,16 +274,19 @@ def cases(size: str = "full") -> list[Case]:
          lambda: _tf_api("tapeflow", True, data, scan=True)),
         ("TensorFlow tf.function over tf.foldl", "tensorflow", "traced",
          lambda: _tf_api("tensorflow", True, data, scan=True)),
-        *([("tapeflow function(jit_compile=True), Python loop unrolled", "tapeflow", "xla",
+        *([(UNROLLED_XLA, "tapeflow", "xla",
             lambda: _tf_api("tapeflow", True, data, xla=True)),
            ("tapeflow function(jit_compile=True) over tf.foldl (lax.scan)", "tapeflow", "xla",
             lambda: _tf_api("tapeflow", True, data, xla=True, scan=True))]
           if common.xla_cases_wanted() else []),
         ("JAX jit(grad) over lax.scan", "jax", "jit", lambda: _jax(data)),
+        *([(UNROLLED_JAX, "jax", "jit", lambda: _jax(data, unrolled=True))]
+          if common.xla_cases_wanted() else []),
         ("PyTorch eager autograd, Python loop", "torch", "eager", lambda: _torch("eager", data)),
         ("PyTorch torch.func.grad, Python loop", "torch", "eager", lambda: _torch("func", data)),
         ("PyTorch torch.nn.LSTM (fused kernel)", "torch", "eager", lambda: _torch("module", data)),
         ("autograd", "autograd", "eager", lambda: _autograd(data)),
     ]
-    return [Case(name, framework, setup, check, group=group, mode=mode)
+    return [Case(name, framework, setup, check, group=group, mode=mode,
+                 jax_twin=UNROLLED_JAX if name == UNROLLED_XLA else "")
             for name, framework, mode, setup in spec]
