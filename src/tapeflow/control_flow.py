@@ -14,7 +14,9 @@ body graph, so they nest (second derivatives are scans of scans):
 - VJP: a reverse scan of the body's VJP, which carries the cotangents of the carries and
   sums those of the outside tensors. It reads the carries entering each step: a scan
   run under a tape or an accumulator keeps them (`emits_carries`: its body returns them
-  too, as extra results); otherwise a second scan recomputes them;
+  too, as extra results); otherwise a second scan recomputes them. Under a tape the
+  scan also keeps its body's intermediates, so the VJP's steps recompute no forward op
+  (NOTE(scan-residuals)); a traced graph keeps only those the VJP reads (`prune`);
 - batching: a scan of the vmapped body, every carry batched.
 
 The body may not branch on tensor values (a guard), assign variables or make them:
@@ -23,6 +25,7 @@ each is a clear error while it is traced.
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from typing import Any, Callable
 
@@ -30,10 +33,10 @@ import numpy as np
 
 from . import nest
 from .batching import vmap
-from .core import Primitive, Zero, bind, differentiating, substack
+from .core import Primitive, Zero, bind, differentiating, substack, taping
 from .forward import ForwardAccumulator
-from .graph.ir import Graph
-from .graph.passes import optimize
+from .graph.ir import Graph, Node
+from .graph.passes import eliminate_dead_code, optimize
 from .graph.polymorphic import resolved
 from .graph.replay import Replay, interpret, plan_runner
 from .graph.trace import Tracer, TracingError
@@ -237,15 +240,22 @@ def _scan_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, body: Graph
     fc = [j for j in range(nc) if _float(carry[j])]
     fx = [j for j in range(nx) if _float(xs[j])]
     fk = [j for j in range(nk) if _float(consts[j])]
-    # The emitted carries (emits_carries) are no result of the user's: their cotangents
-    # are zeros, unless something did read them.
+    # NOTE(scan-residuals): what the forward scan kept: its body's intermediates
+    # (`residuals` of them, the body's own graph `given`), then the carries entering each
+    # step. They are no results of the user's: their cotangents are zeros, unless
+    # something did read them (a second derivative).
+    given, residuals = body.__dict__.get("_residuals", (None, 0)) if emits_carries else (None, 0)
+    n_user = n_y - (residuals + nc if emits_carries else 0)
     fy = [j for j in range(n_y) if _float(outs[nc + j]) and not (
-        emits_carries and j >= n_y - nc and type(cts[nc + j]) is Zero)]
+        j >= n_user and type(cts[nc + j]) is Zero)]
     if length == 0:  # nothing ran: the final carries are the initial ones
         grads = [instantiate(cts[j]) if j in fc else None for j in range(nc)]
         grads += [zeros_of(x) if j in fx else None for j, x in enumerate(xs)]
         return tuple(grads + [zeros_of(k) if j in fk else None for j, k in enumerate(consts)])
 
+    if given is not None:
+        return _scan_vjp_given(cts, outs, primals, body, given, residuals, fc, fx, fk, fy,
+                               n_user, nc, nx, nk, length, reverse)
     if emits_carries:  # the carries entering each step, kept by the forward scan
         carries_t = list(outs[len(outs) - nc:])
     else:  # recomputed: a scan whose body also emits them
@@ -282,6 +292,64 @@ def _scan_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, body: Graph
     grads += [g_x[fx.index(j)] if j in fx else None for j in range(nx)]
     grads += [g_k[fk.index(j)] if j in fk else None for j in range(nk)]
     return tuple(grads)
+
+
+def _scan_vjp_given(cts: tuple, outs: tuple, primals: tuple, body: Graph, given: Graph,
+                    residuals: int, fc: list, fx: list, fk: list, fy: list, n_user: int,
+                    nc: int, nx: int, nk: int, length: int, reverse: bool) -> tuple:
+    """The VJP of a scan whose forward pass kept its body's intermediates
+    (NOTE(scan-residuals)): a reverse scan of the VJP of `given` (the body the user's step
+    traced to), each step's ops shown to the tape with the values the forward step made,
+    so the backward pass recomputes none of them."""
+    carry, xs, consts = _split(primals, nc, nx, nk)
+    kept = list(outs[nc + n_user:nc + n_user + residuals])
+    carries_t = list(outs[len(outs) - nc:])
+    ct_c = [instantiate(cts[j]) for j in fc]
+    ct_y = [instantiate(cts[nc + j]) for j in fy]
+    acc0 = [zeros_of(consts[j]) for j in fk]
+
+    def make_vjp() -> tuple:
+        def vjp_step(*a: Any) -> list:
+            gc, acc, c, x, gy, r, k = _split(a, len(fc), len(fk), nc, nx, len(fy), residuals,
+                                             nk)
+            watched = [c[j] for j in fc] + [x[j] for j in fx] + [k[j] for j in fk]
+            with GradientTape() as tape:
+                tape.watch(watched)
+                out = _shown_to(tape, given, c + x + k, r)
+            # the step's results: the user's, then the kept intermediates and carries
+            ys = out[nc:] + r + c
+            targets = [out[j] for j in fc] + [ys[j] for j in fy]
+            grads = tape.gradient(targets, watched, output_gradients=gc + gy,
+                                  unconnected_gradients=UnconnectedGradients.ZERO)
+            g_c, g_x, g_k = _split(grads, len(fc), len(fx), len(fk))
+            return g_c + [s + g for s, g in zip(acc, g_k, strict=True)] + g_x
+        return trace_body(vjp_step, ct_c + acc0 + [_step(c) for c in carries_t] +
+                          [_step(x) for x in xs] + [_step(g) for g in ct_y] +
+                          [_step(r) for r in kept] + consts)
+
+    vbody, vcap = _derived(body, ("vjp-given", tuple(fc), tuple(fk), tuple(fy)), make_vjp)
+    back = bind(scan_p, *ct_c, *acc0, *carries_t, *xs, *ct_y, *kept, *consts, *_values(vcap),
+                body=vbody, n_carry=len(fc) + len(fk), n_x=nc + nx + len(fy) + residuals,
+                length=length, reverse=not reverse, emits_carries=False)
+    g_c, g_k, g_x = _split(back, len(fc), len(fk), len(fx))
+    grads = [g_c[fc.index(j)] if j in fc else None for j in range(nc)]
+    grads += [g_x[fx.index(j)] if j in fx else None for j in range(nx)]
+    grads += [g_k[fk.index(j)] if j in fk else None for j in range(nk)]
+    return tuple(grads)
+
+
+def _shown_to(tape: GradientTape, body: Graph, inputs: list, made: list) -> list:
+    """`body`'s outputs, its ops shown to `tape` alone, each with the outputs `made` holds
+    (its node outputs in order) instead of computed: the tape can take their VJPs, and
+    the enclosing trace records none of them."""
+    env: dict[int, Any] = dict(zip(body.inputs, inputs, strict=True))
+    env.update((s, Tensor(v)) for s, v in body.constants.items())
+    values = iter(made)
+    for n in body.nodes:
+        outputs = tuple(next(values) for _ in n.outputs)
+        tape.process(n.prim, [env[i] for i in n.inputs], outputs, n.params, 0)
+        env.update(zip(n.outputs, outputs, strict=True))
+    return [env[o] for o in body.outputs]
 
 
 def _scan_batch(vals: tuple, dims: tuple, body: Graph, n_carry: int, n_x: int, length: int,
@@ -328,12 +396,41 @@ def _scan_lower(jax: Any, *args: Any, body: Graph, n_carry: int, n_x: int, lengt
     return list(final) + list(ys)
 
 
+def _scan_prune(params: dict, live: list) -> tuple | None:
+    """A traced scan without the per-step results nobody reads (the intermediates a VJP
+    does not use, NOTE(scan-residuals)) and the sequences and outside tensors its body
+    then reads no more; the carries stay. None if nothing can go."""
+    body, nc, nx = params["body"], params["n_carry"], params["n_x"]
+    keep_out = [k < nc or alive for k, alive in enumerate(live)]
+    if body.sized:  # node indices of sizes read at replay: not renumbered here
+        return None
+    pruned = dataclasses.replace(
+        body, inputs=list(body.inputs), constants=dict(body.constants),
+        outputs=[o for o, keep in zip(body.outputs, keep_out, strict=True) if keep],
+        nodes=[dataclasses.replace(n) for n in body.nodes])  # the body may be shared
+    eliminate_dead_code(pruned)
+    read = set(pruned.outputs)
+    for n in pruned.nodes:
+        read.update(n.inputs)
+        if n.backward is not None:
+            read.update(n.backward.refs)
+    keep_in = [k < nc or s in read for k, s in enumerate(body.inputs)]
+    if all(keep_out) and all(keep_in):
+        return None
+    pruned.inputs = [s for s, keep in zip(body.inputs, keep_in, strict=True) if keep]
+    # Its VJP (if the replay is differentiated from outside) recomputes what it needs:
+    # the outputs no longer end with the kept carries.
+    return (dict(params, body=pruned, n_x=sum(keep_in[nc:nc + nx]),
+                 emits_carries=params["emits_carries"] and all(keep_out)), keep_in, keep_out)
+
+
 scan_p = Primitive("scan", _scan_impl, multiple_results=True)
 scan_p.jvp = _scan_jvp
 scan_p.vjp = _scan_vjp
 scan_p.batch = _scan_batch
 scan_p.sparsity = dense_deps  # the body may relate any output to any input
 scan_p.lower = _scan_lower
+scan_p.prune = _scan_prune
 
 
 def _scan(step: Callable[..., list], init: list, xs: list, reverse: bool) -> list:
@@ -357,19 +454,44 @@ def _scan(step: Callable[..., list], init: list, xs: list, reverse: bool) -> lis
     n_out = len(body.outputs)
     if differentiating():
         # Under a tape or an accumulator the scan also keeps the carries entering each
-        # step, which its VJP would otherwise recompute with a second forward scan.
-        body, more = emitting_carries(body, len(init), example + consts)
+        # step, which its VJP would otherwise recompute with a second forward scan; under
+        # a tape, its body's intermediates too (NOTE(scan-residuals)).
+        body, more = emitting_carries(body, len(init), example + consts,
+                                      residuals=taping() and _plain(body))
         consts += _values(more)
     outs = bind(scan_p, *init, *xs, *consts, body=body, n_carry=len(init), n_x=len(xs),
                 length=length, reverse=reverse, emits_carries=len(body.outputs) != n_out)
     return list(outs[:n_out])
 
 
-def emitting_carries(body: Graph, n_carry: int, example: list) -> tuple[Graph, list]:
-    """`body` that also returns its input carries, as results of each step."""
+# NOTE(scan-residuals): a scan's VJP needs, at each step, the values its body's ops made
+# (an LSTM step's gates and activations). Recomputing them in the backward scan costs a
+# second forward pass: 36% more flops and twice the transcendentals of JAX's LSTM
+# gradient. So a scan run under a tape returns its body's intermediates, stacked, as
+# extra results (the carries entering each step after them); its VJP shows each step's
+# ops to a tape with those values (`_shown_to`) and traces only their VJPs. A body with a
+# custom gradient or sizes read at replay keeps the recomputing VJP. Values the VJP does
+# not read cost a stacked copy in the NumPy replay (XLA drops them from the loop).
+def _plain(body: Graph) -> bool:
+    """Whether `body` is plain ops only (no custom gradient, no sizes read at replay)."""
+    return not body.sized and all(type(n) is Node and n.backward is None for n in body.nodes)
+
+
+def emitting_carries(body: Graph, n_carry: int, example: list,
+                     residuals: bool = False) -> tuple[Graph, list]:
+    """`body` that also returns its input carries, as results of each step; with
+    `residuals`, every value its ops make before them (NOTE(scan-residuals))."""
+    slots = [o for n in body.nodes for o in n.outputs] if residuals else []
+
     def step(*a: Any) -> list:
-        return interpret(body, list(a)) + list(a[:n_carry])
-    return trace_body(step, example)
+        values: dict = {}
+        out = interpret(body, list(a), values)
+        return out + [values[s] for s in slots] + list(a[:n_carry])
+
+    graph, captured = trace_body(step, example)
+    if residuals:
+        graph.__dict__["_residuals"] = (body, len(slots))
+    return graph, captured
 
 
 # ------------------------------------------------------------------ TensorFlow's functions

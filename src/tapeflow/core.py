@@ -39,7 +39,7 @@ import numpy as np
 from .tensor import Tensor
 
 __all__ = ["Primitive", "Zero", "Husk", "bind", "registry", "Recorder", "current_stack", "recording",
-           "run_below", "call_below", "dynamic_shapes", "differentiating", "substack",
+           "run_below", "call_below", "dynamic_shapes", "differentiating", "taping", "substack",
            "no_recorders", "reading_records", "records_open",
            "value_read", "size_reads", "symbolic_name", "name_scope_prefix", "scope_entered", "quiet",
            "quieted",
@@ -139,6 +139,10 @@ class Primitive:
       input the output always equals exactly (``consts[i]`` is input i's value when
       it is a constant, else None; ``same(i)`` says whether input i has the output's
       shape and dtype).
+    - ``prune(params, live) -> (params, kept inputs, kept outputs) | None``: for dead-code
+      elimination, given which outputs something reads (``live``, a bool each): the
+      node's params without the others, and which inputs and outputs it keeps (a loop
+      whose body no longer needs some of its inputs); None to keep the node as it is.
 
     Properties interpreters act on (keyword arguments):
 
@@ -163,7 +167,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "jvp", "vjp", "batch", "simplify", "sparsity", "lower",
-                 "lower_check",
+                 "lower_check", "prune",
                  "multiple_results", "differentiable", "stateful", "per_example", "is_identity",
                  "reads_variable", "user_gradient", "defined_at")
 
@@ -183,6 +187,7 @@ class Primitive:
         self.sparsity: Callable[..., Any] | None = None if differentiable else _no_deps
         self.lower: Callable[..., Any] | None = None
         self.lower_check: Callable[..., Any] | None = None
+        self.prune: Callable[..., Any] | None = None
         self.multiple_results = multiple_results
         self.differentiable = differentiable
         self.stateful = stateful
@@ -266,7 +271,8 @@ class Recorder:
     at once.
 
     Subclasses set what they take part in: `batching` recorders may claim ops (see `bind`);
-    `differentiates` ones (tapes, accumulators) take derivatives (`differentiating`);
+    `differentiates` ones (tapes, accumulators) take derivatives (`differentiating`),
+    `reverse` ones (tapes) in reverse mode (`taping`);
     `watches_reads` ones hear of Python reads of tensor values (`on_read`), `dynamic` ones
     (a trace meant to serve every size of its inputs' None dimensions) want sizes read
     when the graph runs, not fixed while it is traced (`dynamic_shapes`),
@@ -277,6 +283,7 @@ class Recorder:
 
     batching = False
     differentiates = False
+    reverse = False
     watches_reads = False
     watches_writes = False
     sees_custom_forward = False
@@ -351,6 +358,12 @@ def differentiating() -> bool:
     thread: ops whose rules want a by-product of the forward pass (max_pool2d's argmax)
     compute it only then."""
     return any(rec.differentiates for rec in _state.stack)
+
+
+def taping() -> bool:
+    """Whether a recorder that takes reverse-mode derivatives (a tape) is active on this
+    thread: a loop op then keeps what its VJP reads (control_flow.py)."""
+    return any(rec.reverse for rec in _state.stack)
 
 
 def dynamic_shapes() -> bool:

@@ -78,6 +78,7 @@ class GradientTape(Recorder):
     """
 
     differentiates = True
+    reverse = True
 
     def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True) -> None:
         self._persistent = bool(persistent)

@@ -17,7 +17,7 @@ import numpy as np
 
 from .ir import Assign, Graph, Guard, Node
 
-__all__ = ["optimize"]
+__all__ = ["optimize", "eliminate_dead_code"]
 
 def _is_effectful(node: Node) -> bool:
     """Stateful primitives (random draws): skipping or merging two draws changes the sequence."""
@@ -113,6 +113,8 @@ def _dce(g: Graph) -> None:
             live.add(n.slot)
             kept.append(n)
         elif _is_effectful(n) or any(o in live for o in n.outputs):
+            if n.prim.prune is not None:
+                _prune(n, live)
             live.update(n.inputs)
             if n.backward is not None:
                 live.update(n.backward.refs)
@@ -120,6 +122,23 @@ def _dce(g: Graph) -> None:
     g.nodes = kept[::-1]
     used = live | set(g.inputs)
     g.constants = {s: v for s, v in g.constants.items() if s in used}
+
+
+def _prune(n: Node, live: set) -> None:
+    """The node without the outputs nobody reads and the inputs it then needs no more, if
+    its primitive's `prune` rule can drop them (a loop's unread per-step results)."""
+    pruned = n.prim.prune(n.params, [o in live for o in n.outputs])
+    if pruned is None:
+        return
+    params, keep_inputs, keep_outputs = pruned
+    n.params = params
+    n.inputs = [i for i, keep in zip(n.inputs, keep_inputs, strict=True) if keep]
+    n.outputs = [o for o, keep in zip(n.outputs, keep_outputs, strict=True) if keep]
+
+
+def eliminate_dead_code(g: Graph) -> None:
+    """Drop the nodes of `g` (a loop body, say) whose results nobody reads, in place."""
+    _dce(g)
 
 
 def optimize(g: Graph) -> dict[str, int]:

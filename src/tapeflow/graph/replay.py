@@ -354,14 +354,15 @@ def _replayed_grad_fn(n: Node, env: dict) -> Callable:
     return grad_fn
 
 
-def interpret(g: Graph, inputs: list[Tensor]) -> list:
-    """Replay by binding each node: every active recorder sees the ops."""
+def interpret(g: Graph, inputs: list[Tensor], values: dict | None = None) -> list:
+    """Replay by binding each node: every active recorder sees the ops. `values`, if
+    given, receives every slot's tensor (a loop body's intermediates, control_flow.py)."""
     with VariableLocks(_written(g)):
-        return _interpret(g, inputs)
+        return _interpret(g, inputs, {} if values is None else values)
 
 
-def _interpret(g: Graph, inputs: list[Tensor]) -> list:
-    env: dict[int, Any] = dict(zip(g.inputs, inputs, strict=True))
+def _interpret(g: Graph, inputs: list[Tensor], env: dict) -> list:
+    env.update(zip(g.inputs, inputs, strict=True))
     for s, value in g.constants.items():
         env[s] = Tensor(value)
     for s, i in g.var_slots.items():
