@@ -142,6 +142,7 @@ class Timed:
     run: Callable[[], Any] | None = None
     number: int = 1
     samples: list[float] = field(default_factory=list)
+    rounds: list[int] = field(default_factory=list)  # the round of each sample
     spent: float = 0.0
 
 
@@ -232,6 +233,7 @@ def time_cases(workload: str, cases: Sequence[Case], settings: Settings,
     # case leaves its garbage, freed memory and cold caches behind), and rotating one
     # order would keep every case's predecessor the same. Seeded: runs repeat.
     order = random.Random(0)
+    round_no = 0
     while active:
         for t in order.sample(active, len(active)):
             start = time.perf_counter()
@@ -239,13 +241,16 @@ def time_cases(workload: str, cases: Sequence[Case], settings: Settings,
                 t.run()
             elapsed = time.perf_counter() - start
             t.samples.append(elapsed / t.number)
+            t.rounds.append(round_no)
             t.spent += elapsed
             gc.collect()  # untimed: no case pays for another's garbage
         active = [t for t in active if not _done(t, settings)]
+        round_no += 1
     for t in timed:
         if t.samples:
             t.row.update(median_s=statistics.median(t.samples), min_s=min(t.samples),
-                         samples=len(t.samples), loop=t.number)
+                         samples=len(t.samples), loop=t.number,
+                         by_round=dict(zip(t.rounds, t.samples)))
         t.run = None  # free what the case holds (models, traced graphs, device arrays)
     gc.collect()
     return [t.row for t in timed]
@@ -507,6 +512,13 @@ def print_summary(rows: list[dict], out: TextIO) -> None:
         print("| " + " | ".join(cells) + " |", file=out)
 
 
+def paired_ratio(a: dict, b: dict) -> float | None:
+    """The median over the rounds both rows were timed in of a's sample / b's."""
+    ra, rb = a.get("by_round") or {}, b.get("by_round") or {}
+    ratios = [ra[k] / rb[k] for k in ra if k in rb and rb[k]]
+    return statistics.median(ratios) if ratios else None
+
+
 def print_xla_summary(rows: list[dict], out: TextIO) -> None:
     """Each function(jit_compile=True) case against its JAX twin (the same program under
     JAX jit) if it names one, else the fastest JAX jit case of its problem: steady state
@@ -516,8 +528,8 @@ def print_xla_summary(rows: list[dict], out: TextIO) -> None:
         return
     print("\n### tapeflow function(jit_compile=True) against JAX jit\n", file=out)
     print("| workload | problem | case | first call | median | JAX jit | first call | median "
-          "| x JAX jit | fastest x fastest | first call x JAX |", file=out)
-    print("|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|", file=out)
+          "| x JAX jit | per round | fastest x fastest | first call x JAX |", file=out)
+    print("|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|", file=out)
     for r in xla:
         jits = [j for j in rows if j["workload"] == r["workload"] and j["group"] == r["group"]
                 and j["framework"] == "jax" and j["mode"] == "jit" and j["status"] == "ok"
@@ -534,16 +546,19 @@ def print_xla_summary(rows: list[dict], out: TextIO) -> None:
                  _time(jit.get("first_call_s")) if jit else "",
                  _time(jit["median_s"]) if jit else "",
                  _ratio(r["median_s"] / jit["median_s"]) if ok and jit else "",
+                 _ratio(paired_ratio(r, jit)) if ok and jit else "",
                  _ratio(r["min_s"] / jit["min_s"]) if ok and jit and jit.get("min_s") else "",
                  _ratio(r["first_call_s"] / jit["first_call_s"])
                  if ok and jit and jit.get("first_call_s") else ""]
         print("| " + " | ".join(cells) + " |", file=out)
     print("\nJAX jit: the case's twin (the same program under JAX jit) where it has one, else "
           "the fastest JAX jit case of the problem; 'x JAX jit': median / its "
-          "median; 'fastest x fastest': the fastest sample / its fastest (on a shared "
-          "machine the least disturbed one of each); 'first call x JAX': first call (trace + "
-          "XLA compile) / its first call (trace + compile). A NumPy fallback case ran "
-          "tapeflow's NumPy replay, not XLA.", file=out)
+          "median; 'per round': the median of the two cases' ratios within one round "
+          "(each round times every case once, so a slow spell of the machine weighs on "
+          "both sides of a ratio); 'fastest x fastest': the fastest sample / its fastest "
+          "(on a shared machine the least disturbed one of each); 'first call x JAX': first "
+          "call (trace + XLA compile) / its first call (trace + compile). A NumPy fallback "
+          "case ran tapeflow's NumPy replay, not XLA.", file=out)
 
 
 # ---------------------------------------------------------------------- environment

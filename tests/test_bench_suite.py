@@ -154,7 +154,8 @@ def test_the_xla_summary_compares_a_case_with_its_jax_twin(run_module: Any) -> N
     def row(case: str, framework: str, mode: str, median: float, twin: str = "") -> dict:
         return {"workload": "w", "group": "g", "case": case, "framework": framework,
                 "mode": mode, "status": "ok", "median_s": median, "min_s": median,
-                "first_call_s": 1.0, "jax_twin": twin}
+                "first_call_s": 1.0, "jax_twin": twin,
+                "by_round": {0: median, 1: 2 * median}}
 
     rows = [row("ours unrolled", "tapeflow", "xla", 0.010, twin="jax unrolled"),
             row("ours scan", "tapeflow", "xla", 0.003),
@@ -166,3 +167,12 @@ def test_the_xla_summary_compares_a_case_with_its_jax_twin(run_module: Any) -> N
              if line.startswith("| w |")}
     assert "| jax unrolled |" in lines["ours unrolled"] and "1.25x" in lines["ours unrolled"]
     assert "| jax scan |" in lines["ours scan"] and "1.20x" in lines["ours scan"]
+
+
+def test_the_per_round_ratio_pairs_samples_of_one_round(run_module: Any) -> None:
+    """A slow round (both cases 3x slower) leaves the per-round ratio alone; rounds only
+    one case ran in are left out."""
+    ours = {"by_round": {0: 1.1, 1: 3.3, 2: 1.2, 3: 9.0}}
+    theirs = {"by_round": {0: 1.0, 1: 3.0, 2: 1.0}}
+    assert run_module.paired_ratio(ours, theirs) == pytest.approx(1.1)
+    assert run_module.paired_ratio(ours, {}) is None
