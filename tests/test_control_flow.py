@@ -135,6 +135,31 @@ def test_the_vjp_reads_the_steps_values_and_recomputes_none():
                                rtol=1e-12)
 
 
+@pytest.mark.parametrize("keep", ["none", "all"])
+def test_values_not_kept_are_recomputed(monkeypatch, keep):
+    """What the forward scan keeps decides only the speed: keeping none of the body's
+    values (each step's ops then run again in the VJP) or all of them gives the
+    gradient of the Python loop, eager and traced."""
+    import tapeflow.control_flow as cf
+
+    if keep == "none":
+        monkeypatch.setattr(cf, "_read_by_vjps", lambda body: [])
+    else:
+        monkeypatch.setattr(cf, "_read_by_vjps",
+                            lambda body: [o for n in body.nodes for o in n.outputs])
+    w, u, xs, h0 = _data()
+    grads = {}
+    for name, rnn in (("loop", _rnn_loop), ("scan", _rnn_scan),
+                      ("traced", tf.function(_rnn_scan))):
+        with tf.GradientTape() as tape:
+            tape.watch([xs, h0])
+            loss = tf.reduce_sum(rnn(w, u, xs, h0) ** 2)
+        grads[name] = [g.numpy() for g in tape.gradient(loss, [w, u, xs, h0])]
+    for other in ("scan", "traced"):
+        for a, b in zip(grads["loop"], grads[other], strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
 def test_second_derivatives_through_kept_values():
     """The forward scan's kept values are results a second derivative flows through: a
     Hessian by nested tapes, eager and traced, and the Hessian of a traced gradient

@@ -43,7 +43,7 @@ from .graph.trace import Tracer, TracingError
 from .ops.convert import as_tensor
 from .ops.structural import (broadcast_to_p, dense_deps, instantiate, move_axis, move_to_front,
                              reshape_p, shape_of, zeros_of)
-from .tape import GradientTape, UnconnectedGradients
+from .tape import GradientTape, UnconnectedGradients, vjp_reads
 from .tensor import Tensor, Variable, key_of, new_key, seal
 
 __all__ = ["scan", "foldl", "foldr", "map_fn", "cond", "switch_case", "while_loop",
@@ -244,8 +244,8 @@ def _scan_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, body: Graph
     # (`residuals` of them, the body's own graph `given`), then the carries entering each
     # step. They are no results of the user's: their cotangents are zeros, unless
     # something did read them (a second derivative).
-    given, residuals = body.__dict__.get("_residuals", (None, 0)) if emits_carries else (None, 0)
-    n_user = n_y - (residuals + nc if emits_carries else 0)
+    given, slots = body.__dict__.get("_residuals", (None, ())) if emits_carries else (None, ())
+    n_user = n_y - (len(slots) + nc if emits_carries else 0)
     fy = [j for j in range(n_y) if _float(outs[nc + j]) and not (
         j >= n_user and type(cts[nc + j]) is Zero)]
     if length == 0:  # nothing ran: the final carries are the initial ones
@@ -254,7 +254,7 @@ def _scan_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, body: Graph
         return tuple(grads + [zeros_of(k) if j in fk else None for j, k in enumerate(consts)])
 
     if given is not None:
-        return _scan_vjp_given(cts, outs, primals, body, given, residuals, fc, fx, fk, fy,
+        return _scan_vjp_given(cts, outs, primals, body, given, slots, fc, fx, fk, fy,
                                n_user, nc, nx, nk, length, reverse)
     if emits_carries:  # the carries entering each step, kept by the forward scan
         carries_t = list(outs[len(outs) - nc:])
@@ -295,13 +295,14 @@ def _scan_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, body: Graph
 
 
 def _scan_vjp_given(cts: tuple, outs: tuple, primals: tuple, body: Graph, given: Graph,
-                    residuals: int, fc: list, fx: list, fk: list, fy: list, n_user: int,
+                    slots: tuple, fc: list, fx: list, fk: list, fy: list, n_user: int,
                     nc: int, nx: int, nk: int, length: int, reverse: bool) -> tuple:
     """The VJP of a scan whose forward pass kept its body's intermediates
     (NOTE(scan-residuals)): a reverse scan of the VJP of `given` (the body the user's step
-    traced to), each step's ops shown to the tape with the values the forward step made,
-    so the backward pass recomputes none of them."""
+    traced to), each step's ops shown to the tape with the values the forward step made
+    (those of `slots`), so the backward pass recomputes none that a VJP reads."""
     carry, xs, consts = _split(primals, nc, nx, nk)
+    residuals = len(slots)
     kept = list(outs[nc + n_user:nc + n_user + residuals])
     carries_t = list(outs[len(outs) - nc:])
     ct_c = [instantiate(cts[j]) for j in fc]
@@ -315,7 +316,7 @@ def _scan_vjp_given(cts: tuple, outs: tuple, primals: tuple, body: Graph, given:
             watched = [c[j] for j in fc] + [x[j] for j in fx] + [k[j] for j in fk]
             with GradientTape() as tape:
                 tape.watch(watched)
-                out = _shown_to(tape, given, c + x + k, r)
+                out = _shown_to(tape, given, c + x + k, dict(zip(slots, r, strict=True)))
             # the step's results: the user's, then the kept intermediates and carries
             ys = out[nc:] + r + c
             targets = [out[j] for j in fc] + [ys[j] for j in fy]
@@ -338,16 +339,20 @@ def _scan_vjp_given(cts: tuple, outs: tuple, primals: tuple, body: Graph, given:
     return tuple(grads)
 
 
-def _shown_to(tape: GradientTape, body: Graph, inputs: list, made: list) -> list:
-    """`body`'s outputs, its ops shown to `tape` alone, each with the outputs `made` holds
-    (its node outputs in order) instead of computed: the tape can take their VJPs, and
-    the enclosing trace records none of them."""
+def _shown_to(tape: GradientTape, body: Graph, inputs: list, made: dict) -> list:
+    """`body`'s outputs, each op whose outputs `made` holds (by slot) shown to `tape` alone
+    with them instead of computed: the tape can take its VJP, and the enclosing trace
+    records no forward op. The others run (the trace keeps them if a VJP reads them)."""
     env: dict[int, Any] = dict(zip(body.inputs, inputs, strict=True))
     env.update((s, Tensor(v)) for s, v in body.constants.items())
-    values = iter(made)
     for n in body.nodes:
-        outputs = tuple(next(values) for _ in n.outputs)
-        tape.process(n.prim, [env[i] for i in n.inputs], outputs, n.params, 0)
+        args = [env[i] for i in n.inputs]
+        if n.outputs[0] in made:
+            outputs = tuple(made[o] for o in n.outputs)
+            tape.process(n.prim, args, outputs, n.params, 0)
+        else:
+            out = bind(n.prim, *args, **n.params)
+            outputs = tuple(out) if n.prim.multiple_results else (out,)
         env.update(zip(n.outputs, outputs, strict=True))
     return [env[o] for o in body.outputs]
 
@@ -467,21 +472,36 @@ def _scan(step: Callable[..., list], init: list, xs: list, reverse: bool) -> lis
 # NOTE(scan-residuals): a scan's VJP needs, at each step, the values its body's ops made
 # (an LSTM step's gates and activations). Recomputing them in the backward scan costs a
 # second forward pass: 36% more flops and twice the transcendentals of JAX's LSTM
-# gradient. So a scan run under a tape returns its body's intermediates, stacked, as
-# extra results (the carries entering each step after them); its VJP shows each step's
-# ops to a tape with those values (`_shown_to`) and traces only their VJPs. A body with a
-# custom gradient or sizes read at replay keeps the recomputing VJP. Values the VJP does
-# not read cost a stacked copy in the NumPy replay (XLA drops them from the loop).
+# gradient. So a scan run under a tape returns, stacked as extra results, the values of
+# its body that VJPs read (`_read_by_vjps`: what each rule's `reads` says, NOTE(saved-
+# values) in ops/structural.py; a random draw's always), the carries entering each step
+# after them. Its VJP shows each step's ops to a tape with those values (`_shown_to`)
+# and traces only their VJPs; an op whose values were not kept runs again there, so a
+# rule that reads more than its `reads` says costs time, never a wrong value. A traced
+# graph then drops what its VJP does not read after all (the `prune` rule). A body
+# with a custom gradient or sizes read at replay keeps the recomputing VJP.
 def _plain(body: Graph) -> bool:
     """Whether `body` is plain ops only (no custom gradient, no sizes read at replay)."""
     return not body.sized and all(type(n) is Node and n.backward is None for n in body.nodes)
 
 
+def _read_by_vjps(body: Graph) -> list:
+    """The output slots of the nodes of `body` some VJP reads (all of such a node's),
+    every float input taken to need a cotangent."""
+    read = set()
+    for n in body.nodes:
+        needs = tuple(np.dtype(body.avals[i][1]).kind in "fc" for i in n.inputs)
+        ins, outs = vjp_reads(n.prim, needs, len(n.outputs))
+        read.update(i for i, r in zip(n.inputs, ins, strict=True) if r)
+        read.update(o for o, r in zip(n.outputs, outs, strict=True) if r or n.prim.stateful)
+    return [o for n in body.nodes if not read.isdisjoint(n.outputs) for o in n.outputs]
+
+
 def emitting_carries(body: Graph, n_carry: int, example: list,
                      residuals: bool = False) -> tuple[Graph, list]:
     """`body` that also returns its input carries, as results of each step; with
-    `residuals`, every value its ops make before them (NOTE(scan-residuals))."""
-    slots = [o for n in body.nodes for o in n.outputs] if residuals else []
+    `residuals`, the values of its ops that VJPs read before them (NOTE(scan-residuals))."""
+    slots = _read_by_vjps(body) if residuals else []
 
     def step(*a: Any) -> list:
         values: dict = {}
@@ -490,7 +510,7 @@ def emitting_carries(body: Graph, n_carry: int, example: list,
 
     graph, captured = trace_body(step, example)
     if residuals:
-        graph.__dict__["_residuals"] = (body, len(slots))
+        graph.__dict__["_residuals"] = (body, tuple(slots))
     return graph, captured
 
 

@@ -564,6 +564,17 @@ def _repeat_of(entry: tuple, seen: dict, fixed: tuple) -> tuple | None:
     return first
 
 
+def vjp_reads(prim: Primitive, needs: tuple, n_out: int) -> tuple:
+    """Which inputs and outputs `prim`'s VJP reads when the inputs in `needs` need
+    cotangents (two tuples of bools): what its rule's `reads` says, else all of them."""
+    vjp = prim.vjp
+    if vjp is None or not prim.differentiable or not any(needs):
+        return (False,) * len(needs), (False,) * n_out
+    if hasattr(vjp, "reads"):
+        return _kept(vjp, needs, n_out)
+    return (True,) * len(needs), (True,) * n_out
+
+
 def _kept(vjp: Any, needs: tuple, n_out: int) -> tuple:
     """Which inputs and outputs a VJP rule with `reads` (ops/structural.rule_reads) reads
     when the inputs in `needs` need cotangents: two tuples of bools, cached per rule."""
