@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds = 3 if args.quick else 10
     picked = conv._TRANSPOSED_MIN_CHANNELS
     print(f"JAX {jax.__version__}; tapeflow picks the transposed convolution from "
-          f"{picked} channels (or when dilated)\n")
+          f"{picked} channels (or when strided or dilated)\n")
     print("| shape [n, h, w, c], kernel, stride, dilation | lowering | median | min "
           "| x JAX's own |")
     print("|---|---|---:|---:|---:|")
