@@ -295,20 +295,42 @@ def test_array_of_gives_the_device_array_unchanged():
 
 
 def test_a_host_tensor_is_copied_to_the_device_once():
-    """NOTE(placed): the second call takes the kept copy; on the CPU the tensor's value is
-    then a view of it (one buffer, not two), with the same values, still read-only."""
+    """NOTE(placed): a tensor's first compiled call takes its NumPy value; a call that
+    passes it again places it, and later ones take the kept copy; on the CPU the
+    tensor's value is then a view of it (one buffer, not two), with the same values,
+    still read-only."""
     f = tf.function(lambda x: x * 2.0, jit_compile=True)
     t = tf.constant(np.arange(6.0, dtype=np.float32).reshape(2, 3))
     before = t._value.copy()
     f(t)  # the trace runs eagerly
+    f(t)  # the first compiled call: the NumPy value as it is
+    assert t._placed == (t._value, None)
     f(t)
     kept = t._placed[1]
-    assert placed(t, jax) is kept
+    assert kept is not None and placed(t, jax) is kept
     assert f(t).numpy().tolist() == (before * 2).tolist()
     assert t._placed[1] is kept and t.numpy().tolist() == before.tolist()
     assert t._value.ctypes.data == kept.unsafe_buffer_pointer()
     assert not t._value.flags.writeable and t.numpy().flags.writeable
     assert (np.asarray(t) == before).all() and float(tf.reduce_sum(t)) == 15.0
+
+
+def test_inputs_made_for_one_call_are_never_placed(monkeypatch):
+    """A tensor passed to one compiled call only goes in as its NumPy value (no
+    jax.device_put); one passed again is placed once."""
+    f = tf.function(lambda x: tf.reduce_sum(x * 2.0), jit_compile=True)
+    batches = [np.full((3, 4), float(k), np.float32) for k in range(6)]
+    f(tf.constant(batches[0]))
+    f(tf.constant(batches[0]))
+    puts = []
+    real = jax.device_put
+    monkeypatch.setattr(jax, "device_put", lambda *a, **k: puts.append(1) or real(*a, **k))
+    for k, b in enumerate(batches):
+        assert float(f(tf.constant(b))) == 24.0 * k
+    assert puts == []
+    again = tf.constant(batches[2])
+    assert [float(f(again)) for _ in range(3)] == [48.0] * 3
+    assert len(puts) == 1 and again._placed[1] is not None
 
 
 def test_a_variable_assigned_since_is_copied_again():
@@ -388,9 +410,11 @@ def test_64_bit_host_tensors_keep_their_dtype_when_placed():
     t = tf.constant([1.0, 2.0], dtype=tf.float64)
     f = tf.function(lambda x: x * 3.0, jit_compile=True)
     f(t)
-    out = f(t)
-    assert out.dtype == tf.float64 and t._placed[1].dtype == np.float64
-    assert out.numpy().tolist() == [3.0, 6.0] and not jax.config.jax_enable_x64
+    first = f(t)  # its NumPy value, in the graph's 64-bit mode
+    out = f(t)  # placed
+    assert first.dtype == out.dtype == tf.float64 and t._placed[1].dtype == np.float64
+    assert first.numpy().tolist() == out.numpy().tolist() == [3.0, 6.0]
+    assert not jax.config.jax_enable_x64
 
 
 ROOT = Path(__file__).resolve().parent.parent
