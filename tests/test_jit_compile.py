@@ -401,3 +401,31 @@ def test_a_trace_of_another_signature_keeps_lean_calls_for_the_first():
     f(other)  # a trace: the lean call is chosen again
     f(x)
     assert f._lean is not None and f(x).numpy().tolist() == [2.0]
+
+
+@needs_jax
+@pytest.mark.parametrize("fixed", [True, False], ids=["fixed", "argument"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.int32])
+@pytest.mark.parametrize("examples", [2, 6])
+def test_vmap_of_a_matrix_times_a_column_compiles_with_matmuls_dtype(examples, dtype, fixed):
+    """vmap binds matmul_rows (NOTE(matmul-rows) in ops/linalg.py), given the matrix as it
+    is for 2 examples of a 30-row matrix and transposed for 6; its lowering is the rows
+    form at both, the matrix a constant (transposed while lowering) or an argument: the
+    compiled values and dtype are the NumPy replay's."""
+    rng = np.random.default_rng(3)
+    a = tf.constant((rng.standard_normal((30, 4)) * 4).astype(dtype))
+    cols = tf.constant((rng.standard_normal((examples, 4, 1)) * 4).astype(dtype))
+    if fixed:
+        fn, args = tf.vmap(lambda c: tf.matmul(a, c)), (cols,)
+    else:
+        fn, args = tf.vmap(tf.matmul, in_axes=(None, 0)), (a, cols)
+    compiled = tf.function(fn, jit_compile=True)
+    want = tf.function(fn)(*args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a NumPy fallback would warn
+        compiled(*args)
+        got = compiled(*args)
+    assert not compiled.get_concrete_function(*args)._replay._missing
+    assert got.dtype == want.dtype == tf.as_dtype(dtype) and got.shape == (examples, 30, 1)
+    scale = np.abs(np.asarray(want)).max()  # XLA may sum in another order: float rounding
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5 * scale)

@@ -1,5 +1,5 @@
-"""Op-table rows of the linear-algebra primitives (src/tapeflow/ops/linalg.py): matmul
-and einsum.
+"""Op-table rows of the linear-algebra primitives (src/tapeflow/ops/linalg.py): matmul,
+matmul_rows and einsum.
 
 einsum's rows cover contraction, ellipsis broadcasting, repeated labels, summed-out
 labels and three operands; tensordot, diag_part and trace are here as composites of
@@ -11,17 +11,32 @@ from __future__ import annotations
 import numpy as np
 
 import tapeflow as tf
+from tapeflow.core import bind
+from tapeflow.ops.linalg import matmul_rows_p
 from op_table import Row, args, normal
 
 ROWS: list = [
     Row("matmul", tf.matmul, args(normal(2, 3, 4), normal(4, 5)), np.matmul),
-    # a matrix times one column: batching the column alone takes the batch as rows of one
-    # GEMM (_matmul_batch) ...
+    # a matrix times one column: batching the column alone takes the batch as the rows of
+    # one matmul_rows (_matmul_batch), given a^T and run by its impl as rows @ a^T ...
     Row("matmul_column", tf.matmul, args(normal(3, 4), normal(4, 1)), np.matmul,
         prims=("matmul",)),
-    # ... and with more rows of a than 8x the examples: the batch into b's columns
+    # ... and with more rows of a than 8x the examples, given a and run as (a @ rows^T)^T
     Row("matmul_column_tall", tf.matmul, args(normal(30, 4), normal(4, 1)), np.matmul,
         prims=("matmul",)),
+    # matmul_rows itself, rows @ b (or b^T), in both of its impl's forms: few examples for
+    # the matrix's rows (8 * 2 < 30: by columns), many (8 * 6 >= 5: as rows), one example;
+    # each with the matrix in either layout
+    Row("matmul_rows", lambda r, b: bind(matmul_rows_p, r, b, transpose_b=True),
+        args(normal(2, 4), normal(30, 4)), lambda r, b: r @ b.T),
+    Row("matmul_rows_many", lambda r, b: bind(matmul_rows_p, r, b, transpose_b=False),
+        args(normal(6, 4), normal(4, 5)), lambda r, b: r @ b, prims=("matmul_rows",)),
+    Row("matmul_rows_few_untransposed", lambda r, b: bind(matmul_rows_p, r, b, transpose_b=False),
+        args(normal(2, 4), normal(4, 30)), lambda r, b: r @ b, prims=("matmul_rows",)),
+    Row("matmul_rows_many_transposed", lambda r, b: bind(matmul_rows_p, r, b, transpose_b=True),
+        args(normal(6, 4), normal(5, 4)), lambda r, b: r @ b.T, prims=("matmul_rows",)),
+    Row("matmul_rows_one", lambda r, b: bind(matmul_rows_p, r, b, transpose_b=True),
+        args(normal(1, 3), normal(9, 3)), lambda r, b: r @ b.T, prims=("matmul_rows",)),
     Row("matmul_transposed", lambda a, b: tf.matmul(a, b, transpose_a=True, transpose_b=True),
         args(normal(4, 3), normal(5, 4)), lambda a, b: a.T @ b.T, prims=("matmul", "transpose")),
     # einsum: contraction, ellipsis broadcasting, repeated labels, summed-out labels, 3 operands

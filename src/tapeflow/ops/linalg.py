@@ -2,13 +2,15 @@
 tensordot, matrix_transpose, adjoint, diag_part, trace, cross. (Factorizations and
 solvers, and `norm`: ops/decompositions.py.)
 
-matmul and einsum are primitives. einsum's derivative in each operand is another
-einsum (with the cotangent in place of that operand), so tensordot, diag_part and
-trace are composites that need no rules of their own, as are matvec (a matmul with a
-column) and cross (slices, products and a stack). The primitive's `spec` is
-explicit and canonical: letters only, no ellipsis, an output after "->", every label
-of one size in all operands (the public `einsum` expands ellipses and squeezes
-broadcast size-1 axes before binding).
+matmul and einsum are primitives, and so is matmul_rows (one matrix times many vectors
+held as rows, what vmap makes of a matrix times a column), whose NumPy impl and XLA
+lowering each run the product in the form their backend runs fastest.
+einsum's derivative in each operand is another einsum (with the cotangent in place of
+that operand), so tensordot, diag_part and trace are composites that need no rules of
+their own, as are matvec (a matmul with a column) and cross (slices, products and a
+stack). einsum's `spec` is explicit and canonical: letters only, no ellipsis, an
+output after "->", every label of one size in all operands (the public `einsum`
+expands ellipses and squeezes broadcast size-1 axes before binding).
 
 Complex inputs follow NOTE(complex-gradients) in ops/complex.py: reverse rules use
 adjoints (`adjoint_of`).
@@ -25,15 +27,14 @@ import numpy as np
 from .. import blas
 from ..core import Primitive, Zero, bind
 from ..errors import DTypeMismatchError, InvalidArgumentError, UnimplementedError
-from ..patterns import Pattern, union
+from ..patterns import Abstract, Pattern, union
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, binary_args, check_dtype, convert_like, matrix_arg
 from .elementwise import multiply, subtract
 from .indexing import getitem_p
 from .shape import stack
 from .structural import (add_any, align_batched, conj_if_complex, defjvp, defvjp, dense_deps,
-                         instantiate, move_to_front, reshape_p, shape_of, swap_last_axes,
-                         transpose_p)
+                         instantiate, move_to_front, reshape_p, shape_of, swap_last_axes)
 
 _LETTERS = string.ascii_letters
 
@@ -70,30 +71,17 @@ def _matmul_batch(vals: tuple, dims: tuple) -> tuple:
         out = bind(matmul_p, flat, b)
         return bind(reshape_p, out, shape=sa[:-1] + shape_of(b)[-1:]), 0
     if da is None and len(shape_of(a)) == 2 and _example_shape(b, db)[-1] == 1:
-        # Only `b` is batched, one column per example (matrix times vector): one GEMM
-        # instead of a matvec per example (with wider examples, moving b's batch costs
+        # Only `b` is batched, one column per example (matrix times vector): the examples
+        # as the rows of one matrix times a^T, one GEMM instead of a matvec per example,
+        # whose result is already batch-major (with wider examples, moving b's batch costs
         # more than NumPy's loop of GEMMs, the general case below: 7x at 128 examples of
-        # 784x64). Which GEMM is timed in OpenBLAS (one thread): with as many examples as
-        # an eighth of a's rows or more, the examples as the rows of one matrix times a^T,
-        # whose result is already batch-major ([640, 784] x [784, 64]: 0.36 ms against
-        # 0.79 ms by columns); with fewer, into b's columns and back, where a [B, k] x
-        # [k, m] product with few rows and many columns is slow (8 examples of a
-        # 4096x256 matrix: 0.39 ms by columns, 0.72 ms as rows; the 8 x 4096 Jacobians of
-        # a 256-wide MLP 1.6x slower replayed). XLA times both forms alike.
+        # 784x64). matmul_rows_p runs it in each backend's fast form (NOTE(matmul-rows)).
         b = move_to_front(b, db)
         sb = shape_of(b)
         examples = int(np.prod(sb[:-2], dtype=np.int64))
         m = shape_of(a)[0]
-        if 8 * examples >= m:
-            rows = bind(reshape_p, b, shape=(examples, sb[-2]))
-            out = bind(matmul_p, rows, swap_last_axes(a))  # [B * ..., m]
-            return bind(reshape_p, out, shape=sb[:-2] + (m, 1)), 0
-        rank = len(sb)
-        cols = bind(transpose_p, b, perm=(rank - 2,) + tuple(range(rank - 2)) + (rank - 1,))
-        flat = bind(reshape_p, cols, shape=(sb[-2], examples))
-        out = bind(matmul_p, a, flat)  # [m, B * ...]
-        out = bind(reshape_p, out, shape=(m,) + sb[:-2] + (1,))
-        return bind(transpose_p, out, perm=tuple(range(1, rank - 1)) + (0, rank - 1)), 0
+        out = _matmul_rows(bind(reshape_p, b, shape=(examples, sb[-2])), a, transpose_b=True)
+        return bind(reshape_p, out, shape=sb[:-2] + (m, 1)), 0
     # General case: batch axis first, padded left of every (broadcasting) matrix batch dim.
     rank = max(len(shape_of(v)) - (d is not None) for v, d in zip(vals, dims, strict=True))
     return bind(matmul_p, *align_batched(vals, dims, rank)), 0
@@ -132,6 +120,110 @@ def _matmul_deps(pats: tuple, vals: tuple, outs: tuple) -> tuple:
 
 
 matmul_p.sparsity = _matmul_deps
+
+
+# ------------------------------------------------------------------ matmul_rows
+# NOTE(matmul-rows): one matrix a [m, k] times many vectors held as the rows of `rows`
+# [E, k]: out = rows @ a^T [E, m], batch-major, what vmap makes of a matrix times a column
+# (`_matmul_batch`). A primitive apart from matmul so that each backend runs it in its own
+# fast form: NumPy's impl picks one by the example count (`_by_columns`), XLA always takes
+# the rows form (`lower`), whose result is batch-major as a reverse-mode Jacobian's is
+# (compiled, the 8 x 4096 Jacobian of a 256-wide MLP: 1.0-1.1x JAX jit's time, 1.3-1.6x by
+# columns); a forward-mode one, its batch moved last, then transposes the result (the
+# 4096 x 8 jacfwd: 1.05-1.2x, 0.9-1.0x by columns, whose transpose back XLA cancelled).
+# Each form also reads the matrix faster in one layout: by columns, a contiguous; as rows,
+# a^T contiguous (OpenBLAS, [13, 50] x [50, 100]: 2.4 us against 5.2 us through a
+# transposed view; XLA, [8, 256] x [256, 4096]: 0.34 ms against 0.48 ms). So the operand
+# `b` is a (`transpose_b`) or a^T, and `_matmul_rows` hands NumPy's form its layout: a
+# transpose of a fixed matrix is folded into a contiguous constant (graph/passes.py). The
+# lowering transposes a fixed `a` once.
+def _by_columns(examples: int, m: int) -> bool:
+    """Whether NumPy runs `examples` rows times a^T ([m, k]) as a @ rows^T, transposed back.
+
+    Timed in OpenBLAS (one thread): with as many examples as an eighth of a's rows or
+    more, rows @ a^T ([640, 784] x [784, 64]: 0.36 ms against 0.79 ms by columns); with
+    fewer, by columns, where a [E, k] x [k, m] product with few rows and many columns is
+    slow (8 examples of a 4096x256 matrix: 0.39 ms by columns, 0.72 ms as rows; the
+    8 x 4096 Jacobians of a 256-wide MLP 1.6x slower replayed).
+    """
+    return 8 * examples < m
+
+
+def _matmul_rows_impl(rows: np.ndarray, b: np.ndarray, transpose_b: bool) -> np.ndarray:
+    # b is a [m, k] with transpose_b, else a^T [k, m]; out = rows @ a^T. `_by_columns`
+    # written out: a call costs 0.2 us, 7% of a [13, 50] x [50, 100] product.
+    if transpose_b:
+        if 8 * rows.shape[0] < b.shape[0]:
+            return blas.matmul(b, rows.T).T
+        return blas.matmul(rows, b.T)
+    if 8 * rows.shape[0] < b.shape[1]:
+        return blas.matmul(b.T, rows.T).T
+    return blas.matmul(rows, b)
+
+
+def _matmul_rows(rows: Tensor, b: Tensor, transpose_b: bool) -> Tensor:
+    """rows @ b (b^T with `transpose_b`) as matmul_rows, the matrix handed over in the
+    layout that NumPy's form for these sizes reads fastest (NOTE(matmul-rows)): `b` as it
+    is, or its transpose, which for a fixed `b` the graph folds into a constant."""
+    m = shape_of(b)[0 if transpose_b else 1]
+    if _by_columns(shape_of(rows)[0], m) != transpose_b:
+        b, transpose_b = swap_last_axes(b), not transpose_b
+    return bind(matmul_rows_p, rows, b, transpose_b=transpose_b)
+
+
+def _matmul_rows_b_cotangent(g: Tensor, ans: Tensor, rows: Tensor, b: Tensor,
+                             transpose_b: bool) -> Tensor:
+    # Products of the cotangent and the primal: no fixed matrix to lay out.
+    if transpose_b:  # (R^H G)^T = G^T conj(R)
+        return bind(matmul_rows_p, swap_last_axes(g), conj_if_complex(rows), transpose_b=False)
+    return bind(matmul_rows_p, adjoint_of(rows), g, transpose_b=False)  # R^H G
+
+
+def _matmul_rows_batch(vals: tuple, dims: tuple, transpose_b: bool) -> tuple:
+    (rows, b), (dr, db) = vals, dims
+    if db is None:
+        # More vectors for the same matrix: the batch folds into more rows.
+        rows = move_to_front(rows, dr)
+        n, e, k = shape_of(rows)
+        out = _matmul_rows(bind(reshape_p, rows, shape=(n * e, k)), b, transpose_b)
+        return bind(reshape_p, out, shape=(n, e, shape_of(out)[-1])), 0
+    # A matrix per example: a batched matmul.
+    b = move_to_front(b, db)
+    b = swap_last_axes(b) if transpose_b else b
+    return bind(matmul_p, *align_batched((rows, b), (dr, 0), 2)), 0
+
+
+def _matmul_rows_deps(pats: tuple, vals: tuple, outs: tuple, transpose_b: bool) -> tuple:
+    # matmul's rule, given b^T's pattern (and zeros, where b is fixed) for transpose_b.
+    rows, b = vals
+    pb = pats[1]
+    if transpose_b:
+        if pb is not None:
+            pb = pb.take(np.arange(pb.size).reshape(pb.shape).T)
+        b = b.T if isinstance(b, np.ndarray) else Abstract(b.shape[::-1], b.dtype)
+    return _matmul_deps((pats[0], pb), (rows, b), outs)
+
+
+def _matmul_rows_lower(jax: Any, rows: Any, b: Any, transpose_b: bool) -> Any:
+    if transpose_b:  # the rows form reads b^T: a fixed b is transposed once, here
+        b = np.ascontiguousarray(b.T) if isinstance(b, np.ndarray) else b.T
+    return jax.numpy.matmul(rows, b, precision=jax.lax.Precision.HIGHEST)
+
+
+matmul_rows_p = Primitive("matmul_rows", _matmul_rows_impl)
+# d(R B) = dR B + R dB, for B = b or b^T alike
+defjvp(matmul_rows_p,
+       lambda t, ans, rows, b, transpose_b: bind(matmul_rows_p, t, b, transpose_b=transpose_b),
+       lambda t, ans, rows, b, transpose_b: bind(matmul_rows_p, rows, t,
+                                                 transpose_b=transpose_b))
+# rows: G B^H, that is G conj(b)^T or G conj(b); b: R^H G, or its transpose
+defvjp(matmul_rows_p,
+       lambda g, ans, rows, b, transpose_b: _matmul_rows(g, conj_if_complex(b),
+                                                         not transpose_b),
+       _matmul_rows_b_cotangent)
+matmul_rows_p.batch = _matmul_rows_batch
+matmul_rows_p.sparsity = _matmul_rows_deps
+matmul_rows_p.lower = _matmul_rows_lower
 
 
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
