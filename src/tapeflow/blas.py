@@ -10,8 +10,13 @@ products tapeflow runs (matmul, the convolutions' GEMMs) use one thread up to
 `ONE_THREAD_UP_TO` multiply-adds (about a third of a millisecond of one core) and
 whatever OpenBLAS chooses above. On an idle multi-core machine this gives up at most
 1.8x on products of that size; on a busy one it avoids stalls of 30x. The switch is
-two calls into OpenBLAS (~0.3 µs) and changes no result: a GEMM's elements are each
-computed by one thread whatever the count. Other BLAS libraries are left alone, and
+two calls into OpenBLAS (~0.3 µs). On most CPUs it changes no result (a GEMM's
+elements are each computed by one thread whatever the count), but not on all: on an AMD
+EPYC (OpenBLAS 0.3.31's Zen kernels) a float32 product from 96x96x96 up rounds
+differently on two threads than on one (128-cubed: 18% of the elements, by up to 4e-4
+relative; float64 alike on both). Such a product is then NumPy's to the last bits of
+its one-thread result, and a size's thread count, so its rounding, no longer depends on
+how many cores the machine has. Other BLAS libraries are left alone, and
 ``ONE_THREAD_UP_TO = 0`` turns the switch off.
 """
 
