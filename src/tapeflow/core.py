@@ -143,6 +143,10 @@ class Primitive:
       elimination, given which outputs something reads (``live``, a bool each): the
       node's params without the others, and which inputs and outputs it keeps (a loop
       whose body no longer needs some of its inputs); None to keep the node as it is.
+    - ``swap(emit, shape, *inputs, **params) -> slot | None``: for the graph passes, the
+      output (two axes above size 1) with those axes swapped, built of new nodes
+      ``emit(prim, input slots, shape, params) -> slot``; ``shape(slot)`` reads a
+      slot's shape (graph/transposes.py; matmul_rows, whose swap is a plain product).
 
     Properties interpreters act on (keyword arguments):
 
@@ -158,6 +162,9 @@ class Primitive:
       graph reads it at each replay and never merges two reads.
     - ``user_gradient``: the ``grad_fn`` param is the user's code (custom_gradient);
       a tracer traces it too, so a replay can be differentiated from outside.
+    - ``elementwise`` (an attribute, set after construction): each output element is the
+      same function of the inputs' elements at its position, inputs broadcast against
+      each other; graph passes may permute such an op's axes.
 
     Example:
         >>> import numpy as np
@@ -167,7 +174,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "jvp", "vjp", "batch", "simplify", "sparsity", "lower",
-                 "lower_check", "prune",
+                 "lower_check", "prune", "swap", "elementwise",
                  "multiple_results", "differentiable", "stateful", "per_example", "is_identity",
                  "reads_variable", "user_gradient", "defined_at")
 
@@ -188,6 +195,8 @@ class Primitive:
         self.lower: Callable[..., Any] | None = None
         self.lower_check: Callable[..., Any] | None = None
         self.prune: Callable[..., Any] | None = None
+        self.swap: Callable[..., Any] | None = None
+        self.elementwise = False
         self.multiple_results = multiple_results
         self.differentiable = differentiable
         self.stateful = stateful

@@ -6,7 +6,8 @@ identity reshapes and casts, products with ones, repeated subexpressions, and
 values nobody uses. Each pass keeps the graph's meaning exactly, NaNs and signed
 zeros included: a node is dropped for one of its inputs only where its primitive's
 `simplify` rule says the output always equals that input (x * 1 is x; x + 0. is
-not, at x = -0., so only x + (-0.) folds).
+not, at x = -0., so only x + (-0.) folds). A transpose that ends a chain is moved
+back into it (graph/transposes.py, NOTE(swapped-layout)).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .ir import Assign, Graph, Guard, Node
+from .transposes import swap_transposes
 
 __all__ = ["optimize", "eliminate_dead_code"]
 
@@ -145,5 +147,13 @@ def optimize(g: Graph) -> dict[str, int]:
     """Run the passes in place; returns the node counts before and after."""
     before = g.count()
     _fold_simplify_cse(g)
+    # A rewritten chain may leave a transpose further up (a product's operand), which the
+    # next round moves once the chain it replaced is dropped; each round folds the
+    # constants it transposed.
+    for _ in range(4):
+        if not swap_transposes(g):
+            break
+        _fold_simplify_cse(g)
+        _dce(g)
     _dce(g)
     return {"before": before, "after": g.count()}

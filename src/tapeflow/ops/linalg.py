@@ -34,7 +34,8 @@ from .elementwise import multiply, subtract
 from .indexing import getitem_p
 from .shape import stack
 from .structural import (add_any, align_batched, conj_if_complex, defjvp, defvjp, dense_deps,
-                         instantiate, move_to_front, reshape_p, shape_of, swap_last_axes)
+                         instantiate, move_to_front, reshape_p, shape_of, swap_last_axes,
+                         transpose_p)
 
 _LETTERS = string.ascii_letters
 
@@ -129,8 +130,9 @@ matmul_p.sparsity = _matmul_deps
 # fast form: NumPy's impl picks one by the example count (`_by_columns`), XLA always takes
 # the rows form (`lower`), whose result is batch-major as a reverse-mode Jacobian's is
 # (compiled, the 8 x 4096 Jacobian of a 256-wide MLP: 1.0-1.1x JAX jit's time, 1.3-1.6x by
-# columns); a forward-mode one, its batch moved last, then transposes the result (the
-# 4096 x 8 jacfwd: 1.05-1.2x, 0.9-1.0x by columns, whose transpose back XLA cancelled).
+# columns); a forward-mode one, returned batch-last, would transpose the result (the
+# 4096 x 8 jacfwd compiled: 1.5x JAX's time), so a graph pass computes its last product
+# as a @ rows^T instead, through the `swap` rule below (NOTE(swapped-layout)).
 # Each form also reads the matrix faster in one layout: by columns, a contiguous; as rows,
 # a^T contiguous (OpenBLAS, [13, 50] x [50, 100]: 2.4 us against 5.2 us through a
 # transposed view; XLA, [8, 256] x [256, 4096]: 0.34 ms against 0.48 ms). So the operand
@@ -224,6 +226,19 @@ defvjp(matmul_rows_p,
 matmul_rows_p.batch = _matmul_rows_batch
 matmul_rows_p.sparsity = _matmul_rows_deps
 matmul_rows_p.lower = _matmul_rows_lower
+
+
+def _matmul_rows_swap(emit: Any, shape: Any, rows: int, b: int, transpose_b: bool) -> int:
+    # (rows a^T)^T = a rows^T: a forward-mode Jacobian's last product in the layout its
+    # transpose wants (NOTE(swapped-layout) in graph/transposes.py).
+    e, k = shape(rows)
+    rows_t = emit(transpose_p, [rows], (k, e), {"perm": (1, 0)})
+    if not transpose_b:  # b is a^T
+        b = emit(transpose_p, [b], shape(b)[::-1], {"perm": (1, 0)})
+    return emit(matmul_p, [b, rows_t], (shape(b)[0], e))
+
+
+matmul_rows_p.swap = _matmul_rows_swap
 
 
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,

@@ -1,0 +1,180 @@
+"""A graph pass: a transpose at the end of a chain computed in the other layout.
+
+NOTE(swapped-layout): a forward-mode Jacobian is computed batch-major (vmap puts the
+batch first) and transposed once at the end, [E, m] -> [m, E]: at a tall Jacobian's
+last layer, E rows times a^T, the tangent's elementwise factors, then the transpose.
+XLA fuses the transpose into the elementwise loop, which then reads one operand by
+columns, and keeps the product's layout (the 4096 x 8 jacfwd of a 256-wide MLP compiled:
+1.5x JAX jit's time). This pass moves such a transpose back through the chain: the
+product as a @ rows^T ([m, E], what JAX's jacfwd computes), the elementwise ops on
+swapped operands (a broadcast operand only reshaped), reshapes that add or drop unit
+axes, down to a transpose that it cancels or a constant it transposes once. The
+transpose is replaced by a reshape of the swapped chain's value. A chain is rewritten
+only when it reaches such a source with every value on the way read by the next op
+only (else the original values are still needed and the rewrite would compute both),
+and values keep exactly two axes of size above 1 (one Jacobian layout to another).
+Each rewritten op computes the same elements, so results are equal but for the
+summation order BLAS picks for the product's other layout.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from ..ops.structural import reshape_p, transpose_p
+from .ir import Assign, Graph, Guard, Node
+
+__all__ = ["swap_transposes"]
+
+
+def _big_axes(shape: tuple) -> list[int]:
+    return [i for i, s in enumerate(shape) if s != 1]
+
+
+def _exchanged(shape: tuple, i: int, j: int) -> tuple:
+    out = list(shape)
+    out[i], out[j] = out[j], out[i]
+    return tuple(out)
+
+
+def _swaps(perm: tuple, shape: tuple) -> bool:
+    """Whether transposing `shape` by `perm` reverses the order of its two axes above 1."""
+    big = _big_axes(shape)
+    return len(big) == 2 and list(perm).index(big[0]) > list(perm).index(big[1])
+
+
+class _Rewrite:
+    """The nodes that compute one chain's swapped values (committed only if it succeeds)."""
+
+    def __init__(self, g: Graph, uses: Counter, producer: dict) -> None:
+        self.g, self.uses, self.producer = g, uses, producer
+        self.nodes: list[Node] = []
+        self.constants: dict[int, Any] = {}
+
+    def emit(self, prim: Any, inputs: list, shape: tuple, params: dict | None = None,
+             dtype: Any = None) -> int:
+        """A new node `prim(*inputs, **params)` with this output shape and dtype (by
+        default the first input's)."""
+        g = self.g
+        slot = g.next_slot
+        g.next_slot += 1
+        g.avals[slot] = (tuple(shape), g.avals[inputs[0]][1] if dtype is None else dtype)
+        self.nodes.append(Node(prim, list(inputs), dict(params or {}), [slot]))
+        return slot
+
+    def shape(self, slot: int) -> tuple:
+        return tuple(self.g.avals[slot][0])
+
+    def reshaped(self, slot: int, shape: tuple) -> int:
+        if tuple(self.g.avals[slot][0]) == tuple(shape):
+            return slot
+        return self.emit(reshape_p, [slot], shape, {"shape": tuple(shape)})
+
+    def swapped(self, slot: int) -> int | None:
+        """A slot holding `slot`'s value with its two axes above 1 swapped (their sizes
+        exchanged in place), or None where the chain cannot be rewritten."""
+        g = self.g
+        shape = tuple(g.avals[slot][0])
+        big = _big_axes(shape)
+        if len(big) != 2:
+            return None
+        i, j = big
+        target = _exchanged(shape, i, j)
+        if slot in g.constants:
+            new = g.next_slot
+            g.next_slot += 1
+            value = np.ascontiguousarray(np.swapaxes(np.asarray(g.constants[slot]), i, j))
+            g.avals[new] = (target, g.avals[slot][1])
+            self.constants[new] = value
+            return new
+        n = self.producer.get(slot)
+        if n is None:
+            return None
+        prim = n.prim
+        if prim is transpose_p:
+            # A transpose that swaps the same two axes: its input already holds the
+            # swapped order (the transposes cancel).
+            x = n.inputs[0]
+            if not _swaps(n.params["perm"], tuple(g.avals[x][0])):
+                return None
+            return self.reshaped(x, target)
+        if self.uses[slot] != 1:
+            return None
+        if prim is reshape_p:
+            x = n.inputs[0]
+            xs = tuple(g.avals[x][0])
+            if [xs[k] for k in _big_axes(xs)] != [shape[i], shape[j]]:
+                return None
+            inner = self.swapped(x)
+            return None if inner is None else self.reshaped(inner, target)
+        if prim.swap is not None:
+            out = prim.swap(self.emit, self.shape, *n.inputs, **n.params)
+            return None if out is None else self.reshaped(out, target)
+        if prim.elementwise and not prim.multiple_results:
+            return self._elementwise(n, shape, i, j, target)
+        return None
+
+    def _elementwise(self, n: Node, shape: tuple, i: int, j: int, target: tuple) -> int | None:
+        rank = len(shape)
+        inputs = []
+        for x in n.inputs:
+            xs = tuple(self.g.avals[x][0])
+            padded = (1,) * (rank - len(xs)) + xs
+            if len(xs) > rank:
+                return None
+            if padded[i] == shape[i] and padded[j] == shape[j]:
+                new = self.swapped(x)  # it holds both axes: swapped itself
+                if new is None:
+                    return None
+            else:  # broadcast along one or both axes: its elements keep their order
+                lead = rank - len(xs)
+                new = self.reshaped(x, _exchanged(padded, i, j)[lead:] if lead <= min(i, j)
+                                    else _exchanged(padded, i, j))
+            inputs.append(new)
+        return self.emit(n.prim, inputs, target, n.params, self.g.avals[n.outputs[0]][1])
+
+
+def swap_transposes(g: Graph) -> bool:
+    """Rewrite each transpose that swaps a chain's two axes (NOTE(swapped-layout)) in place;
+    whether any was rewritten. Graphs whose sizes are read at replay are left alone."""
+    if g.sized:
+        return False
+    # Most graphs have no such transpose: found without a call per node (tracing's cost
+    # is counted in calls, tests/test_tracing_cost.py).
+    roots = [n for n in g.nodes if n.__class__ is Node and n.prim is transpose_p]
+    if not any(_swaps(n.params["perm"], tuple(g.avals[n.inputs[0]][0])) for n in roots):
+        return False
+    uses: Counter = Counter(o for o in g.outputs if o is not None)
+    producer: dict[int, Node] = {}
+    for n in g.nodes:
+        if type(n) is Node:
+            uses.update(n.inputs)
+            if n.backward is not None:
+                uses.update(n.backward.refs)
+            for o in n.outputs:
+                producer[o] = n
+        elif isinstance(n, (Guard, Assign)):
+            uses[n.slot] += 1
+    nodes, changed = [], False
+    for n in g.nodes:
+        if type(n) is Node and n.prim is transpose_p:
+            x = n.inputs[0]
+            if _swaps(n.params["perm"], tuple(g.avals[x][0])) and x not in g.constants:
+                rw = _Rewrite(g, uses, producer)
+                new = rw.swapped(x)
+                # Every rewritten chain reaches a product, a constant, a cancelling
+                # transpose or only broadcast operands: no transpose is left in it.
+                if new is not None:
+                    g.constants.update(rw.constants)
+                    nodes.extend(rw.nodes)
+                    out = n.outputs[0]
+                    nodes.append(Node(reshape_p, [new], {"shape": tuple(g.avals[out][0])},
+                                      [out], phase=n.phase))
+                    changed = True
+                    continue
+        nodes.append(n)
+    g.nodes = nodes
+    return changed
