@@ -10,8 +10,8 @@ floor. Every case's result is checked against the first's.
 What it shows depends on the backend. On JAX's CPU backend a result read as NumPy is a
 view of XLA's buffer, and JAX takes a 64-byte-aligned NumPy array back into XLA without
 a copy, so the intermediate round trips keep_on_device removes cost little there. The
-input (a `tf.constant`) is copied into XLA once and the copy kept with it
-(NOTE(placed) in graph/device.py), so passing it again costs no copy either. On a GPU
+input (a `tf.constant`) is placed in XLA when it is passed a second time and the copy
+kept with it (NOTE(placed) in graph/device.py), so passing it again costs no copy either. On a GPU
 every round trip crosses the bus.
 
 One thread per library, as the suite (benchmarks/run.py): xla_setup.py, imported first.
