@@ -156,13 +156,11 @@ sigmoid_p = unary("sigmoid", _sigmoid_impl, lambda ans, x: multiply(ans, subtrac
 
 
 def _sigmoid_lower(jax: Any, x: Any) -> Any:
-    # _sigmoid_numpy's form (expit's): exp of -|x| only, e / (1 + e) below 0.
-    jnp = jax.numpy
-    if x.dtype.kind == "c":
-        return 1 / (1 + jnp.exp(-x))
-    e = jnp.exp(-jnp.abs(x))
-    s = 1 / (1 + e)
-    return jnp.where(jnp.signbit(x), s * e, s)
+    # XLA's own logistic. The impl's form (exp of -|x| only, e / (1 + e) below 0) keeps
+    # the subnormal results of x below -87 (float32) that 1 / (1 + exp(-x)) rounds to 0,
+    # but XLA's CPU code flushes subnormals to zero anyway, and the form's abs, sign test
+    # and select made an unrolled 50-step LSTM gradient 1.11x JAX jit's time (0.98x so).
+    return jax.lax.logistic(x)
 
 
 sigmoid_p.lower = _sigmoid_lower
