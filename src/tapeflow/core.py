@@ -164,7 +164,8 @@ class Primitive:
       a tracer traces it too, so a replay can be differentiated from outside.
     - ``elementwise`` (an attribute, set after construction): each output element is the
       same function of the inputs' elements at its position, inputs broadcast against
-      each other; graph passes may permute such an op's axes.
+      each other, so graph passes may permute its axes. A primitive whose sparsity rule
+      is `elementwise_deps` says so already; the attribute is for the others (cast).
 
     Example:
         >>> import numpy as np

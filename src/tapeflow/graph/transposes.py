@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.structural import reshape_p, transpose_p
+from ..ops.structural import elementwise_deps, reshape_p, transpose_p
 from .ir import Assign, Graph, Guard, Node
 
 __all__ = ["swap_transposes"]
@@ -38,6 +38,10 @@ def _exchanged(shape: tuple, i: int, j: int) -> tuple:
     out = list(shape)
     out[i], out[j] = out[j], out[i]
     return tuple(out)
+
+
+def _is_elementwise(prim: Any) -> bool:
+    return prim.elementwise or prim.sparsity is elementwise_deps
 
 
 def _swaps(perm: tuple, shape: tuple) -> bool:
@@ -69,7 +73,7 @@ class _Rewrite:
         return tuple(self.g.avals[slot][0])
 
     def reshaped(self, slot: int, shape: tuple) -> int:
-        if tuple(self.g.avals[slot][0]) == tuple(shape):
+        if self.shape(slot) == tuple(shape):
             return slot
         return self.emit(reshape_p, [slot], shape, {"shape": tuple(shape)})
 
@@ -77,17 +81,15 @@ class _Rewrite:
         """A slot holding `slot`'s value with its two axes above 1 swapped (their sizes
         exchanged in place), or None where the chain cannot be rewritten."""
         g = self.g
-        shape = tuple(g.avals[slot][0])
+        shape = self.shape(slot)
         big = _big_axes(shape)
         if len(big) != 2:
             return None
         i, j = big
         target = _exchanged(shape, i, j)
         if slot in g.constants:
-            new = g.next_slot
-            g.next_slot += 1
             value = np.ascontiguousarray(np.swapaxes(np.asarray(g.constants[slot]), i, j))
-            g.avals[new] = (target, g.avals[slot][1])
+            new = g.new_slot(value)
             self.constants[new] = value
             return new
         n = self.producer.get(slot)
@@ -98,14 +100,14 @@ class _Rewrite:
             # A transpose that swaps the same two axes: its input already holds the
             # swapped order (the transposes cancel).
             x = n.inputs[0]
-            if not _swaps(n.params["perm"], tuple(g.avals[x][0])):
+            if not _swaps(n.params["perm"], self.shape(x)):
                 return None
             return self.reshaped(x, target)
         if self.uses[slot] != 1:
             return None
         if prim is reshape_p:
             x = n.inputs[0]
-            xs = tuple(g.avals[x][0])
+            xs = self.shape(x)
             if [xs[k] for k in _big_axes(xs)] != [shape[i], shape[j]]:
                 return None
             inner = self.swapped(x)
@@ -113,7 +115,7 @@ class _Rewrite:
         if prim.swap is not None:
             out = prim.swap(self.emit, self.shape, *n.inputs, **n.params)
             return None if out is None else self.reshaped(out, target)
-        if prim.elementwise and not prim.multiple_results:
+        if _is_elementwise(prim) and not prim.multiple_results:
             return self._elementwise(n, shape, i, j, target)
         return None
 
@@ -121,18 +123,14 @@ class _Rewrite:
         rank = len(shape)
         inputs = []
         for x in n.inputs:
-            xs = tuple(self.g.avals[x][0])
-            padded = (1,) * (rank - len(xs)) + xs
-            if len(xs) > rank:
-                return None
+            xs = self.shape(x)
+            padded = (1,) * (rank - len(xs)) + xs  # broadcasting: xs is at most `rank` long
             if padded[i] == shape[i] and padded[j] == shape[j]:
                 new = self.swapped(x)  # it holds both axes: swapped itself
                 if new is None:
                     return None
             else:  # broadcast along one or both axes: its elements keep their order
-                lead = rank - len(xs)
-                new = self.reshaped(x, _exchanged(padded, i, j)[lead:] if lead <= min(i, j)
-                                    else _exchanged(padded, i, j))
+                new = self.reshaped(x, _exchanged(padded, i, j))
             inputs.append(new)
         return self.emit(n.prim, inputs, target, n.params, self.g.avals[n.outputs[0]][1])
 

@@ -160,8 +160,9 @@ def sparse_categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool 
 
     Example:
         >>> import tapeflow as tf
-        >>> tf.keras.losses.sparse_categorical_crossentropy([1, 2], [[0.05, 0.95, 0.],
-        ...                                                         [0.1, 0.8, 0.1]]).numpy().round(6)
+        >>> loss = tf.keras.losses.sparse_categorical_crossentropy([1, 2], [[0.05, 0.95, 0.],
+        ...                                                                [0.1, 0.8, 0.1]])
+        >>> loss.numpy().round(6)
         array([0.051293, 2.302585], dtype=float32)
     """
     who = "sparse_categorical_crossentropy"

@@ -93,7 +93,6 @@ subtract_p = Primitive("subtract", np.subtract)
 defjvp(subtract_p, lambda t, ans, x, y: t, lambda t, ans, x, y: negative(t), broadcasting=True)
 defvjp(subtract_p, lambda g, ans, x, y: g, lambda g, ans, x, y: negative(g), broadcasting=True)
 batch_elementwise(subtract_p)
-subtract_p.elementwise = True
 subtract_p.sparsity = elementwise_deps
 subtract_p.simplify = neutral_right(is_plus_zero)
 subtract_p.lower = lambda jax, x, y: jax.numpy.subtract(x, y)
@@ -101,7 +100,6 @@ subtract_p.lower = lambda jax, x, y: jax.numpy.subtract(x, y)
 negative_p = Primitive("negative", np.negative)
 linear(negative_p, lambda g, x: negative(g))
 batch_unary(negative_p)
-negative_p.elementwise = True
 negative_p.sparsity = elementwise_deps
 negative_p.lower = lambda jax, x: jax.numpy.negative(x)
 
@@ -113,7 +111,6 @@ defvjp(divide_p, lambda g, ans, x, y: divide(g, conj_if_complex(y)),
        lambda g, ans, x, y: negative(multiply(g, conj_if_complex(divide(ans, y)))),
        broadcasting=True)
 batch_elementwise(divide_p)
-divide_p.elementwise = True
 divide_p.sparsity = elementwise_deps
 divide_p.simplify = neutral_right(is_one)
 divide_p.lower = lambda jax, x, y: jax.numpy.true_divide(x, y)
@@ -127,7 +124,6 @@ defjvp(maximum_p, lambda t, ans, x, y: multiply(t, float_mask(greater_equal(x, y
 defvjp(maximum_p, lambda g, ans, x, y: multiply(g, float_mask(greater_equal(x, y), g)),
        lambda g, ans, x, y: multiply(g, float_mask(less(x, y), g)), broadcasting=True)
 batch_elementwise(maximum_p)
-maximum_p.elementwise = True
 maximum_p.sparsity = elementwise_deps
 maximum_p.lower = lambda jax, x, y: jax.numpy.maximum(x, y)  # nan propagates, as NumPy
 
@@ -137,7 +133,6 @@ defjvp(minimum_p, lambda t, ans, x, y: multiply(t, float_mask(less_equal(x, y), 
 defvjp(minimum_p, lambda g, ans, x, y: multiply(g, float_mask(less_equal(x, y), g)),
        lambda g, ans, x, y: multiply(g, float_mask(greater(x, y), g)), broadcasting=True)
 batch_elementwise(minimum_p)
-minimum_p.elementwise = True
 minimum_p.sparsity = elementwise_deps
 minimum_p.lower = lambda jax, x, y: jax.numpy.minimum(x, y)
 
@@ -209,7 +204,6 @@ sqrt_p = Primitive("sqrt", np.sqrt)
 defjvp(sqrt_p, lambda t, ans, x: _mul_no_nan(t, divide(0.5, ans)))
 defvjp(sqrt_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(divide(0.5, ans))))
 batch_unary(sqrt_p)
-sqrt_p.elementwise = True
 sqrt_p.sparsity = elementwise_deps
 sqrt_p.lower = lambda jax, x: jax.numpy.sqrt(x)
 
@@ -223,7 +217,6 @@ rsqrt_p = Primitive("rsqrt", lambda x: 1 / np.sqrt(x))
 defjvp(rsqrt_p, lambda t, ans, x: _mul_no_nan(t, _rsqrt_deriv(ans)))
 defvjp(rsqrt_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(_rsqrt_deriv(ans))))
 batch_unary(rsqrt_p)
-rsqrt_p.elementwise = True
 rsqrt_p.sparsity = elementwise_deps
 rsqrt_p.lower = lambda jax, x: 1 / jax.numpy.sqrt(x)  # the impl's formula, not lax.rsqrt
 
@@ -232,7 +225,6 @@ reciprocal_p = Primitive("reciprocal", np.reciprocal)
 defjvp(reciprocal_p, lambda t, ans, x: _mul_no_nan(t, negative(square(ans))))
 defvjp(reciprocal_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(negative(square(ans)))))
 batch_unary(reciprocal_p)
-reciprocal_p.elementwise = True
 reciprocal_p.sparsity = elementwise_deps
 reciprocal_p.lower = lambda jax, x: jax.numpy.reciprocal(x)
 
@@ -242,7 +234,6 @@ abs_p = Primitive("abs", np.abs)
 defjvp(abs_p, lambda t, ans, x: multiply(t, sign(x)))
 defvjp(abs_p, lambda g, ans, x: multiply(g, sign(x)))
 batch_unary(abs_p)
-abs_p.elementwise = True
 abs_p.sparsity = elementwise_deps
 abs_p.lower = lambda jax, x: jax.numpy.abs(x)
 
@@ -252,7 +243,6 @@ sign_p = Primitive("sign", np.sign)
 defjvp(sign_p, lambda t, ans, x: Zero.like(ans))
 defvjp(sign_p, lambda g, ans, x: zeros_of(x))
 batch_unary(sign_p)
-sign_p.elementwise = True
 sign_p.sparsity = elementwise_deps
 sign_p.lower = lambda jax, x: jax.numpy.where(x == 0, jax.numpy.zeros_like(x), jax.numpy.sign(x))  # +0 at -0
 

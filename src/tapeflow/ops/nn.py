@@ -57,7 +57,6 @@ relu_p = Primitive("relu", lambda x: np.maximum(x, 0))
 defjvp(relu_p, lambda t, ans, x: multiply(t, _relu_mask(x)))
 defvjp(relu_p, lambda g, ans, x: multiply(g, _relu_mask(x)))
 batch_unary(relu_p)
-relu_p.elementwise = True
 relu_p.sparsity = elementwise_deps
 relu_p.lower = lambda jax, x: jax.numpy.maximum(x, jax.numpy.zeros((), x.dtype))
 
@@ -72,7 +71,6 @@ relu6_p = Primitive("relu6", lambda x: np.clip(x, 0, 6))
 defjvp(relu6_p, lambda t, ans, x: multiply(t, _relu6_mask(x)))
 defvjp(relu6_p, lambda g, ans, x: multiply(g, _relu6_mask(x)))
 batch_unary(relu6_p)
-relu6_p.elementwise = True
 relu6_p.sparsity = elementwise_deps
 relu6_p.lower = lambda jax, x: jax.numpy.clip(x, jax.numpy.zeros((), x.dtype),
                                             jax.numpy.full((), 6, x.dtype))

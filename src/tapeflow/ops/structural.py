@@ -382,7 +382,6 @@ def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor]) 
     defvjp(prim, lambda g, ans, x: bind(multiply_p, g, conj_if_complex(deriv(ans, x))),
            reads=_reads_of(deriv, ("ans", "x")))
     batch_unary(prim)
-    prim.elementwise = True
     prim.sparsity = elementwise_deps
     return prim
 
@@ -479,7 +478,6 @@ add_p = Primitive("add", np.add)
 defjvp(add_p, lambda t, ans, x, y: t, lambda t, ans, x, y: t, broadcasting=True)
 defvjp(add_p, lambda g, ans, x, y: g, lambda g, ans, x, y: g, broadcasting=True)
 batch_elementwise(add_p)
-add_p.elementwise = True
 add_p.sparsity = elementwise_deps
 add_p.lower = lambda jax, x, y: jax.numpy.add(x, y)
 add_p.simplify = neutral_right(is_minus_zero, left_too=True)
@@ -492,7 +490,6 @@ defjvp(multiply_p, lambda t, ans, x, y: bind(multiply_p, t, y),
 defvjp(multiply_p, lambda g, ans, x, y: bind(multiply_p, g, conj_if_complex(y)),
        lambda g, ans, x, y: bind(multiply_p, conj_if_complex(x), g), broadcasting=True)
 batch_elementwise(multiply_p)
-multiply_p.elementwise = True
 multiply_p.sparsity = elementwise_deps
 multiply_p.lower = lambda jax, x, y: jax.numpy.multiply(x, y)
 multiply_p.simplify = neutral_right(is_one, left_too=True)
@@ -501,7 +498,6 @@ multiply_p.simplify = neutral_right(is_one, left_too=True)
 conj_p = Primitive("conj", np.conjugate)
 linear(conj_p, lambda g, x: bind(conj_p, g))
 batch_unary(conj_p)
-conj_p.elementwise = True
 conj_p.sparsity = elementwise_deps
 conj_p.lower = lambda jax, x: jax.numpy.conj(x)
 
@@ -525,7 +521,7 @@ defjvp(cast_p, _cast_tangent)
 defvjp(cast_p, lambda g, ans, x, dtype: bind(cast_p, g, dtype=dtype_of(x))
        if dtype_of(x).kind in "fc" else None)
 batch_unary(cast_p)
-cast_p.elementwise = True
+cast_p.elementwise = True  # its sparsity rule depends on the dtype
 cast_p.lower = lambda jax, x, dtype: (x.real if jax.numpy.iscomplexobj(x) and dtype.kind != "c"
                                      else x).astype(dtype)
 cast_p.sparsity = lambda pats, vals, outs, dtype: (
@@ -545,7 +541,6 @@ select_p = Primitive("select", lambda c, x, y: np.where(c, x, y)[()])  # rank 0 
 defjvp(select_p, None, _select_rule(True), _select_rule(False), broadcasting=True)
 defvjp(select_p, None, _select_rule(True), _select_rule(False), broadcasting=True)
 batch_elementwise(select_p)
-select_p.elementwise = True
 select_p.sparsity = elementwise_deps
 select_p.lower = lambda jax, c, x, y: jax.numpy.where(c, x, y)
 

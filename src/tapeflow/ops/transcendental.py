@@ -52,7 +52,6 @@ defjvp(pow_p, lambda t, ans, x, y: multiply(t, _pow_dx(x, y)),
 defvjp(pow_p, lambda g, ans, x, y: multiply(g, conj_if_complex(_pow_dx(x, y))),
        lambda g, ans, x, y: multiply(g, conj_if_complex(_pow_dy(ans, x))), broadcasting=True)
 batch_elementwise(pow_p)
-pow_p.elementwise = True
 pow_p.sparsity = elementwise_deps
 pow_p.simplify = neutral_right(is_one)
 pow_p.lower = lambda jax, x, y: jax.numpy.power(x, y)
@@ -92,7 +91,6 @@ defvjp(atan2_p, lambda g, ans, y, x: multiply(g, multiply(x, _atan2_scale(y, x))
        lambda g, ans, y, x: multiply(g, negative(multiply(y, _atan2_scale(y, x)))),
        broadcasting=True)
 batch_elementwise(atan2_p)
-atan2_p.elementwise = True
 atan2_p.sparsity = elementwise_deps
 atan2_p.lower = lambda jax, y, x: jax.numpy.arctan2(y, x)
 
