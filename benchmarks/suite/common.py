@@ -165,21 +165,26 @@ def xla_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     ImportError (the case is skipped) if JAX is missing.
     """
     import tapeflow as tf
+    from tapeflow.graph.function import Function
     from tapeflow.graph.xla import missing_lowerings
+
+    class FirstCall(Function):
+        # After the first call the object becomes the plain Function again: a wrapper
+        # around each timed call would add a Python layer that JAX's side does not have
+        # (NOTE(lean-call) in tapeflow/graph/xla.py).
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            self.__class__ = Function
+            missing = missing_lowerings(self.get_concrete_function(*args, **kwargs).graph)
+            if missing:
+                warnings.warn(XlaFallback(missing), stacklevel=2)
+            return self(*args, **kwargs)
 
     compiled = tf.function(fn, jit_compile=True)  # ImportError here without JAX
     importlib.import_module("jax").devices()  # the backend started in setup, not timed
-    first = [True]
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if first[0]:
-            first[0] = False
-            missing = missing_lowerings(compiled.get_concrete_function(*args, **kwargs).graph)
-            if missing:
-                warnings.warn(XlaFallback(missing), stacklevel=2)
-        return compiled(*args, **kwargs)
-
-    return call
+    if type(compiled) is not Function:
+        raise TypeError(f"tapeflow.function made a {type(compiled).__name__}, not a Function")
+    compiled.__class__ = FirstCall
+    return compiled
 
 
 # ---------------------------------------------------------------------- results and checks

@@ -37,7 +37,7 @@ from .. import nest
 from ..core import bind, recording, substack
 from ..ops.shape import identity_p
 from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor, seal
-from .device import DeviceTensor, array_of
+from .device import DeviceTensor, array_of, placed
 from .ir import Graph, Guard
 from .passes import optimize
 from .polymorphic import (ProbeTracer, calls_python, first_size_read, generalize, generic_key,
@@ -329,7 +329,8 @@ class Function:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         lean = self._lean
-        if lean is not None and not kwargs:
+        if lean is not None and not kwargs and not recording() \
+                and not _config.functions_run_eagerly():
             result = lean(args)
             if result is not _MISS:
                 return result
@@ -651,10 +652,15 @@ class _LeanCall:
     to check around it (no input_signature, guards, draws, written variables; results to
     the host)."""
 
-    __slots__ = ("replay", "args", "structure", "single", "flat_kind", "specs")
+    __slots__ = ("replay", "args", "structure", "single", "flat_kind", "specs", "jitted",
+                 "jax", "x64", "x64_flag", "bare", "variables")
 
     def __init__(self, cf: ConcreteFunction, args: tuple) -> None:
-        self.replay = cf._replay
+        self.replay = replay = cf._replay
+        # The computation itself, called from here with no layer between (NOTE(lean-call))
+        self.jitted, self.jax, self.x64 = replay._jitted, replay.jax, replay.x64
+        self.x64_flag, self.bare = replay.x64_flag, replay.bare
+        self.variables = list(cf.graph.variables)
         self.args = args  # _walk's keys of the positional arguments
         self.structure = structure = cf.graph.output_structure
         self.single = not nest.is_nested(structure) and len(cf.graph.outputs) == 1
@@ -684,9 +690,12 @@ class _LeanCall:
         return cls(cf, key[1][1:])
 
     def __call__(self, args: tuple) -> Any:
-        if len(args) != len(self.args) or recording() or _config.functions_run_eagerly():
+        """The results of a call with no keywords while nothing records and functions
+        are not run eagerly (the caller checks); `_MISS` for another signature."""
+        specs, jax = self.specs, self.jax
+        if len(args) != len(self.args):
             return _MISS
-        specs = self.specs
+        flat = []
         if specs is not None:
             for a, (shape, dtype) in zip(args, specs):
                 if type(a) is not Tensor:
@@ -694,16 +703,30 @@ class _LeanCall:
                 value = a._value
                 if value.shape != shape or value.dtype != dtype:
                     return _MISS
-            tensors = args
+                kept = getattr(a, "_placed", None)  # placed()'s own first test, inline
+                flat.append(kept[1] if kept is not None and kept[0] is value
+                            and kept[1] is not None else placed(a, jax))
         else:
-            tensors = []
+            tensors: list = []
             for a, k in zip(args, self.args):
                 if not _lean_gather(a, k, tensors):
                     return _MISS
-        results = self.replay.run_tensors(tensors)
+            flat = [placed(t, jax) for t in tensors]
+        for v in self.variables:
+            flat.append(placed(v, jax))
+        if self.x64_flag.value == self.x64:  # entering the context costs ~1 us
+            outs = self.jitted(*flat)
+        else:
+            with jax.enable_x64(self.x64):
+                outs = self.jitted(*flat)
+        if self.bare:  # one output, not in a tuple
+            if self.single:
+                return Tensor(np.asarray(outs))
+            outs = (outs,)
         if self.single:
-            return None if results[0] is None else Tensor(results[0])
-        tensors = [None if r is None else Tensor(r) for r in results]
+            out = outs[0]
+            return None if out is None else Tensor(np.asarray(out))
+        tensors = [None if r is None else Tensor(np.asarray(r)) for r in outs]
         if self.flat_kind is not None:
             return tensors if self.flat_kind is list else tuple(tensors)
         return nest.pack_sequence_as(self.structure, tensors)

@@ -116,6 +116,26 @@ def _static(n: Node, args: list, params: dict) -> Any:
     return None
 
 
+class _X64Flag:
+    """JAX's x64 setting, read through its public name."""
+
+    def __init__(self, jax: Any) -> None:
+        self.config = jax.config
+
+    @property
+    def value(self) -> bool:
+        return self.config.jax_enable_x64
+
+
+def x64_flag(jax: Any) -> Any:
+    """An object whose `value` is JAX's x64 setting as it is now (in this thread and
+    context): JAX's own holder of it where it has one (its C++ read takes a third of the
+    time of `jax.config.jax_enable_x64`), else a reader of the public name."""
+    holder = getattr(jax.config, "_value_holders", {}).get("jax_enable_x64")
+    return holder if holder is not None and isinstance(getattr(holder, "value", None), bool) \
+        else _X64Flag(jax)
+
+
 class XlaReplay:
     """Runs a graph as one XLA computation (see the module docstring)."""
 
@@ -147,15 +167,28 @@ class XlaReplay:
         # Graphs without checks return no flag: reading one back is a device sync (~20 us).
         self.checked = any(isinstance(n, Node) and n.prim.lower_check is not None
                            for n in g.nodes)
-        self._jitted = self.jax.jit(self._lowered())
-        # NOTE(lean-call): Python run between two calls of a compiled program evicts the
-        # program's code and data from the core's caches, and the next call pays for that
-        # several times over: 5 us of Python between calls of a 2,000-op chain (220 us)
-        # cost 20 us. So a graph with nothing to check around its computation (no guards,
-        # draws, written variables or lower_checks; results to the host) takes the
-        # shortest path from tensors to results (`run_tensors`).
+        # NOTE(lean-call): Python run between two calls of a compiled program costs the
+        # next call several times its own time (measured, not explained: the program's
+        # code and data evicted from the core's caches is the likely cause; no thread
+        # handoff is involved, the computation runs on the calling thread). Wrapping a
+        # 2,000-op chain's result in a Tensor and reading it back with np.asarray (~2 us
+        # of Python) adds 3-4% to its 390 us call; a layer of Python calls around it
+        # ~3%. So a graph with nothing to check around its computation (no guards, draws,
+        # written variables or lower_checks; results to the host) takes the shortest
+        # path from tensors to results (`run_tensors`, and Function's _LeanCall, which
+        # calls the jitted computation itself), and its computation returns its outputs
+        # alone, a single one bare.
         self.simple = not (self.draws or self.guards or self.locks or self.checked
                            or keep_on_device)
+        self.bare = self.simple and len(g.outputs) == 1 and g.outputs[0] is not None
+        lowered = self._lowered()
+        if self.bare:
+            self._jitted = self.jax.jit(lambda *flat: lowered(*flat)[0][0])
+        elif self.simple:
+            self._jitted = self.jax.jit(lambda *flat: tuple(lowered(*flat)[0]))
+        else:
+            self._jitted = self.jax.jit(lowered)
+        self.x64_flag = x64_flag(self.jax)
 
     def _numpy(self) -> Replay:
         """The NumPy replay of this graph (made on first need: a failed lower_check)."""
@@ -216,14 +249,16 @@ class XlaReplay:
         jax = self.jax
         if not self.simple:
             return self(*[placed(t, jax) for t in tensors])
-        outs = self._computation([placed(t, jax) for t in (*tensors, *self.graph.variables)])[0]
+        outs = self._computation([placed(t, jax) for t in (*tensors, *self.graph.variables)])
+        if self.bare:
+            return [np.asarray(outs)]
         return [None if o is None else np.asarray(o) for o in outs]
 
     def _computation(self, flat: Any) -> tuple:
         """The compiled computation's (outputs, guard values, assigned values, checks) for
         its flat arguments (inputs, variables, seeds if it draws), run in the graph's
-        64-bit mode."""
-        if self.jax.config.jax_enable_x64 == self.x64:  # entering the context costs ~1 us
+        64-bit mode; a simple graph's outputs alone (a tuple, or `bare`, the one output)."""
+        if self.x64_flag.value == self.x64:  # entering the context costs ~1 us
             return self._jitted(*flat)
         with self.jax.enable_x64(self.x64):
             return self._jitted(*flat)
@@ -242,7 +277,12 @@ class XlaReplay:
                           for k in self.draws], np.uint32) if self.draws else None
         variables = [placed(v, self.jax) for v in g.variables]  # NOTE(placed)
         flat = (*arrays, *variables, seeds) if self.draws else (*arrays, *variables)
-        outs, guard_values, assigned, ok = self._computation(flat)
+        if self.simple:
+            outs, guard_values, assigned, ok = self._computation(flat), (), {}, None
+            if self.bare:
+                outs = (outs,)
+        else:
+            outs, guard_values, assigned, ok = self._computation(flat)
         for guard, value in zip(self.guards, guard_values, strict=True):
             if not guard.holds(np.asarray(value)):
                 raise GuardFailed(guard)
