@@ -219,6 +219,21 @@ def _done(t: Timed, s: Settings) -> bool:
     return len(t.samples) >= s.repeats or (t.spent >= s.budget and len(t.samples) >= s.min_samples)
 
 
+def _round_order(active: list[Timed], order: random.Random) -> list[Timed]:
+    """One round's order: the cases shuffled, except that a problem's function(jit_compile=
+    True) cases and its JAX jit cases run one after another (in a shuffled order among
+    themselves), so that their per-round ratios compare samples taken moments apart, not
+    a round apart (on a shared machine, two cases that compile to one program measured
+    0.93x and 1.22x of the same JAX case in one run when timed apart)."""
+    paired = {t.case.group for t in active if t.case.mode == "xla"}
+    units: dict[Any, list[Timed]] = {}
+    for t in active:
+        pair = t.case.group in paired and t.case.mode in ("xla", "jit")
+        units.setdefault(("pair", t.case.group) if pair else id(t), []).append(t)
+    return [t for unit in order.sample(list(units.values()), len(units))
+            for t in order.sample(unit, len(unit))]
+
+
 def time_cases(workload: str, cases: Sequence[Case], settings: Settings,
                out: TextIO) -> list[dict]:
     """Check every case, then time the good ones interleaved; one row per case."""
@@ -235,7 +250,7 @@ def time_cases(workload: str, cases: Sequence[Case], settings: Settings,
     order = random.Random(0)
     round_no = 0
     while active:
-        for t in order.sample(active, len(active)):
+        for t in _round_order(active, order):
             start = time.perf_counter()
             for _ in range(t.number):
                 t.run()
@@ -554,9 +569,10 @@ def print_xla_summary(rows: list[dict], out: TextIO) -> None:
     print("\nJAX jit: the case's twin (the same program under JAX jit) where it has one, else "
           "the fastest JAX jit case of the problem; 'x JAX jit': median / its "
           "median; 'per round': the median of the two cases' ratios within one round "
-          "(each round times every case once, so a slow spell of the machine weighs on "
-          "both sides of a ratio); 'fastest x fastest': the fastest sample / its fastest "
-          "(on a shared machine the least disturbed one of each); 'first call x JAX': first "
+          "(each round times every case once, a problem's XLA and JAX jit cases one after "
+          "another, so a slow spell of the machine weighs on both sides of a ratio); "
+          "'fastest x fastest': the fastest sample / its fastest (on a shared machine the "
+          "least disturbed one of each); 'first call x JAX': first "
           "call (trace + XLA compile) / its first call (trace + compile). A NumPy fallback "
           "case ran tapeflow's NumPy replay, not XLA.", file=out)
 
@@ -604,11 +620,13 @@ def print_environment(env: dict, settings: Settings, quick: bool, out: TextIO) -
           + (f"; not installed (skipped): {', '.join(missing)}" if missing else ""), file=out)
     print("- one thread per framework: " + ", ".join(f"{k}=1" for k in THREAD_VARIABLES[:3])
           + f", XLA_FLAGS='{env['xla_flags']}', torch.set_num_threads(1), "
-          "TF intra/inter-op threads 1" + (f"; BLAS: {', '.join(env['blas'])}" if env["blas"] else ""),
+          "TF intra/inter-op threads 1"
+          + (f"; BLAS: {', '.join(env['blas'])}" if env["blas"] else ""),
           file=out)
     print(f"- 'first call': the first call after setup (tracing / compiling included); "
           f"'median': median of up to {settings.repeats} samples after it, the cases of a "
-          "problem interleaved, in a new order each round; 'x best peer': median / the fastest peer's "
+          "problem interleaved, in a new order each round; 'x best peer': median / the "
+          "fastest peer's "
           "(TensorFlow, JAX, PyTorch, autograd); 'x NumPy': / NumPy by hand. Every result "
           "was checked against a float64 reference first.", file=out)
     print("- modes: 'eager'; 'traced' (tapeflow function's NumPy replay, TensorFlow "
