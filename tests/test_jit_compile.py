@@ -109,11 +109,19 @@ def test_64_bit_types_only_for_the_graphs_own_calls():
 
 
 @needs_jax
-def test_compiled_calls_under_the_users_own_64_bit_setting():
+@pytest.mark.parametrize("switch", [True, False], ids=["holder", "context"])
+def test_compiled_calls_under_the_users_own_64_bit_setting(switch, monkeypatch):
     # The call enters JAX's 64-bit mode only where the user's setting differs from the
-    # graph's need; either way each graph keeps its own dtypes.
+    # graph's need, through JAX's holder of the setting or its context manager; either
+    # way each graph keeps its own dtypes and the user's setting is back after the call.
     import jax
 
+    from tapeflow.graph import xla
+
+    if switch and xla.x64_switch(jax) is None:
+        pytest.skip("this JAX's x64 setting has no holder with its own switch")
+    if not switch:
+        monkeypatch.setattr(xla, "x64_switch", lambda jax: None)
     f = tf.function(lambda x: tf.reduce_sum(x * 3.0), jit_compile=True)
     x32, x64 = tf.constant([1.5, 2.0], tf.float32), tf.constant([1e-300, 2.0], tf.float64)
     for user in (True, False):

@@ -653,13 +653,13 @@ class _LeanCall:
     the host)."""
 
     __slots__ = ("replay", "args", "structure", "single", "flat_kind", "specs", "jitted",
-                 "jax", "x64", "x64_flag", "bare", "variables")
+                 "jax", "x64", "x64_flag", "x64_switch", "bare", "variables")
 
     def __init__(self, cf: ConcreteFunction, args: tuple) -> None:
         self.replay = replay = cf._replay
         # The computation itself, called from here with no layer between (NOTE(lean-call))
         self.jitted, self.jax, self.x64 = replay._jitted, replay.jax, replay.x64
-        self.x64_flag, self.bare = replay.x64_flag, replay.bare
+        self.x64_flag, self.x64_switch, self.bare = replay.x64_flag, replay.x64_switch, replay.bare
         self.variables = list(cf.graph.variables)
         self.args = args  # _walk's keys of the positional arguments
         self.structure = structure = cf.graph.output_structure
@@ -714,8 +714,14 @@ class _LeanCall:
             flat = [placed(t, jax) for t in tensors]
         for v in self.variables:
             flat.append(placed(v, jax))
-        if self.x64_flag.value == self.x64:  # entering the context costs ~1 us
+        if self.x64_flag.value == self.x64:
             outs = self.jitted(*flat)
+        elif self.x64_switch is not None:  # JAX's 64-bit mode switched for this call
+            before = self.x64_switch[0](self.x64)
+            try:
+                outs = self.jitted(*flat)
+            finally:
+                self.x64_switch[1](before)
         else:
             with jax.enable_x64(self.x64):
                 outs = self.jitted(*flat)
