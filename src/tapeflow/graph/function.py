@@ -652,14 +652,13 @@ class _LeanCall:
     to check around it (no input_signature, guards, draws, written variables; results to
     the host)."""
 
-    __slots__ = ("replay", "args", "structure", "single", "flat_kind", "specs", "jitted",
-                 "jax", "x64", "x64_flag", "x64_switch", "bare", "variables")
+    __slots__ = ("replay", "args", "structure", "single", "flat_kind", "specs", "computation",
+                 "jax", "variables")
 
     def __init__(self, cf: ConcreteFunction, args: tuple) -> None:
         self.replay = replay = cf._replay
-        # The computation itself, called from here with no layer between (NOTE(lean-call))
-        self.jitted, self.jax, self.x64 = replay._jitted, replay.jax, replay.x64
-        self.x64_flag, self.x64_switch, self.bare = replay.x64_flag, replay.x64_switch, replay.bare
+        # The computation, called from here with no layer between (NOTE(lean-call))
+        self.computation, self.jax = replay._computation, replay.jax
         self.variables = list(cf.graph.variables)
         self.args = args  # _walk's keys of the positional arguments
         self.structure = structure = cf.graph.output_structure
@@ -703,9 +702,7 @@ class _LeanCall:
                 value = a._value
                 if value.shape != shape or value.dtype != dtype:
                     return _MISS
-                kept = getattr(a, "_placed", None)  # placed()'s own first test, inline
-                flat.append(kept[1] if kept is not None and kept[0] is value
-                            and kept[1] is not None else placed(a, jax))
+                flat.append(placed(a, jax))
         else:
             tensors: list = []
             for a, k in zip(args, self.args):
@@ -714,21 +711,7 @@ class _LeanCall:
             flat = [placed(t, jax) for t in tensors]
         for v in self.variables:
             flat.append(placed(v, jax))
-        if self.x64_flag.value == self.x64:
-            outs = self.jitted(*flat)
-        elif self.x64_switch is not None:  # JAX's 64-bit mode switched for this call
-            before = self.x64_switch[0](self.x64)
-            try:
-                outs = self.jitted(*flat)
-            finally:
-                self.x64_switch[1](before)
-        else:
-            with jax.enable_x64(self.x64):
-                outs = self.jitted(*flat)
-        if self.bare:  # one output, not in a tuple
-            if self.single:
-                return Tensor(np.asarray(outs))
-            outs = (outs,)
+        outs = self.computation(flat)
         if self.single:
             out = outs[0]
             return None if out is None else Tensor(np.asarray(out))

@@ -190,8 +190,8 @@ class XlaReplay:
         # ~3%. So a graph with nothing to check around its computation (no guards, draws,
         # written variables or lower_checks; results to the host) takes the shortest
         # path from tensors to results (`run_tensors`, and Function's _LeanCall, which
-        # calls the jitted computation itself), and its computation returns its outputs
-        # alone, a single one bare.
+        # calls `_computation` itself), and its computation returns its outputs alone, a
+        # single one bare.
         self.simple = not (self.draws or self.guards or self.locks or self.checked
                            or keep_on_device)
         self.bare = self.simple and len(g.outputs) == 1 and g.outputs[0] is not None
@@ -264,24 +264,25 @@ class XlaReplay:
         if not self.simple:
             return self(*[placed(t, jax) for t in tensors])
         outs = self._computation([placed(t, jax) for t in (*tensors, *self.graph.variables)])
-        if self.bare:
-            return [np.asarray(outs)]
         return [None if o is None else np.asarray(o) for o in outs]
 
     def _computation(self, flat: Any) -> tuple:
         """The compiled computation's (outputs, guard values, assigned values, checks) for
         its flat arguments (inputs, variables, seeds if it draws), run in the graph's
-        64-bit mode; a simple graph's outputs alone (a tuple, or `bare`, the one output)."""
+        64-bit mode; a simple graph's outputs alone, as a tuple (its computation returns a
+        single one bare, one less level for JAX's dispatch to unpack)."""
         if self.x64_flag.value == self.x64:
-            return self._jitted(*flat)
-        if self.x64_switch is not None:
+            outs = self._jitted(*flat)
+        elif self.x64_switch is not None:
             before = self.x64_switch[0](self.x64)
             try:
-                return self._jitted(*flat)
+                outs = self._jitted(*flat)
             finally:
                 self.x64_switch[1](before)
-        with self.jax.enable_x64(self.x64):
-            return self._jitted(*flat)
+        else:
+            with self.jax.enable_x64(self.x64):
+                outs = self._jitted(*flat)
+        return (outs,) if self.bare else outs
 
     def __call__(self, *arrays: Any) -> list:
         if self._missing:
@@ -299,8 +300,6 @@ class XlaReplay:
         flat = (*arrays, *variables, seeds) if self.draws else (*arrays, *variables)
         if self.simple:
             outs, guard_values, assigned, ok = self._computation(flat), (), {}, None
-            if self.bare:
-                outs = (outs,)
         else:
             outs, guard_values, assigned, ok = self._computation(flat)
         for guard, value in zip(self.guards, guard_values, strict=True):
