@@ -182,16 +182,15 @@ class XlaReplay:
         self.checked = any(isinstance(n, Node) and n.prim.lower_check is not None
                            for n in g.nodes)
         # NOTE(lean-call): Python run between two calls of a compiled program costs the
-        # next call several times its own time (measured, not explained: the program's
-        # code and data evicted from the core's caches is the likely cause; no thread
-        # handoff is involved, the computation runs on the calling thread). Wrapping a
-        # 2,000-op chain's result in a Tensor and reading it back with np.asarray (~2 us
-        # of Python) adds 3-4% to its 390 us call; a layer of Python calls around it
-        # ~3%. So a graph with nothing to check around its computation (no guards, draws,
-        # written variables or lower_checks; results to the host) takes the shortest
-        # path from tensors to results (`run_tensors`, and Function's _LeanCall, which
-        # calls `_computation` itself), and its computation returns its outputs alone, a
-        # single one bare.
+        # next call several times its own time (measured, not explained: it stays with
+        # JAX's asynchronous dispatch off; the program's code and data evicted from the
+        # core's caches is the likely cause). Wrapping a 2,000-op chain's result in a
+        # Tensor and reading it back with np.asarray (~2 us of Python) adds 3-4% to its
+        # 390 us call. So a graph with nothing to check around its computation (no
+        # guards, draws, written variables or lower_checks; results to the host) takes
+        # the shortest path from tensors to results (`run_tensors`, and Function's
+        # _LeanCall, which calls `_computation` itself), and its computation returns its
+        # outputs alone, a single one bare.
         self.simple = not (self.draws or self.guards or self.locks or self.checked
                            or keep_on_device)
         self.bare = self.simple and len(g.outputs) == 1 and g.outputs[0] is not None
