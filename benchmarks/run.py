@@ -33,9 +33,11 @@ import os
 # any peer is imported, or the "one thread per framework" rule silently does not hold.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
-                    "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
+                    "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "PJRT_NPROC")
 for _name in THREAD_VARIABLES:
     os.environ[_name] = "1"
+# XLA's CPU client (JAX jit, tapeflow jit_compile=True) sizes its compute pool from
+# PJRT_NPROC, else from the number of cores; XLA_FLAGS' thread settings do not reach it.
 _XLA = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 if _XLA not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _XLA).strip()
@@ -619,6 +621,7 @@ def print_environment(env: dict, settings: Settings, quick: bool, out: TextIO) -
     print(f"- peers: {', '.join(found) or 'none'}"
           + (f"; not installed (skipped): {', '.join(missing)}" if missing else ""), file=out)
     print("- one thread per framework: " + ", ".join(f"{k}=1" for k in THREAD_VARIABLES[:3])
+          + ", PJRT_NPROC=1 (XLA's CPU compute pool: JAX jit and jit_compile=True)"
           + f", XLA_FLAGS='{env['xla_flags']}', torch.set_num_threads(1), "
           "TF intra/inter-op threads 1"
           + (f"; BLAS: {', '.join(env['blas'])}" if env["blas"] else ""),
