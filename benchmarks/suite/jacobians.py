@@ -118,9 +118,11 @@ def _shape_cases(n: int, m: int, group: str, sweep: bool = False) -> list[Case]:
     check = common.close_to(lambda: jm.reference(*data), RTOL)
     out: list[Case] = []
 
-    def add(name: str, framework: str, mode: str, setup: Callable[[], Callable]) -> None:
-        panel = group if not sweep else ("eager" if mode == "eager" else "traced (tapeflow), jit (JAX)")
-        out.append(Case(name, framework, setup, check, group=panel, mode=mode))
+    def add(name: str, framework: str, mode: str, setup: Callable[[], Callable],
+            jax_twin: str = "") -> None:
+        panel = group if not sweep else (
+            "eager" if mode == "eager" else "traced (tapeflow), jit (JAX)")
+        out.append(Case(name, framework, setup, check, group=panel, mode=mode, jax_twin=jax_twin))
 
     for label, transform in TAPEFLOW_MODES.items():
         add(f"tapeflow {label} eager", "tapeflow", "eager",
@@ -129,8 +131,12 @@ def _shape_cases(n: int, m: int, group: str, sweep: bool = False) -> list[Case]:
             lambda t=transform: _tapeflow(t, True, data))
     if common.xla_cases_wanted():
         for label, transform in TAPEFLOW_MODES.items():
+            # jacfwd and jacrev against JAX's same mode (a wrong-mode case against JAX's
+            # right one would measure the mode, not the compiler); jacobian(auto) against
+            # JAX's faster mode, the one it should pick.
             add(f"tapeflow function(jit_compile=True) {label}", "tapeflow", "xla",
-                lambda t=transform: _tapeflow(t, True, data, xla=True))
+                lambda t=transform: _tapeflow(t, True, data, xla=True),
+                jax_twin=f"JAX {transform} jit" if transform != "jacobian" else "")
     for transform in ("jacfwd", "jacrev"):
         add(f"JAX {transform} eager", "jax", "eager", lambda t=transform: _jax(t, False, data))
         add(f"JAX {transform} jit", "jax", "jit", lambda t=transform: _jax(t, True, data))
