@@ -181,18 +181,19 @@ class XlaReplay:
         # Graphs without checks return no flag: reading one back is a device sync (~20 us).
         self.checked = any(isinstance(n, Node) and n.prim.lower_check is not None
                            for n in g.nodes)
-        # NOTE(lean-call): Python run right after a compiled program runs cold: the
-        # program's code and data have evicted the interpreter's from the core's caches.
-        # Timed inside calls of the 2,000-op chain's program with JAX's asynchronous
-        # dispatch off, Tensor(v) takes 2.3 us and np.asarray of it 9 us (4 and 15 us with
-        # it on), against 0.4 and 1.5 us in a loop of their own; np.asarray of a minimal
-        # object with __array__ takes 8 us. So every Python step around a call costs
-        # several times its warm time (the Tensor wrap and np.asarray of it add 3-4% to
-        # the chain's 390 us call), and a graph with nothing to check around its
-        # computation (no guards, draws, written variables or lower_checks; results to the
-        # host) takes the shortest path from tensors to results (`run_tensors`, and
-        # Function's _LeanCall, which calls `_computation` itself); its computation returns
-        # its outputs alone, a single one bare.
+        # NOTE(lean-call): Python run right after a compiled program runs several times
+        # slower than warm (likely cold caches, the program's code and data having evicted
+        # the interpreter's; this machine has no cache counters to confirm it). Timed
+        # inside calls of the 2,000-op chain's program with JAX's asynchronous dispatch
+        # off, Tensor(v) takes 2.3 us and np.asarray of it 9 us (4 and 15 us with it on),
+        # against 0.4 and 1.5 us in a loop of their own; np.asarray of a minimal object
+        # with __array__ takes 8 us. So every Python step around a call costs several
+        # times its warm time (the Tensor wrap and np.asarray of it add 3-4% to the
+        # chain's 390 us call), and a graph with nothing to check around its computation
+        # (no guards, draws, written variables or lower_checks; results to the host) takes
+        # the shortest path from tensors to results (`run_tensors`, and Function's
+        # _LeanCall, which calls `_computation` itself); its computation returns its
+        # outputs alone, a single one bare.
         self.simple = not (self.draws or self.guards or self.locks or self.checked
                            or keep_on_device)
         self.bare = self.simple and len(g.outputs) == 1 and g.outputs[0] is not None
