@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import operator
+from typing import Any, Callable
 
 from .core import no_recorders
 
@@ -10,6 +12,8 @@ __all__ = ["run_functions_eagerly", "functions_run_eagerly", "init_scope"]
 
 # One switch for the process, as TensorFlow's (it is a debugging aid, not per-thread state).
 _EAGERLY = {"on": False}
+# functions_run_eagerly() read by a C call, for hot paths (NOTE(lean-call) in graph/xla.py)
+run_eagerly_flag: Callable[[], bool] = functools.partial(operator.getitem, _EAGERLY, "on")
 
 
 def run_functions_eagerly(run_eagerly: bool) -> None:

@@ -29,6 +29,7 @@ Python reads of tensor values (`value_read`) and variable writes
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import threading
@@ -38,12 +39,11 @@ import numpy as np
 
 from .tensor import Tensor
 
-__all__ = ["Primitive", "Zero", "Husk", "bind", "registry", "Recorder", "current_stack", "recording",
-           "run_below", "call_below", "dynamic_shapes", "differentiating", "taping", "substack",
-           "no_recorders", "reading_records", "records_open",
-           "value_read", "size_reads", "symbolic_name", "name_scope_prefix", "scope_entered", "quiet",
-           "quieted",
-           "variable_created", "variable_written", "read_variable_p"]
+__all__ = ["Primitive", "Zero", "Husk", "bind", "registry", "Recorder", "current_stack",
+           "recording", "run_below", "call_below", "dynamic_shapes", "differentiating", "taping",
+           "substack", "no_recorders", "reading_records", "records_open", "value_read",
+           "size_reads", "symbolic_name", "name_scope_prefix", "scope_entered", "quiet",
+           "quieted", "variable_created", "variable_written", "read_variable_p"]
 
 
 class Zero:
@@ -241,6 +241,10 @@ class _State(threading.local):
 
 _state = _State()
 
+# The calling thread's recorder stack (empty while nothing records), read by a C call: a
+# hot path that only tests it pays no Python frame (NOTE(lean-call) in graph/xla.py).
+recorder_stack: Callable[[], tuple] = functools.partial(getattr, _state, "stack")
+
 
 def quiet() -> bool:
     """Whether this thread runs a block whose printing is muted (a probe trace, NOTE(probe)
@@ -286,9 +290,10 @@ class Recorder:
     `watches_reads` ones hear of Python reads of tensor values (`on_read`), `dynamic` ones
     (a trace meant to serve every size of its inputs' None dimensions) want sizes read
     when the graph runs, not fixed while it is traced (`dynamic_shapes`),
-    `watches_writes` ones of variable writes and creations (`on_write`, `on_create`); `sees_custom_forward` ones see
-    the forward computation inside a custom_gradient function (vmap and tracing must;
-    tapes and accumulators must not: the custom rule replaces its derivative).
+    `watches_writes` ones of variable writes and creations (`on_write`, `on_create`);
+    `sees_custom_forward` ones see the forward computation inside a custom_gradient
+    function (vmap and tracing must; tapes and accumulators must not: the custom rule
+    replaces its derivative).
     """
 
     batching = False

@@ -226,7 +226,13 @@ class TensorBase:
         return self._value
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        value = np.asarray(self._read_for_python("__array__"))
+        # `_read_for_python` written out, the recorders asked only when there are any: a
+        # compiled call's result read as NumPy runs cold (NOTE(lean-call) in graph/xla.py)
+        if _core.recorder_stack():
+            _core.value_read(self, "__array__")
+        value = self._value
+        if type(value) is not np.ndarray:
+            value = np.asarray(value)
         if dtype is not None and value.dtype != dtype:
             return value.astype(dtype)
         if copy:
@@ -667,7 +673,8 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
     return Tensor(arr)
 
 
-def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None = "Const") -> Tensor:
+def constant(value: Any, dtype: Any = None, shape: Any = None,
+             name: str | None = "Const") -> Tensor:
     """Create a constant tensor from a Python value, array or tensor.
 
     Unlike `convert_to_tensor`, an explicit `dtype` casts (as TensorFlow's

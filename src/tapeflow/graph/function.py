@@ -37,8 +37,9 @@ from .. import nest
 from ..core import bind, recording, substack
 from ..ops.shape import identity_p
 from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor, seal
-from .device import DeviceTensor, array_of, placed
+from .device import DeviceTensor, array_of
 from .ir import Graph, Guard
+from .lean import MISS as _MISS, lean_call
 from .passes import optimize
 from .polymorphic import (ProbeTracer, calls_python, first_size_read, generalize, generic_key,
                           probe_arrays, probe_effects, resolved)
@@ -278,7 +279,7 @@ class Function:
         # generic key -> why its graphs depend on the sizes (each size is traced on its own)
         self._per_size: dict[tuple, str] = {}
         self._lock = threading.RLock()
-        self._lean: _LeanCall | None = None  # NOTE(lean-call)
+        self._lean: Callable[[tuple], Any] | None = None  # NOTE(lean-call)
         self._lean_tried: Any = None
         self._trace_count = 0
         self._retrace_reasons: collections.Counter = collections.Counter()  # reason -> traces
@@ -329,9 +330,8 @@ class Function:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         lean = self._lean
-        if lean is not None and not kwargs and not recording() \
-                and not _config.functions_run_eagerly():
-            result = lean(args)
+        if lean is not None and not kwargs:
+            result = lean(args)  # checks the rest of its conditions itself
             if result is not _MISS:
                 return result
         return self._call(args, kwargs)
@@ -348,7 +348,7 @@ class Function:
                 # each is tried once in a row (a loop alternating two signatures makes
                 # a new one at each call, a few microseconds).
                 self._lean_tried = key
-                self._lean = _LeanCall.of(self, key) or self._lean
+                self._lean = _lean_of(self, key) or self._lean
             return result
         with self._lock:
             # Another thread may have traced this signature (or branch) meanwhile.
@@ -640,85 +640,25 @@ def _attribute(obj: Any, dotted: str) -> Any:
     return obj
 
 
-_MISS = object()
-
-
-class _LeanCall:
-    """The shortest path from a compiled function's call to its results (NOTE(lean-call)
-    in graph/xla.py), for calls with the signature it was made for: plain host Tensors
-    (alone or in lists and tuples) of the same shapes and dtypes in the same structure, no
-    keywords, nothing recording, not run eagerly. Any other call returns `_MISS` and
-    takes the full path. Made for a signature served by one compiled graph with nothing
-    to check around it (no input_signature, guards, draws, written variables; results to
-    the host)."""
-
-    __slots__ = ("replay", "args", "structure", "single", "flat_kind", "specs", "computation",
-                 "jax", "variables")
-
-    def __init__(self, cf: ConcreteFunction, args: tuple) -> None:
-        self.replay = replay = cf._replay
-        # The computation, called from here with no layer between (NOTE(lean-call))
-        self.computation, self.jax = replay._computation, replay.jax
-        self.variables = list(cf.graph.variables)
-        self.args = args  # _walk's keys of the positional arguments
-        self.structure = structure = cf.graph.output_structure
-        self.single = not nest.is_nested(structure) and len(cf.graph.outputs) == 1
-        # A plain list or tuple of results (gradients): built directly, as
-        # nest.pack_sequence_as would (which takes ~4 us)
-        self.flat_kind = type(structure) if type(structure) in (list, tuple) and not any(
-            nest.is_nested(s) for s in structure) else None
-        # Every argument a tensor (the common call): (shape, dtype) each, checked in one loop
-        self.specs = [(k[1], np.dtype(k[2])) for k in args] \
-            if all(k[0] == "T" for k in args) else None
-
-    @classmethod
-    def of(cls, fn: "Function", key: Any) -> "_LeanCall | None":
-        branches = fn._cache.get(key, ())
-        if fn._input_signature is not None or len(branches) != 1:
-            return None
-        cf = branches[0]
-        replay = cf._replay
-        if not (cf._jit_compile and cf._generic_key is None and getattr(replay, "compiled", False)
-                and replay.simple):
-            return None
-        # _key's key of a call with positional arguments only: ("tuple", ("list", *args),
-        # ("dict",)), each argument a tensor or a list or tuple of them
-        if not (isinstance(key, tuple) and len(key) == 3 and key[2] == ("dict",)
-                and all(_lean_key(k) for k in key[1][1:])):
-            return None
-        return cls(cf, key[1][1:])
-
-    def __call__(self, args: tuple) -> Any:
-        """The results of a call with no keywords while nothing records and functions
-        are not run eagerly (the caller checks); `_MISS` for another signature."""
-        specs, jax = self.specs, self.jax
-        if len(args) != len(self.args):
-            return _MISS
-        flat = []
-        if specs is not None:
-            for a, (shape, dtype) in zip(args, specs):
-                if type(a) is not Tensor:
-                    return _MISS
-                value = a._value
-                if value.shape != shape or value.dtype != dtype:
-                    return _MISS
-                flat.append(placed(a, jax))
-        else:
-            tensors: list = []
-            for a, k in zip(args, self.args):
-                if not _lean_gather(a, k, tensors):
-                    return _MISS
-            flat = [placed(t, jax) for t in tensors]
-        for v in self.variables:
-            flat.append(placed(v, jax))
-        outs = self.computation(flat)
-        if self.single:
-            out = outs[0]
-            return None if out is None else Tensor(np.asarray(out))
-        tensors = [None if r is None else Tensor(np.asarray(r)) for r in outs]
-        if self.flat_kind is not None:
-            return tensors if self.flat_kind is list else tuple(tensors)
-        return nest.pack_sequence_as(self.structure, tensors)
+def _lean_of(fn: "Function", key: Any) -> Callable[[tuple], Any] | None:
+    """The lean call (graph/lean.py) of a call signature `key` (`_key`'s), if one compiled
+    graph serves it with nothing to check around it (no input_signature, guards, draws,
+    written variables; results to the host) and its positional arguments are tensors or
+    lists and tuples of them; else None."""
+    branches = fn._cache.get(key, ())
+    if fn._input_signature is not None or len(branches) != 1:
+        return None
+    cf = branches[0]
+    replay = cf._replay
+    if not (cf._jit_compile and cf._generic_key is None and getattr(replay, "compiled", False)
+            and replay.simple):
+        return None
+    # _key's key of a call with positional arguments only: ("tuple", ("list", *args),
+    # ("dict",)), each argument a tensor or a list or tuple of them
+    if not (isinstance(key, tuple) and len(key) == 3 and key[2] == ("dict",)
+            and all(_lean_key(k) for k in key[1][1:])):
+        return None
+    return lean_call(replay, cf.graph, key[1][1:])
 
 
 def _lean_key(k: Any) -> bool:
@@ -726,24 +666,6 @@ def _lean_key(k: Any) -> bool:
     if k[0] == "T":
         return True
     return k[0] in ("list", "tuple") and all(_lean_key(c) for c in k[1:])
-
-
-def _lean_gather(x: Any, k: tuple, tensors: list) -> bool:
-    """Append the tensors of `x` to `tensors` if `x` has `_walk`'s key `k`, else False."""
-    if k[0] == "T":
-        if type(x) is not Tensor:
-            return False
-        value = x._value
-        if value.shape != k[1] or value.dtype.str != k[2]:
-            return False
-        tensors.append(x)
-        return True
-    if type(x) is not (list if k[0] == "list" else tuple) or len(x) != len(k) - 1:
-        return False
-    for c, ck in zip(x, k[1:]):
-        if not _lean_gather(c, ck, tensors):
-            return False
-    return True
 
 
 def _wrap_result(array: Any, keep_on_device: bool) -> Tensor:
