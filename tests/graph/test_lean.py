@@ -19,6 +19,14 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("jax") is None,
                                 reason="needs JAX (pip install -e '.[xla]')")
 
 
+@pytest.fixture(autouse=True, params=["written out", "looped"])
+def unroll(request, monkeypatch):
+    """Every case runs with straight-line lean calls and with the loops that large
+    signatures and results take (lean.UNROLL)."""
+    monkeypatch.setattr(lean_module, "UNROLL", 64 if request.param == "written out" else 0)
+    return request.param
+
+
 def _leaves(results):
     return [None if t is None else np.asarray(t).tolist() for t in tf.nest.flatten(results)]
 
@@ -216,3 +224,17 @@ def test_generated_code_is_shared_by_signatures_of_one_skeleton():
         assert f._lean is not None
     info = lean_module._compiled.cache_info()
     assert info.misses == 1 and info.hits == 2
+
+
+def test_a_signature_of_many_tensors_and_variables_and_results():
+    """Over lean.UNROLL tensors (a list of 100, and 70 captured variables) and results (100):
+    the lean call loops, and serves the calls as the written-out one does."""
+    xs = [tf.constant([float(i), 1.0]) for i in range(100)]
+    vs = [tf.Variable(float(i)) for i in range(70)]
+    f, want = _compiled_and_replayed(lambda xs: [x * vs[i % 70] for i, x in enumerate(xs)], xs)
+    assert _leaves(f(xs)) == _leaves(want)
+    vs[3].assign(-1.0)
+    assert f(xs)[3].numpy().tolist() == [-3.0, -1.0]
+    assert f._lean((xs[:99],)) is lean_module.MISS
+    assert f._lean((xs[:99] + [tf.constant([1.0, 2.0, 3.0])],)) is lean_module.MISS
+    assert f._lean((tuple(xs),)) is lean_module.MISS

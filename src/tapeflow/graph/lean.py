@@ -29,6 +29,9 @@ from .device import placed
 
 # What a lean call returns for a call it does not serve: the caller takes the full path.
 MISS = object()
+# Signatures of more tensors and variables than this, and results of more outputs, are
+# walked by loops rather than written out (`source`)
+UNROLL = 64
 
 
 def lean_call(replay: Any, graph: Any, arg_keys: tuple) -> Callable[[tuple], Any]:
@@ -63,7 +66,7 @@ def lean_call(replay: Any, graph: Any, arg_keys: tuple) -> Callable[[tuple], Any
         form = "nested"
     switch = replay.x64_switch
     code = _compiled(skeleton, len(graph.variables), outputs, form, replay.bare,
-                     switch is not None)
+                     switch is not None, UNROLL)
     constants = {f"S{i}": shape for i, (shape, _) in enumerate(leaves)}
     constants.update({f"D{i}": np.dtype(dtype) for i, (_, dtype) in enumerate(leaves)})
     constants.update({f"V{i}": v for i, v in enumerate(graph.variables)})
@@ -72,10 +75,20 @@ def lean_call(replay: Any, graph: Any, arg_keys: tuple) -> Callable[[tuple], Any
                      jitted=replay._jitted, computation=replay._computation,
                      x64_flag=replay.x64_flag, X64=replay.x64, structure=structure,
                      pack=nest.pack_sequence_as)
+    namespace["gather"] = functools.partial(
+        _gather, keys=tuple(_with_dtypes(k) for k in arg_keys),
+        variables=tuple(graph.variables), jax=replay.jax)
     if switch is not None:
         namespace["swap"], namespace["restore"] = switch
     exec(code, namespace)  # defines `lean` in the namespace: its globals are the constants
     return namespace["lean"]
+
+
+def _with_dtypes(key: tuple) -> tuple:
+    """`_walk`'s key with each tensor's dtype string made a NumPy dtype (for `_gather`)."""
+    if key[0] == "T":
+        return ("T", key[1], np.dtype(key[2]))
+    return (key[0], *(_with_dtypes(k) for k in key[1:]))
 
 
 def _skeleton(key: tuple, leaves: list) -> Any:
@@ -94,15 +107,17 @@ def _compiled(*skeleton: Any) -> Any:
 
 
 def source(skeleton: tuple, n_variables: int, outputs: tuple, form: str, bare: bool,
-           switch: bool) -> str:
+           switch: bool, unroll: int = UNROLL) -> str:
     """The Python source of a lean call: `skeleton` the arguments' skeletons (`_skeleton`),
     `outputs` whether each of the graph's outputs is a value (False: None), `form` how the
     results are returned ("single", "list", "tuple" or "nested": nest packs them), `bare`
     whether the jitted computation returns a single result not in a tuple, `switch` whether
-    JAX's x64 mode can be switched by the two calls of `xla.x64_switch`.
+    JAX's x64 mode can be switched by the two calls of `xla.x64_switch`; a signature of
+    more than `unroll` tensors and variables is walked by a loop (`_gather`), and more than
+    `unroll` results are wrapped by one.
 
     Example:
-        >>> print(source(("T",), 0, (True,), "single", True, True))
+        >>> print(source(("T",), 0, (True,), "single", True, True), end="")
         def lean(args):
             if stack() or eagerly() or len(args) != 1:
                 return MISS
@@ -124,6 +139,15 @@ def source(skeleton: tuple, n_variables: int, outputs: tuple, form: str, bare: b
                     restore(mode)
             return Tensor(asarray(out))
     """
+    if _count_leaves(skeleton) + n_variables > unroll:
+        # Written out, each tensor costs CPython ~0.2 ms to compile: a loop walks them
+        lines = ["def lean(args):",
+                 "    if stack() or eagerly():",
+                 "        return MISS",
+                 "    flat = gather(args)",
+                 "    if flat is None:",
+                 "        return MISS"]
+        return _call_and_results(lines, "*flat", "flat", outputs, form, bare, switch, unroll)
     lines = ["def lean(args):",
              f"    if stack() or eagerly() or len(args) != {len(skeleton)}:",
              "        return MISS"]
@@ -163,20 +187,32 @@ def source(skeleton: tuple, n_variables: int, outputs: tuple, form: str, bare: b
                       f"else placed(V{i}, jax)"])
         placed_names.append(f"q{i}")
     flat = ", ".join(placed_names)
+    return _call_and_results(lines, flat, f"[{flat}]", outputs, form, bare, switch, unroll)
+
+
+def _call_and_results(lines: list, arguments: str, as_list: str, outputs: tuple, form: str,
+                      bare: bool, switch: bool, unroll: int) -> str:
+    """`lines` (a lean call's checks) and the rest of its source: the jitted computation
+    called with `arguments` (`as_list` the same as a list) and its results returned."""
     # The jitted computation in the graph's x64 mode: JAX's as it is, or switched to it for
     # the call (XlaReplay._computation's steps; through it where JAX has no switch)
     target = "out" if bare else "outs"  # bare: the jitted computation returns one result
     lines.extend(["    if x64_flag.value is X64:",
-                  f"        {target} = jitted({flat})",
+                  f"        {target} = jitted({arguments})",
                   "    else:"])
     if switch:
         lines.extend(["        mode = swap(X64)",
                       "        try:",
-                      f"            {target} = jitted({flat})",
+                      f"            {target} = jitted({arguments})",
                       "        finally:",
                       "            restore(mode)"])
     else:
-        lines.append(f"        {target} = computation([{flat}]){'[0]' if bare else ''}")
+        lines.append(f"        {target} = computation({as_list}){'[0]' if bare else ''}")
+    if len(outputs) > unroll and not bare and form != "single":
+        lines.append("    results = [None if r is None else Tensor(asarray(r)) for r in outs]")
+        lines.append("    return " + {"list": "results", "tuple": "tuple(results)",
+                                      "nested": "pack(structure, results)"}[form])
+        return "\n".join(lines) + "\n"
     results = ["Tensor(asarray(out))"] if bare else [
         f"Tensor(asarray(outs[{i}]))" if value else "None" for i, value in enumerate(outputs)]
     if form == "single":
@@ -188,3 +224,36 @@ def source(skeleton: tuple, n_variables: int, outputs: tuple, form: str, bare: b
     else:
         lines.append(f"    return pack(structure, [{', '.join(results)}])")
     return "\n".join(lines) + "\n"
+
+
+def _count_leaves(skeleton: Any) -> int:
+    return 1 if skeleton == "T" else sum(_count_leaves(s) for s in skeleton
+                                         if s not in ("list", "tuple"))
+
+
+def _gather(args: tuple, keys: tuple, variables: tuple, jax: Any) -> list | None:
+    """The flat arguments of a call with the signature `_walk`'s `keys` describe (each
+    tensor's placed copy, then each variable's), or None for a call of another one: a
+    large signature's lean call walks them with this loop (see `source`)."""
+    if len(args) != len(keys):
+        return None
+    flat: list = []
+    for a, k in zip(args, keys):
+        if not _gather_one(a, k, flat, jax):
+            return None
+    flat.extend([placed(v, jax) for v in variables])
+    return flat
+
+
+def _gather_one(x: Any, k: tuple, flat: list, jax: Any) -> bool:
+    if k[0] == "T":
+        if type(x) is not Tensor:
+            return False
+        value = x._value
+        if value.shape != k[1] or value.dtype != k[2]:
+            return False
+        flat.append(placed(x, jax))
+        return True
+    if type(x) is not (list if k[0] == "list" else tuple) or len(x) != len(k) - 1:
+        return False
+    return all(_gather_one(c, ck, flat, jax) for c, ck in zip(x, k[1:]))
