@@ -281,6 +281,7 @@ class Function:
         self._lock = threading.RLock()
         self._lean: Callable[[tuple], Any] | None = None  # NOTE(lean-call)
         self._lean_tried: Any = None
+        self._leans: dict[Any, Callable[[tuple], Any]] = {}  # signature -> its lean call
         self._trace_count = 0
         self._retrace_reasons: collections.Counter = collections.Counter()  # reason -> traces
         functools.update_wrapper(self, fn)
@@ -344,11 +345,16 @@ class Function:
         done, result, failed = self._replay(key, generic, leaves)
         if done:
             if not bound and key != self._lean_tried:
-                # The lean call follows the signature of the latest call on this path;
-                # each is tried once in a row (a loop alternating two signatures makes
-                # a new one at each call, a few microseconds).
+                # The lean call follows the signature of the latest call on this path,
+                # each signature's made once (a loop alternating two signatures switches
+                # between theirs at each call); one that has none is asked again
                 self._lean_tried = key
-                self._lean = _lean_of(self, key) or self._lean
+                lean = self._leans.get(key)
+                if lean is None:
+                    lean = _lean_of(self, key)
+                    if lean is not None:
+                        self._leans[key] = lean
+                self._lean = lean or self._lean
             return result
         with self._lock:
             # Another thread may have traced this signature (or branch) meanwhile.
@@ -424,7 +430,9 @@ class Function:
         if general is not None:
             cf._serve_all_sizes(specs, generic, general)
             key = generic
-        self._lean = self._lean_tried = None  # a new graph: the lean call is chosen again
+        # A new graph: the lean calls are made again
+        self._lean = self._lean_tried = None
+        self._leans = {}
         branches = self._cache.setdefault(key, [])
         branches.append(cf)
         del branches[:-MAX_BRANCHES]
