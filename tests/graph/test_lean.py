@@ -238,3 +238,22 @@ def test_a_signature_of_many_tensors_and_variables_and_results():
     assert f._lean((xs[:99],)) is lean_module.MISS
     assert f._lean((xs[:99] + [tf.constant([1.0, 2.0, 3.0])],)) is lean_module.MISS
     assert f._lean((tuple(xs),)) is lean_module.MISS
+
+
+def test_alternating_signatures_keep_their_lean_calls(monkeypatch):
+    import sys
+
+    function_module = sys.modules["tapeflow.graph.function"]
+    made: list = []
+    make = function_module._lean_of
+    monkeypatch.setattr(function_module, "_lean_of", lambda *a: made.append(1) or make(*a))
+    f = tf.function(lambda x: x * 2.0, jit_compile=True)
+    a, b = tf.constant([1.0, 2.0]), tf.constant([1.0, 2.0, 3.0])
+    for _ in range(5):
+        assert f(a).numpy().tolist() == [2.0, 4.0]
+        assert f(b).numpy().tolist() == [2.0, 4.0, 6.0]
+    assert len(made) == 2 and len(f._leans) == 2
+    f(tf.constant([[1.0]]))  # a trace: every signature's lean call is made again
+    assert f._leans == {}
+    f(a)
+    assert f(a).numpy().tolist() == [2.0, 4.0] and len(made) == 3
