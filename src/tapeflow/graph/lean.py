@@ -75,9 +75,10 @@ def lean_call(replay: Any, graph: Any, arg_keys: tuple) -> Callable[[tuple], Any
                      jitted=replay._jitted, computation=replay._computation,
                      x64_flag=replay.x64_flag, X64=replay.x64, structure=structure,
                      pack=nest.pack_sequence_as)
-    namespace["gather"] = functools.partial(
-        _gather, keys=tuple(_with_dtypes(k) for k in arg_keys),
-        variables=tuple(graph.variables), jax=replay.jax)
+    if len(leaves) + len(graph.variables) > UNROLL:  # the code loops (`source`)
+        namespace["gather"] = functools.partial(
+            _gather, keys=tuple(_with_dtypes(k) for k in arg_keys),
+            variables=tuple(graph.variables), jax=replay.jax)
     if switch is not None:
         namespace["swap"], namespace["restore"] = switch
     exec(code, namespace)  # defines `lean` in the namespace: its globals are the constants
