@@ -147,6 +147,15 @@ class Primitive:
       output (two axes above size 1) with those axes swapped, built of new nodes
       ``emit(prim, input slots, shape, params) -> slot``; ``shape(slot)`` reads a
       slot's shape (graph/transposes.py; matmul_rows, whose swap is a plain product).
+    - ``examples(shape, *inputs, **params) -> (count, input positions) | None``: for the
+      graph passes, where the op computes each example on its own: the first `count` axes
+      of the output index examples, as the same axes of the inputs at those positions,
+      and the other inputs hold none (a conv: 1, its image); positions None: every input,
+      broadcast along those axes as by an elementwise op (pooling's leading axes).
+      NOTE(example-grid) in graph/transposes.py; ``shape(slot)`` as for `swap`; None
+      where the shapes do not allow it. The rewrite keeps the params, so none may depend
+      on the order of those axes (a conv's input_shape, count 1, holds their product;
+      window_sum_transpose's is read for its last three axes only).
 
     Properties interpreters act on (keyword arguments):
 
@@ -175,7 +184,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "jvp", "vjp", "batch", "simplify", "sparsity", "lower",
-                 "lower_check", "prune", "swap", "elementwise",
+                 "lower_check", "prune", "swap", "examples", "elementwise",
                  "multiple_results", "differentiable", "stateful", "per_example", "is_identity",
                  "reads_variable", "user_gradient", "defined_at")
 
@@ -197,6 +206,7 @@ class Primitive:
         self.lower_check: Callable[..., Any] | None = None
         self.prune: Callable[..., Any] | None = None
         self.swap: Callable[..., Any] | None = None
+        self.examples: Callable[..., Any] | None = None
         self.elementwise = False
         self.multiple_results = multiple_results
         self.differentiable = differentiable

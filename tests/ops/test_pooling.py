@@ -299,3 +299,39 @@ def test_hessian_vector_products_through_a_kept_argmax():
     eps = 1e-6
     fd = (grad(tf.constant(x0 + eps * v)).numpy() - grad(tf.constant(x0 - eps * v)).numpy()) / (2 * eps)
     np.testing.assert_allclose(acc.jvp(g).numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("arg_lead,g_lead", [((3, 1), (3, 4)), ((1, 4), (3, 4)), ((4,), (3, 4)),
+                                             ((3, 4), (3, 1))], ids=str)
+def test_route_and_pick_broadcast_every_axis_before_the_windows(arg_lead, g_lead):
+    """The argmax and the values broadcast along every axis before the last three, inner
+    ones included (graph/transposes.py's example grids make [b, 1] against [b, n]); the
+    result equals the argmax spread to the full shape first, and so does XLA's."""
+    from tapeflow.ops import pooling
+    rng = np.random.default_rng(3)
+    ksize, strides, pads = (2, 2), (2, 2), ((0, 1), (0, 1))
+    arg = rng.integers(0, 4, arg_lead + (3, 3, 2)).astype(np.uint8)
+    g = rng.standard_normal(g_lead + (3, 3, 2))
+    lead = np.broadcast_shapes(arg_lead, g_lead)
+    full_arg = np.broadcast_to(arg, lead + (3, 3, 2))
+    full_g = np.broadcast_to(g, lead + (3, 3, 2))
+    routed = pooling._route_impl(arg, g, ksize, strides, pads, (5, 5))
+    assert routed.shape == lead + (5, 5, 2)
+    for idx in np.ndindex(*lead):  # each example through the plain form
+        np.testing.assert_array_equal(routed[idx], pooling._route_impl(
+            full_arg[idx], full_g[idx], ksize, strides, pads, (5, 5)))
+    t = rng.standard_normal(g_lead + (5, 5, 2))
+    picked = pooling._pick_impl(arg, t, ksize, strides, pads)
+    full_t = np.broadcast_to(t, lead + (5, 5, 2))
+    for idx in np.ndindex(*lead):
+        np.testing.assert_array_equal(picked[idx], pooling._pick_impl(
+            full_arg[idx], full_t[idx], ksize, strides, pads))
+    try:
+        import jax
+    except ImportError:
+        return
+    with jax.enable_x64(True):
+        np.testing.assert_allclose(np.asarray(pooling._route_lower(
+            jax, arg, g, ksize, strides, pads, (5, 5))), routed, rtol=1e-14)
+        np.testing.assert_allclose(np.asarray(pooling._pick_lower(
+            jax, arg, t, ksize, strides, pads)), picked, rtol=1e-14)

@@ -15,6 +15,20 @@ only (else the original values are still needed and the rewrite would compute bo
 and values keep exactly two axes of size above 1 (one Jacobian layout to another).
 Each rewritten op computes the same elements, so results are equal but for the
 summation order BLAS picks for the product's other layout.
+
+NOTE(example-grid): a per-example Jacobian (`batch_jacobian`) is computed as a vmapped
+backward pass, the vmap axis (the target's element j) in front of the examples: [n, b,
+*x], transposed once at the end to [b, n, *x]. A conv's batching rule merges the two axes
+into its batch axis, n outer, so the whole backward pass runs on an [n * b] grid of
+examples and the transpose is a copy of the Jacobian (the seed problem's CNN compiled:
+7.5% of its time, which JAX's vmap(jacrev), nesting the examples outside, never spends).
+The grid's order does not matter to the ops on the way: a conv, a pooling or a row-wise
+product computes each example on its own (`Primitive.examples`), an elementwise op each
+element. So such a transpose, exchanging the first two axes [a, b, ...] -> [b, a, ...], is
+moved back through the chain as the existing one is: each value (its grid as two axes or
+merged into one) is computed in the other order, down to a constant reordered once, a
+cancelling transpose, or operands broadcast along the grid. A value read outside the chain
+(counted once the chain is complete) keeps the chain as it was.
 """
 
 from __future__ import annotations
@@ -50,6 +64,23 @@ def _swaps(perm: tuple, shape: tuple) -> bool:
     return len(big) == 2 and list(perm).index(big[0]) > list(perm).index(big[1])
 
 
+def _exchanges_leading(perm: tuple, shape: tuple) -> bool:
+    """Whether transposing `shape` by `perm` exchanges its first two axes (both above 1),
+    every other axis kept in place."""
+    return (len(perm) >= 2 and tuple(perm[:2]) == (1, 0)
+            and tuple(perm[2:]) == tuple(range(2, len(perm))) and shape[0] > 1 and shape[1] > 1)
+
+
+def _grid(shape: tuple, a: int, b: int) -> int:
+    """How `shape` holds an [a, b] grid of examples in front (NOTE(example-grid)): as two
+    axes (2), as one axis of a * b, a outer (1), or not at all (0)."""
+    if shape and shape[0] == a * b:
+        return 1
+    if len(shape) >= 2 and shape[0] == a and shape[1] == b:
+        return 2
+    return 0
+
+
 class _Rewrite:
     """The nodes that compute one chain's swapped values (committed only if it succeeds)."""
 
@@ -57,6 +88,8 @@ class _Rewrite:
         self.g, self.uses, self.producer = g, uses, producer
         self.nodes: list[Node] = []
         self.constants: dict[int, Any] = {}
+        self.regrouped_slots: dict[int, int] = {}  # NOTE(example-grid): slot -> its new slot
+        self.reads: Counter = Counter()  # how often the chain reads each value it replaces
 
     def emit(self, prim: Any, inputs: list, shape: tuple, params: dict | None = None,
              dtype: Any = None) -> int:
@@ -134,6 +167,90 @@ class _Rewrite:
             inputs.append(new)
         return self.emit(n.prim, inputs, target, n.params, self.g.avals[n.outputs[0]][1])
 
+    def regrouped(self, slot: int, a: int, b: int) -> int | None:
+        """A slot holding `slot`'s value with its [a, b] grid of examples in [b, a] order
+        (NOTE(example-grid)), or None where the chain cannot be rewritten."""
+        if slot in self.regrouped_slots:
+            if slot in self.reads:  # computed anew: this read is the chain's too
+                self.reads[slot] += 1
+            return self.regrouped_slots[slot]
+        new = self._regroup(slot, a, b)
+        if new is not None:
+            self.regrouped_slots[slot] = new
+        return new
+
+    def _regroup(self, slot: int, a: int, b: int) -> int | None:
+        g = self.g
+        shape = self.shape(slot)
+        k = _grid(shape, a, b)
+        if not k:
+            return None
+        target = shape if k == 1 else (b, a) + shape[2:]
+        if slot in g.constants:
+            value = np.asarray(g.constants[slot]).reshape((a, b) + shape[k:])
+            value = np.ascontiguousarray(np.swapaxes(value, 0, 1)).reshape(target)
+            new = g.new_slot(value)
+            self.constants[new] = value
+            return new
+        n = self.producer.get(slot)
+        if n is None:
+            return None
+        prim = n.prim
+        if prim is transpose_p:  # exchanging the same axes: its input is in [b, a] order
+            x = n.inputs[0]
+            return x if k == 2 and _exchanges_leading(n.params["perm"], self.shape(x)) else None
+        self.reads[slot] += 1
+        if prim is reshape_p:  # only when it keeps the grid in front, merged or not
+            inner = self.regrouped(n.inputs[0], a, b)
+            return None if inner is None else self.reshaped(inner, target)
+        if prim.multiple_results:
+            return None
+        if _is_elementwise(prim):
+            inputs = self._broadcast(n.inputs, shape, k, a, b)
+        elif prim.examples is not None:
+            rule = prim.examples(self.shape, *n.inputs, **n.params)
+            if rule is None or rule[0] < k:
+                return None
+            if rule[1] is None:  # broadcasting along those axes, as an elementwise op
+                inputs = self._broadcast(n.inputs, shape, k, a, b)
+            else:
+                inputs = list(n.inputs)
+                for i in rule[1]:
+                    inputs[i] = self.regrouped(inputs[i], a, b)
+                    if inputs[i] is None:
+                        return None
+        else:
+            return None
+        return None if inputs is None else self.emit(prim, inputs, target, n.params,
+                                                     g.avals[n.outputs[0]][1])
+
+    def _broadcast(self, inputs: list, shape: tuple, k: int, a: int, b: int) -> list | None:
+        """An elementwise op's operands for its output of `shape` in [b, a] order."""
+        rank, out = len(shape), []
+        for x in inputs:
+            xs = self.shape(x)
+            padded = (1,) * (rank - len(xs)) + xs
+            if padded[:k] == shape[:k]:
+                new = self.regrouped(x, a, b)
+                if new is None:
+                    return None
+            elif all(s == 1 for s in padded[:k]):
+                new = x  # broadcast along the whole grid
+            elif k == 2:  # along one of its axes: its elements keep their order
+                new = self.reshaped(x, (padded[1], padded[0]) + padded[2:])
+            else:
+                return None
+            out.append(new)
+        return out
+
+    def complete(self) -> bool:
+        """Whether nothing outside the chain reads a value the chain replaces."""
+        return all(self.uses[s] == count for s, count in self.reads.items())
+
+
+def _rewritable(perm: tuple, shape: tuple) -> bool:
+    return _swaps(perm, shape) or _exchanges_leading(perm, shape)
+
 
 def swap_transposes(g: Graph) -> bool:
     """Rewrite each transpose that swaps a chain's two axes (NOTE(swapped-layout)) in place;
@@ -143,7 +260,7 @@ def swap_transposes(g: Graph) -> bool:
     # Most graphs have no such transpose: found without a call per node (tracing's cost
     # is counted in calls, tests/test_tracing_cost.py).
     roots = [n for n in g.nodes if n.__class__ is Node and n.prim is transpose_p]
-    if not any(_swaps(n.params["perm"], tuple(g.avals[n.inputs[0]][0])) for n in roots):
+    if not any(_rewritable(n.params["perm"], tuple(g.avals[n.inputs[0]][0])) for n in roots):
         return False
     uses: Counter = Counter(o for o in g.outputs if o is not None)
     producer: dict[int, Node] = {}
@@ -160,9 +277,15 @@ def swap_transposes(g: Graph) -> bool:
     for n in g.nodes:
         if type(n) is Node and n.prim is transpose_p:
             x = n.inputs[0]
-            if _swaps(n.params["perm"], tuple(g.avals[x][0])) and x not in g.constants:
+            perm, shape = n.params["perm"], tuple(g.avals[x][0])
+            if _rewritable(perm, shape) and x not in g.constants:
                 rw = _Rewrite(g, uses, producer)
-                new = rw.swapped(x)
+                new = rw.swapped(x) if _swaps(perm, shape) else None
+                if new is None and _exchanges_leading(perm, shape):
+                    rw = _Rewrite(g, uses, producer)
+                    new = rw.regrouped(x, shape[0], shape[1])
+                    if new is not None and not rw.complete():
+                        new = None
                 # Every rewritten chain reaches a product, a constant, a cancelling
                 # transpose or only broadcast operands: no transpose is left in it.
                 if new is not None:

@@ -416,6 +416,9 @@ def _conv_deps(pats: tuple, vals: tuple, outs: tuple, strides: tuple, dilations:
 conv2d_p.sparsity = _conv_deps
 conv2d_input_grad_p.sparsity = per_example_deps(0)
 conv2d_filter_grad_p.sparsity = dense_deps  # a sum over every example
+# Each example on its own, for a filter shared by all (NOTE(example-grid) in graph/transposes).
+conv2d_p.examples = conv2d_input_grad_p.examples = \
+    lambda shape, x, w, **p: (1, (0,)) if len(shape(w)) == 4 else None
 
 
 def _pair(value: Any, name: str, op: str) -> tuple[int, int]:

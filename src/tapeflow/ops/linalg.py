@@ -53,6 +53,9 @@ defvjp(matmul_p, lambda g, ans, a, b: bind(matmul_p, g, adjoint_of(b)),     # G 
        lambda g, ans, a, b: bind(matmul_p, adjoint_of(a), g), broadcasting=True)  # A^H G
 # Full precision: XLA may otherwise multiply float32 in lower precision on accelerators.
 matmul_p.lower = lambda jax, a, b: jax.numpy.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
+# Every row of a times one matrix b: a's leading axes index examples (NOTE(example-grid)).
+matmul_p.examples = lambda shape, a, b: (
+    (len(shape(a)) - 1, (0,)) if len(shape(b)) == 2 and len(shape(a)) >= 2 else None)
 
 
 def _example_shape(x: Tensor, dim: int) -> tuple:
@@ -239,6 +242,8 @@ def _matmul_rows_swap(emit: Any, shape: Any, rows: int, b: int, transpose_b: boo
 
 
 matmul_rows_p.swap = _matmul_rows_swap
+matmul_rows_p.examples = lambda shape, rows, b, transpose_b: (
+    (1, (0,)) if len(shape(rows)) == 2 and len(shape(b)) == 2 else None)
 
 
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,

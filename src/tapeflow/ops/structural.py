@@ -660,6 +660,9 @@ linear(reduce_sum_p, lambda g, x, axis, keepdims: expand_reduced(g, shape_source
                                                                  keepdims))
 batch_reduction(reduce_sum_p)
 reduce_sum_p.sparsity = reduction_deps
+# The axes before the first one summed index examples (NOTE(example-grid) in graph/transposes).
+reduce_sum_p.examples = lambda shape, x, axis, keepdims: None if not axis else (
+    min(a % len(shape(x)) for a in axis), (0,))
 # Integers keep their dtype, as the impl.
 reduce_sum_p.lower = lambda jax, x, axis, keepdims: jax.numpy.sum(x, axis=axis, keepdims=keepdims,
                                                                   dtype=x.dtype)
