@@ -116,6 +116,54 @@ def _static(n: Node, args: list, params: dict) -> Any:
     return None
 
 
+# NOTE(generated-basis): a reverse-mode Jacobian's cotangents are rows of the one-hot basis
+# (batching.one_hot_rows), a constant of the traced graph: [m, m] for m outputs, 64 MB at
+# the 4096-output tall Jacobian in float32. As an XLA literal it is read from memory at
+# every call (1.05x JAX jit's time, whose jacrev builds the basis from iotas inside the
+# fusion that reads it) and embedded in the executable at compile time (5x JAX's first
+# call). So a large constant that is such a block of rows (row r is 1 at flat position
+# start + r and 0 elsewhere; with a repeat axis, the same for every example) is lowered as
+# iotas compared, which XLA fuses into its readers. Recognizing it costs two passes over
+# the constant, once per compile, and only constants of a MiB or more are examined.
+_GENERATED_FROM = 1 << 20
+
+
+def one_hot_form(value: Any) -> tuple | None:
+    """(start, repeat) where `value` ([n, *shape], or [n, repeat, *shape]) is rows start..
+    start + n of the one-hot basis (NOTE(generated-basis)), repeat None for the plain form;
+    None for any other value, or one under a MiB."""
+    if not isinstance(value, np.ndarray) or value.nbytes < _GENERATED_FROM or value.ndim < 2 \
+            or value.dtype.kind not in "fciub":
+        return None
+    n = value.shape[0]
+    nonzero = np.count_nonzero(value)
+    if nonzero == n:
+        rows, repeat = value.reshape(n, 1, -1), None
+    elif value.ndim >= 3 and nonzero == n * value.shape[1]:
+        rows, repeat = value.reshape(n, value.shape[1], -1), value.shape[1]
+    else:
+        return None
+    at = rows.argmax(axis=2)  # [n, repeat]: the column of each row's nonzero
+    start = int(at[0, 0])
+    if not (at == start + np.arange(n)[:, None]).all() or start + n > rows.shape[2]:
+        return None
+    ones = np.take_along_axis(rows, at[:, :, None], axis=2)
+    return (start, repeat) if (ones == 1).all() else None
+
+
+def lower_one_hot(jax: Any, shape: tuple, dtype: Any, start: int, repeat: int | None) -> Any:
+    """The rows `one_hot_form` recognized, built of iotas."""
+    lax, n = jax.lax, shape[0]
+    inner = shape[1:] if repeat is None else shape[2:]
+    size = int(np.prod(inner, dtype=np.int64))
+    row = lax.broadcasted_iota(np.int32, (n, size), 0)
+    col = lax.broadcasted_iota(np.int32, (n, size), 1)
+    rows = (col == row + start).astype(dtype).reshape((n,) + tuple(inner))
+    if repeat is not None:
+        rows = jax.numpy.broadcast_to(rows[:, None], tuple(shape))
+    return rows
+
+
 class _X64Flag:
     """JAX's x64 setting, read through its public name."""
 
@@ -220,7 +268,9 @@ class XlaReplay:
     def _lowered(self) -> Callable:
         g, jax = self.graph, self.jax
         inputs, outputs = list(g.inputs), list(g.outputs)
-        constants = list(g.constants.items())
+        # NOTE(generated-basis): (slot, value, None) or (slot, shape, dtype, its form)
+        constants = [(s, v, None) if (form := one_hot_form(v)) is None else
+                     (s, (v.shape, v.dtype), form) for s, v in g.constants.items()]
         var_slots = list(g.var_slots.items())
         draw_index = {k: i for i, k in enumerate(self.draws)}
         n_in, n_vars = len(inputs), len(g.variables)
@@ -231,8 +281,8 @@ class XlaReplay:
             env: dict[int, Any] = dict(zip(inputs, flat[:n_in], strict=True))
             variables = flat[n_in:n_in + n_vars]
             seeds = flat[n_in + n_vars] if draw_index else None
-            for s, value in constants:
-                env[s] = value
+            for s, value, form in constants:
+                env[s] = value if form is None else lower_one_hot(jax, *value, *form)
             for s, i in var_slots:
                 env[s] = variables[i]
             guard_values, assigned, checks = [], {}, []
