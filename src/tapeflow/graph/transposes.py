@@ -102,6 +102,13 @@ class _Rewrite:
         self.nodes.append(Node(prim, list(inputs), dict(params or {}), [slot]))
         return slot
 
+    def constant(self, value: np.ndarray) -> int:
+        """A new constant slot holding `value` (reordered once, here)."""
+        value = np.ascontiguousarray(value)
+        slot = self.g.new_slot(value)
+        self.constants[slot] = value
+        return slot
+
     def shape(self, slot: int) -> tuple:
         return tuple(self.g.avals[slot][0])
 
@@ -121,10 +128,7 @@ class _Rewrite:
         i, j = big
         target = _exchanged(shape, i, j)
         if slot in g.constants:
-            value = np.ascontiguousarray(np.swapaxes(np.asarray(g.constants[slot]), i, j))
-            new = g.new_slot(value)
-            self.constants[new] = value
-            return new
+            return self.constant(np.swapaxes(np.asarray(g.constants[slot]), i, j))
         n = self.producer.get(slot)
         if n is None:
             return None
@@ -188,10 +192,7 @@ class _Rewrite:
         target = shape if k == 1 else (b, a) + shape[2:]
         if slot in g.constants:
             value = np.asarray(g.constants[slot]).reshape((a, b) + shape[k:])
-            value = np.ascontiguousarray(np.swapaxes(value, 0, 1)).reshape(target)
-            new = g.new_slot(value)
-            self.constants[new] = value
-            return new
+            return self.constant(np.swapaxes(value, 0, 1).reshape(target))
         n = self.producer.get(slot)
         if n is None:
             return None
