@@ -34,7 +34,7 @@ def test_the_bases_one_hot_rows_makes_are_recognized_and_lowered_exactly(
     assert form == (start, repeat)
     jax = pytest.importorskip("jax")
     with jax.enable_x64(True):
-        lowered = np.asarray(jax.jit(lambda: xla.lower_one_hot(
+        lowered = np.asarray(jax.jit(lambda: xla._lower_one_hot(
             jax, value.shape, value.dtype, *form))())
     assert lowered.dtype == value.dtype
     np.testing.assert_array_equal(lowered, value)
@@ -63,6 +63,12 @@ def _near_misses():
     repeated = one_hot_rows((4, 400), np.float32, 0, 400, repeat=4)
     repeated[2, 1, 2], repeated[2, 1, 3] = 0.0, 1.0
     yield "one example off", repeated
+    negative_zero = base.copy()
+    negative_zero[3, 0] = -0.0
+    yield "a negative zero", negative_zero
+    complex_zero = one_hot_rows((BIG,), np.complex64, 0, BIG)
+    complex_zero[3, 0] = complex(0.0, -0.0)
+    yield "a complex negative zero", complex_zero
     yield "dense", np.random.default_rng(0).standard_normal((BIG, BIG))
     yield "a vector", np.ones(BIG * BIG)
 
@@ -77,7 +83,7 @@ def test_a_boolean_identity_is_recognized_too():
     value = np.eye(1100, dtype=bool)[100:]
     assert xla.one_hot_form(value) == (100, None)
     jax = pytest.importorskip("jax")
-    np.testing.assert_array_equal(np.asarray(xla.lower_one_hot(
+    np.testing.assert_array_equal(np.asarray(xla._lower_one_hot(
         jax, value.shape, value.dtype, 100, None)), value)
 
 

@@ -131,7 +131,15 @@ _GENERATED_FROM = 1 << 20
 def one_hot_form(value: Any) -> tuple | None:
     """(start, repeat) where `value` ([n, *shape], or [n, repeat, *shape]) is rows start..
     start + n of the one-hot basis (NOTE(generated-basis)), repeat None for the plain form;
-    None for any other value, or one under a MiB."""
+    None for any other value (a negative zero included), or one under a MiB.
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.graph.xla import one_hot_form
+        >>> eye = np.eye(1000)
+        >>> one_hot_form(eye[200:]), one_hot_form(eye[::-1]), one_hot_form(eye[:10])
+        ((200, None), None, None)
+    """
     if not isinstance(value, np.ndarray) or value.nbytes < _GENERATED_FROM or value.ndim < 2 \
             or value.dtype.kind not in "fciub":
         return None
@@ -148,10 +156,15 @@ def one_hot_form(value: Any) -> tuple | None:
     if not (at == start + np.arange(n)[:, None]).all() or start + n > rows.shape[2]:
         return None
     ones = np.take_along_axis(rows, at[:, :, None], axis=2)
-    return (start, repeat) if (ones == 1).all() else None
+    if not (ones == 1).all():
+        return None
+    # The iotas make +0.0 where the constant could hold -0.0 (1 / x tells them apart).
+    parts = () if value.dtype.kind not in "fc" else \
+        (value,) if value.dtype.kind == "f" else (value.real, value.imag)
+    return None if any(np.signbit(p).any() for p in parts) else (start, repeat)
 
 
-def lower_one_hot(jax: Any, shape: tuple, dtype: Any, start: int, repeat: int | None) -> Any:
+def _lower_one_hot(jax: Any, shape: tuple, dtype: Any, start: int, repeat: int | None) -> Any:
     """The rows `one_hot_form` recognized, built of iotas."""
     lax, n = jax.lax, shape[0]
     inner = shape[1:] if repeat is None else shape[2:]
@@ -282,7 +295,7 @@ class XlaReplay:
             variables = flat[n_in:n_in + n_vars]
             seeds = flat[n_in + n_vars] if draw_index else None
             for s, value, form in constants:
-                env[s] = value if form is None else lower_one_hot(jax, *value, *form)
+                env[s] = value if form is None else _lower_one_hot(jax, *value, *form)
             for s, i in var_slots:
                 env[s] = variables[i]
             guard_values, assigned, checks = [], {}, []

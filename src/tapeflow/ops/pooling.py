@@ -337,6 +337,7 @@ max_pool2d_p.lower = _max_pool_lower
 max_pool2d_grad_p.lower = _grad_lower
 max_pool2d_grad_grad_p.lower = _grad_grad_lower
 
+
 def _leading_examples(shape: Any, *inputs: int, **params: Any) -> tuple:
     # Windows of the last three axes; the axes before them broadcast (batch_elementwise).
     return max(len(shape(x)) for x in inputs) - 3, None
