@@ -1,6 +1,6 @@
 """Op-table rows of the elementwise primitives (src/tapeflow/ops/elementwise.py):
-arithmetic, comparisons and logic, rounding and the finiteness tests; the composite
-clip_by_value; rsqrt and reciprocal on complex inputs.
+arithmetic, comparisons and logic, rounding and the finiteness tests; the composites
+clip_by_value and add_n; rsqrt and reciprocal on complex inputs.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ ROWS: list = [
     Row("clip_by_value", lambda x, lo, hi: tf.clip_by_value(x, lo, hi),
         args(_clip_input, lambda rng: np.full(4, -0.5), lambda rng: np.array(0.5)),
         lambda x, lo, hi: np.clip(x, lo, hi), smooth=False, prims=("minimum", "maximum")),
+    Row("add_n", lambda a, b, c: tf.add_n([a, b, c]),
+        args(normal(3, 4), normal(3, 4), normal(3, 4)), lambda a, b, c: a + b + c, prims=("add",)),
     # complex inputs
     complex_row("rsqrt", lambda z: 1 / np.sqrt(z)),
     complex_row("reciprocal", lambda z: 1 / z),

@@ -31,6 +31,53 @@ def test_clip_by_value_bounds_must_broadcast_to_t():
         tf.clip_by_value(tf.constant([1., 2.]), 0., tf.ones([2, 2]))
 
 
+
+@pytest.mark.parametrize("inputs, error, match", [
+    ([], ValueError, "at least one"),
+    ([tf.constant([1.]), tf.constant([1., 2.])], InvalidArgumentError,
+     r"inputs\[1\]. has shape \(2,\)"),
+    ([tf.constant([1.]), tf.constant([1], tf.int32)], InvalidArgumentError,
+     r"inputs\[1\]. has dtype int32"),
+    ([tf.constant([1, 2]), [1.5, 2.5]], TypeError, r"inputs\[1\].*not integral"),
+    ([tf.constant([True])], InvalidArgumentError, "bool"),
+    (3.0, TypeError, "list of tensors"),
+    (tf.constant(1.0), TypeError, "scalar tensor"),
+])
+def test_add_n_names_the_input_that_differs(inputs, error, match):
+    with pytest.raises(error, match=match):
+        tf.add_n(inputs)
+
+
+def test_add_n_sums_in_order_like_tensorflow():
+    v = tf.Variable([1., 2.])
+    one = tf.add_n([v])
+    v.assign([5., 5.])
+    assert type(one) is tf.Tensor and one.numpy().tolist() == [1., 2.]  # a snapshot
+    rows = tf.add_n(tf.constant([[1., 2.], [3., 4.], [5., 6.]]))  # a tensor's rows, as TensorFlow
+    assert rows.numpy().tolist() == [9., 12.]
+    mixed = tf.add_n([tf.constant([1., 2.], tf.float64), [3, 4], np.array([0.5, 0.5])])
+    assert mixed.dtype == tf.float64 and mixed.numpy().tolist() == [4.5, 6.5]
+    wraps = tf.add_n([tf.constant([100], tf.int8)] * 3)  # int8 wraps, as TensorFlow's kernel
+    assert wraps.numpy().tolist() == [44]
+    big, tiny = np.float32(1e8), np.float32(1.0)
+    left_to_right = tf.add_n([tf.constant(big), tf.constant(tiny), tf.constant(-big)])
+    assert left_to_right.numpy() == (big + tiny) - big
+    with pytest.raises(InvalidArgumentError, match="shape"):
+        tf.math.accumulate_n([tf.ones([2])], shape=[3])
+    with pytest.raises(InvalidArgumentError, match="tensor_dtype"):
+        tf.math.accumulate_n([tf.ones([2])], tensor_dtype=tf.float64)
+    two = tf.math.accumulate_n([tf.ones([2])] * 2, shape=[2], tensor_dtype=tf.float32)
+    assert two.numpy().tolist() == [2., 2.]
+
+
+def test_add_n_gradient_reaches_every_input_and_variable():
+    x, v = tf.constant([1., 2.]), tf.Variable([3., 4.])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(tf.add_n([x, x * x, v, 2. * v]))
+    gx, gv = tape.gradient(y, [x, v])
+    assert gx.numpy().tolist() == [3., 5.] and gv.numpy().tolist() == [3., 3.]
+
 # ------------------------------------------------------------------ TensorFlow's values
 def test_round_is_bankers_rounding_and_keeps_integers():
     x = tf.constant([0.5, 1.5, 2.5, -0.5, -1.5, 2.4999, 2.5001])

@@ -24,9 +24,9 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..core import Primitive, Zero, bind
-from ..errors import InvalidArgumentError
-from ..tensor import Tensor
-from .convert import as_tensor, binary_args, check_dtype
+from ..errors import DTypeMismatchError, InvalidArgumentError
+from ..tensor import Tensor, TensorBase
+from .convert import as_tensor, binary_args, check_dtype, convert_like
 from .structural import (add_p, batch_elementwise, batch_unary, cast_p, conj_if_complex, defjvp,
                          defvjp, elementwise_deps, float_mask, is_one, is_plus_zero, linear, multiply_p,
                          neutral_right, select_p, shape_of, unary, zeros_of)
@@ -390,6 +390,85 @@ def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any,
     return maximum(minimum(t, hi), lo)
 
 
+def _summands(inputs: Any, op: str) -> list[Tensor]:
+    """add_n's operands: one dtype and one shape, no broadcasting (as TensorFlow's AddN)."""
+    if isinstance(inputs, TensorBase):
+        # TensorFlow iterates a tensor: its rows are the summands.
+        whole = as_tensor(inputs, op, "inputs")
+        if not shape_of(whole):
+            raise TypeError(f"{op}: `inputs` is a scalar tensor; give a list of tensors.")
+        inputs = [whole[i] for i in range(shape_of(whole)[0])]
+    if isinstance(inputs, (str, bytes)) or not hasattr(inputs, "__iter__"):
+        raise TypeError(f"{op}: `inputs` must be a list of tensors, got {type(inputs).__name__}.")
+    items = list(inputs)
+    if not items:
+        raise ValueError(f"{op}: `inputs` must hold at least one tensor, got an empty "
+                         f"{type(inputs).__name__}.")
+    like = next((x for x in items if isinstance(x, TensorBase)), None)
+    tensors = []
+    for i, x in enumerate(items):
+        if isinstance(x, TensorBase):
+            tensors.append(as_tensor(x, op, f"inputs[{i}]"))
+        elif like is not None:
+            tensors.append(convert_like(x, as_tensor(like, op, "inputs"), op, f"inputs[{i}]"))
+        else:
+            tensors.append(as_tensor(x, op, f"inputs[{i}]"))
+    first = tensors[0]
+    check_dtype(first, "fciu", op, "inputs[0]")
+    for i, t in enumerate(tensors[1:], 1):
+        if t._value.dtype != first._value.dtype:
+            raise DTypeMismatchError(
+                f"{op}: `inputs[{i}]` has dtype {_dt.from_numpy(t._value.dtype).name}, "
+                f"`inputs[0]` {_dt.from_numpy(first._value.dtype).name}; every input must "
+                "have one dtype (use tf.cast).")
+        if shape_of(t) != shape_of(first):
+            raise InvalidArgumentError(
+                f"{op}: `inputs[{i}]` has shape {shape_of(t)}, `inputs[0]` {shape_of(first)}; "
+                "every input must have one shape (add_n does not broadcast).")
+    return tensors
+
+
+def add_n(inputs: Any, name: str | None = None) -> Tensor:
+    """The elementwise sum of a list of tensors of one dtype and one shape.
+
+    Unlike `tf.add`, nothing broadcasts: a shape or dtype that differs from the first
+    input's raises, naming the input. The sum runs left to right, as TensorFlow's CPU
+    kernel. A single input comes back as a tensor (a Variable's current value).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.add_n([tf.constant([1., 2.]), tf.constant([3., 4.]), [5., 6.]]).numpy()
+        array([ 9., 12.], dtype=float32)
+    """
+    tensors = _summands(inputs, "add_n")
+    total = tensors[0]
+    for t in tensors[1:]:
+        total = bind(add_p, total, t)
+    return total
+
+
+def accumulate_n(inputs: Any, shape: Any = None, tensor_dtype: Any = None,
+                 name: str | None = None) -> Tensor:
+    """`add_n`, with the expected shape and dtype checked when given (tf.math.accumulate_n).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.math.accumulate_n([tf.ones([2]), tf.ones([2])], shape=[2]).numpy()
+        array([2., 2.], dtype=float32)
+    """
+    tensors = _summands(inputs, "accumulate_n")
+    if shape is not None and tuple(shape_of(tensors[0])) != tuple(
+            int(d) for d in np.asarray(shape, dtype=np.int64).reshape(-1)):
+        raise InvalidArgumentError(f"accumulate_n: the inputs have shape "
+                                   f"{shape_of(tensors[0])}, `shape` says {list(shape)}.")
+    if tensor_dtype is not None and _dt.as_dtype(tensor_dtype)._np != tensors[0]._value.dtype:
+        raise DTypeMismatchError(
+            f"accumulate_n: the inputs have dtype "
+            f"{_dt.from_numpy(tensors[0]._value.dtype).name}, `tensor_dtype` says "
+            f"{_dt.as_dtype(tensor_dtype).name}.")
+    return add_n(tensors)
+
+
 # ================================================================== public ops: comparison and logic
 equal = binary_op(equal_p, "x == y elementwise, a bool tensor.")
 not_equal = binary_op(not_equal_p, "x != y elementwise, a bool tensor.")
@@ -500,5 +579,5 @@ EXPORTS = {
     "logical_and": "tf math", "logical_or": "tf math", "logical_xor": "math",
     "logical_not": "tf math", "is_finite": "tf math", "is_nan": "tf math", "is_inf": "tf math",
     "cast": "tf math", "where": "tf math", "floor": "tf math", "ceil": "tf math",
-    "round": "tf math",
+    "round": "tf math", "add_n": "tf math", "accumulate_n": "math",
 }
