@@ -1,7 +1,8 @@
-"""Random draws under function(jit_compile=True) (graph/xla.py, the lowerings in
-ops/random.py): the numbers are JAX's, not NumPy's, so the checks are on shapes, dtypes and
-ranges, on new numbers at every call, and on the seeds (the same set_seed, the same numbers).
-Skipped when JAX is not installed (the `xla` extra)."""
+"""Random draws under function(jit_compile=True) (graph/xla.py, NOTE(host-draws)): shapes,
+dtypes and ranges, new numbers at every call, the seeds (the same set_seed, the same
+numbers), and the very numbers of the NumPy replay whichever path ran each call (the trace,
+a tape around the call, a failed guard or check). Skipped when JAX is not installed (the
+`xla` extra)."""
 
 from __future__ import annotations
 
@@ -155,3 +156,85 @@ def test_two_draws_of_one_call_differ():
     f = compiled(lambda: (tf.random.normal([5]), tf.random.normal([5])))
     a, b = call(f)
     assert not np.array_equal(a, b)
+
+
+def _both(fn):
+    """fn under the NumPy replay and compiled, each a new Function (traced at its first call)."""
+    return tf.function(fn), tf.function(fn, jit_compile=True)
+
+
+def _values(out):
+    return [np.asarray(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+
+
+def _run_seeded(f, calls, seed=7):
+    tf.random.set_seed(seed)
+    return [v for args in calls for v in _values(f(*args))]
+
+
+def test_compiled_draws_are_the_numpy_replays_numbers():
+    def fn(x):
+        return (*_all_draws(), tf.vmap(lambda r: r + tf.random.uniform([3], dtype=tf.float64))(x))
+
+    x = tf.zeros([4, 3], tf.float64)
+    replay, xla = _both(fn)
+    want, got = _run_seeded(replay, [(x,)] * 3), _run_seeded(xla, [(x,)] * 3)
+    for a, b in zip(want, got, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_seeded_run_repeats_when_the_first_run_traced():
+    f = tf.function(lambda: tf.random.normal([3]), jit_compile=True)
+    first = _run_seeded(f, [()] * 2)  # traces: the first call runs on NumPy
+    second = _run_seeded(f, [()] * 2)  # compiled calls only
+    for a, b in zip(first, second, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_tape_around_the_call_draws_the_same_numbers():
+    f = tf.function(lambda x: x * tf.random.normal([3]), jit_compile=True)
+    x = tf.ones([3])
+    f(x)  # traced
+    plain = _run_seeded(f, [(x,)] * 2)
+    tf.random.set_seed(7)
+    with tf.GradientTape() as tape:  # replays on NumPy, to record
+        tape.watch(x)
+        taped = [f(x).numpy(), f(x).numpy()]
+    for a, b in zip(plain, taped, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_failed_guard_moves_the_sequence_as_the_numpy_replay():
+    def fn(x):
+        a = tf.random.normal([2], dtype=tf.float64)
+        if bool(x > 0):  # a guard, after the first draw
+            return a + tf.random.uniform([2], dtype=tf.float64)
+        return a - 1.0
+
+    calls = [(tf.constant(1.0),), (tf.constant(2.0),), (tf.constant(-1.0),), (tf.constant(-2.0),),
+             (tf.constant(3.0),), (tf.constant(-3.0),)]
+    replay, xla = _both(fn)
+    want, got = _run_seeded(replay, calls), _run_seeded(xla, calls)
+    assert xla.experimental_get_tracing_count() == replay.experimental_get_tracing_count() > 1
+    for a, b in zip(want, got, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_failed_check_moves_the_sequence_as_the_numpy_replay():
+    def fn(n, d):
+        a = tf.random.normal([2], dtype=tf.float64)
+        b = tf.random.normal([2], dtype=tf.float64)
+        return a + tf.cast(n // d, tf.float64) + b
+
+    def run(f):
+        tf.random.set_seed(3)
+        out = [f(tf.constant(6), tf.constant(3)).numpy()]
+        with pytest.raises(tf.errors.InvalidArgumentError, match="division by zero"):
+            f(tf.constant(6), tf.constant(0))
+        out.append(f(tf.constant(6), tf.constant(2)).numpy())
+        return out
+
+    replay, xla = _both(fn)
+    for a, b in zip(run(replay), run(xla), strict=True):
+        np.testing.assert_array_equal(a, b)

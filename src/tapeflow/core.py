@@ -132,7 +132,8 @@ class Primitive:
       (NOTE(sparsity) in tapeflow/patterns.py); an op with no derivative depends on nothing.
     - ``lower(jax, *args, **params) -> array or tuple``: the XLA lowering for
       ``function(jit_compile=True)``, written with the given jax module's jax.numpy /
-      jax.lax (graph/xla.py); random draws also get ``key=``. ``lower_check`` (same
+      jax.lax (graph/xla.py); a random draw gets ``drawn=``, the array its impl
+      drew on the host (NOTE(host-draws)). ``lower_check`` (same
       arguments) is a boolean that is False where the impl would raise (an index out of
       range): a compiled call whose check fails reruns on NumPy, which raises the error.
     - ``simplify(consts, same, **params) -> int | None``: for the graph passes, an

@@ -2,10 +2,14 @@
 
 Each primitive's `lower` rule (beside its other rules) rewrites it with jax.numpy /
 jax.lax: ``lower(jax, *args, **params)``, given the jax module so that the families
-never import JAX (the core needs NumPy only). A random draw's rule also gets ``key=``:
-a JAX key made from a seed its own NumPy generator draws at every call, so a compiled
-function draws new numbers at each call and a seeded program repeats them, as the NumPy
-replay does (the numbers themselves differ from NumPy's).
+never import JAX (the core needs NumPy only). NOTE(host-draws): a random draw runs its
+NumPy impl on the host at every call, in the graph's order, and its rule gets the drawn
+array as ``drawn=``: the compiled call draws the very numbers the NumPy replay, the trace
+and eager code draw, and moves each generator as far. A seeded program so repeats its
+numbers whichever of those paths ran each call (the first call traces on NumPy, a tape
+around a call replays on NumPy, a first call at new sizes runs on NumPy); with JAX's own
+generators the paths would consume the sequences differently. The price: each call
+moves its draws to the device (on a CPU, NumPy's generators are about as fast as XLA's).
 
 `XlaReplay` has the interface of `replay.Replay`: arrays in, arrays out, variables read
 at the start and written at the end (under their locks), guards checked in order, a
@@ -88,6 +92,18 @@ _WIDE = {np.dtype(t) for t in (np.float64, np.int64, np.uint64, np.complex128)}
 
 def _needs_x64(g: Graph) -> bool:
     return any(np.dtype(dtype) in _WIDE for _, dtype in g.avals.values())
+
+
+def _states(g: Graph, draws: list) -> list:
+    """The states of the generators these draws of `g` take their numbers from."""
+    generators = {id(gen): gen for k in draws if (gen := g.nodes[k].params.get("generator"))
+                  is not None}
+    return [(gen, gen.bit_generator.state) for gen in generators.values()]
+
+
+def _restore(states: list) -> None:
+    for gen, state in states:
+        gen.bit_generator.state = state
 
 
 def _on_host(arrays: tuple) -> list:
@@ -288,12 +304,12 @@ class XlaReplay:
         draw_index = {k: i for i, k in enumerate(self.draws)}
         n_in, n_vars = len(inputs), len(g.variables)
 
-        # Flat positional arguments (inputs, variables, then the seeds if the graph draws):
-        # JAX's C++ dispatch takes them without flattening lists.
+        # Flat positional arguments (inputs, variables, then the drawn arrays if the graph
+        # draws): JAX's C++ dispatch takes them without flattening lists.
         def run(*flat: Any) -> tuple:
             env: dict[int, Any] = dict(zip(inputs, flat[:n_in], strict=True))
             variables = flat[n_in:n_in + n_vars]
-            seeds = flat[n_in + n_vars] if draw_index else None
+            drawn = flat[n_in + n_vars:]
             for s, value, form in constants:
                 env[s] = value if form is None else _lower_one_hot(jax, *value, *form)
             for s, i in var_slots:
@@ -303,8 +319,8 @@ class XlaReplay:
                 if isinstance(n, Node):
                     args = [env[s] for s in n.inputs]
                     params = dict(n.params)
-                    if k in draw_index:
-                        params["key"] = jax.random.key(seeds[draw_index[k]])
+                    if k in draw_index:  # NOTE(host-draws)
+                        params["drawn"] = drawn[draw_index[k]]
                     out = _static(n, args, params)
                     if out is None:
                         if n.prim.lower_check is not None:
@@ -338,7 +354,7 @@ class XlaReplay:
 
     def _computation(self, flat: Any) -> tuple:
         """The compiled computation's (outputs, guard values, assigned values, checks) for
-        its flat arguments (inputs, variables, seeds if it draws), run in the graph's
+        its flat arguments (inputs, variables, drawn arrays if it draws), run in the graph's
         64-bit mode; a simple graph's outputs alone, as a tuple (its computation returns a
         single one bare, one less level for JAX's dispatch to unpack)."""
         if self.x64_flag.value == self.x64:
@@ -364,21 +380,32 @@ class XlaReplay:
 
     def _run(self, arrays: tuple) -> list:
         g = self.graph
-        seeds = np.array([g.nodes[k].params["generator"].integers(0, 2 ** 31 - 1)
-                          for k in self.draws], np.uint32) if self.draws else None
+        # NOTE(host-draws); where the call may stop early, the generators' states, so that
+        # it moves them only as far as the NumPy replay would have.
+        states = _states(g, self.draws) if self.draws and (self.guards or self.checked) \
+            else None
+        drawn = [g.nodes[k].prim.impl(**g.nodes[k].params) for k in self.draws]
         variables = [placed(v, self.jax) for v in g.variables]  # NOTE(placed)
-        flat = (*arrays, *variables, seeds) if self.draws else (*arrays, *variables)
+        flat = (*arrays, *variables, *drawn)
         if self.simple:
             outs, guard_values, assigned, ok = self._computation(flat), (), {}, None
         else:
             outs, guard_values, assigned, ok = self._computation(flat)
         for guard, value in zip(self.guards, guard_values, strict=True):
             if not guard.holds(np.asarray(value)):
+                if states is not None:  # the draws before the guard stay drawn
+                    _restore(states)
+                    stop = next(i for i, n in enumerate(g.nodes) if n is guard)
+                    for k in self.draws:
+                        if k < stop:
+                            g.nodes[k].prim.impl(**g.nodes[k].params)
                 raise GuardFailed(guard)
         if self.checked and not bool(ok):
             # An input the NumPy impl refuses (an index out of range, an integer division
-            # by zero): XLA cannot raise, so the NumPy replay runs and raises its error.
-            # Its random draws differ from the compiled call's, which is discarded.
+            # by zero): XLA cannot raise, so the NumPy replay runs and raises its error,
+            # drawing from where this call started.
+            if states is not None:
+                _restore(states)
             return self._numpy()(*_on_host(arrays))
         for i, value in assigned.items():
             keep_placed(g.variables[i], value)

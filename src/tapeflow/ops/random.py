@@ -141,49 +141,15 @@ permutation_p = Primitive("random_permutation", _permutation_impl, differentiabl
                           stateful=True)
 
 
-# XLA (graph/xla.py): the same distributions drawn with jax.random from `key`, a JAX key
-# made at each call from a seed the draw's own generator gives (NOTE(draws): new numbers
-# at each call, the same after the same set_seed); `generator` is the NumPy replay's.
-def _native(dtype: np.dtype) -> np.dtype:
-    return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
+# XLA (graph/xla.py, NOTE(host-draws)): a compiled call runs the draw's NumPy impl on the
+# host, in the graph's order, and its lowering takes that array in: the same numbers as
+# the NumPy replay's, and the same sequence consumed, whichever path runs a call.
+def _host_drawn(jax: Any, drawn: Any, **params: Any) -> Any:
+    return drawn
 
 
-def _normal_lower(jax: Any, generator: Any, shape: tuple, dtype: np.dtype, key: Any) -> Any:
-    return jax.random.normal(key, shape, _native(dtype)).astype(dtype)
-
-
-def _uniform_lower(jax: Any, generator: Any, shape: tuple, dtype: np.dtype, key: Any) -> Any:
-    out = jax.random.uniform(key, shape, _native(dtype)).astype(dtype)
-    if dtype == np.float16:  # as the impl: rounding to float16 can reach 1.0
-        out = jax.numpy.minimum(out, np.nextafter(np.float16(1), np.float16(0)))
-    return out
-
-
-def _uniform_int_lower(jax: Any, generator: Any, shape: tuple, dtype: np.dtype, minval: int,
-                       maxval: int, key: Any) -> Any:
-    info = np.iinfo(dtype)
-    if maxval <= info.max:
-        return jax.random.randint(key, shape, np.asarray(minval, dtype), np.asarray(maxval, dtype),
-                                  dtype)
-    # maxval is one past the dtype's range (jax.random.randint takes bounds in the dtype)
-    if minval == info.min:  # every value of the dtype: its bits
-        unsigned = np.dtype(f"uint{info.bits}")
-        return jax.lax.bitcast_convert_type(jax.random.bits(key, shape, unsigned), dtype)
-    low = jax.random.randint(key, shape, np.asarray(minval - 1, dtype), np.asarray(info.max, dtype),
-                             dtype)
-    return low + np.asarray(1, dtype)  # [minval - 1, max) + 1 = [minval, max]
-
-
-def _permutation_lower(jax: Any, generator: Any, shape: tuple, n: int, key: Any) -> Any:
-    jnp = jax.numpy
-    order = jnp.broadcast_to(jnp.arange(n, dtype=np.int64), tuple(shape) + (n,))
-    return jax.random.permutation(key, order, axis=-1, independent=True)
-
-
-standard_normal_p.lower = _normal_lower
-uniform_p.lower = _uniform_lower
-uniform_int_p.lower = _uniform_int_lower
-permutation_p.lower = _permutation_lower
+for _prim in (standard_normal_p, uniform_p, uniform_int_p, permutation_p):
+    _prim.lower = _host_drawn
 
 
 def _batch_draw(prim: Primitive) -> None:
