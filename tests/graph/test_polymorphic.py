@@ -154,6 +154,39 @@ def test_a_graph_computed_from_the_sizes_is_traced_per_size():
     assert not cf.serves_all_sizes
 
 
+def _window_ops(x, w):
+    return tf.nn.max_pool2d(tf.nn.conv2d(x, w, strides=2, padding="SAME"), 2, 2, "SAME")
+
+
+def _window_ops_and_gradient(x, w):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        z = _window_ops(x, w)
+        loss = tf.reduce_sum(z * z)
+    return z, tape.gradient(loss, x)
+
+
+@pytest.mark.parametrize("ops", [_window_ops, _window_ops_and_gradient])
+@pytest.mark.parametrize("spec, shape, traces", [
+    ([2, None, 1, 1], lambda n: [2, n, 1, 1], 4),  # a trace for each of 4, 7, 5, 8
+    ([None, 6, 5, 1], lambda n: [n, 6, 5, 1], 1),  # the batch alone varies: one trace
+])
+def test_strided_same_windows_over_a_varying_size_trace_per_size(ops, spec, shape, traces):
+    # SAME padding with stride 2 depends on the size's parity: the traces at 4 and 8
+    # (the probe) agree (no padding), yet 7 and 5 need one row of it.
+    w = tf.constant(np.linspace(-1, 1, 2 * 2 * 1).reshape(2, 2, 1, 1))
+
+    def fn(x):
+        return ops(x, w)
+
+    f = tf.function(fn, input_signature=[S(spec, tf.float64)])
+    rng = np.random.default_rng(2)
+    for n in (4, 7, 5, 4, 8):
+        x = _rand(rng, shape(n))
+        _same(f(x), fn(x))
+    assert f.experimental_get_tracing_count() == traces
+
+
 def test_a_full_jacobian_over_a_none_dimension_serves_every_size():
     # The basis has as many rows as the target has elements: made when the graph runs.
     def f(x, w):

@@ -189,6 +189,9 @@ def generalize(a: Graph, b: Graph, python_read: str | None = None,
     for k, (n, m) in enumerate(zip(a.nodes, b.nodes)):
         if type(n) is not type(m):
             return None, f"node {k} ({_describe(n)}), whose parameters depend on the sizes"
+        if isinstance(n, Node) and _strides_over_a_varying_size(n, a, b):
+            return None, (f"node {k} ({_describe(n)}), whose windows stride over a size that "
+                          "varies (its padding depends on the size's remainder)")
         if _same_node(n, m):
             nodes.append(n)
             continue
@@ -210,6 +213,26 @@ def generalize(a: Graph, b: Graph, python_read: str | None = None,
         avals[n.inputs[0]] = ((), constants[n.inputs[0]].dtype)
     return dataclasses.replace(a, nodes=nodes, constants=constants, avals=avals,
                                next_slot=next_slot, sized=frozenset(sized)), None
+
+
+def _strides_over_a_varying_size(n: Node, a: Graph, b: Graph) -> bool:
+    """Whether `n` (a convolution's or a pool's node: `strides` and `pads` in its params)
+    strides by more than 1 along a window axis (the two before the channels) whose size
+    differs between the traces. "SAME" padding depends on the size modulo the stride, so
+    the traces at n and 2n can agree (both 0 at n = 4, stride 2) where n = 7 needs 1: such
+    pads are never taken for every size. Explicit and "VALID" pads look the same in the
+    params, so they keep the graph to its sizes too (one trace per size, as without None)."""
+    strides = n.params.get("strides")
+    if strides is None or "pads" not in n.params:
+        return False
+    for s in n.inputs:
+        shape, other = a.avals[s][0], b.avals[s][0]
+        if len(shape) < 3:
+            continue
+        for stride, axis in zip(tuple(strides)[-2:], (len(shape) - 3, len(shape) - 2)):
+            if stride > 1 and shape[axis] != other[axis]:
+                return True
+    return False
 
 
 def _filled_shape(x: Any, y: Any, find: Any) -> tuple | None:
