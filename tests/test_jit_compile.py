@@ -203,6 +203,11 @@ def test_inputs_the_impl_refuses_raise_its_error_never_a_wrong_value():
     xent(tf.constant([1]), z)
     with pytest.raises(tf.errors.InvalidArgumentError, match="label value"):
         xent(tf.constant([5]), z)
+    power = tf.function(tf.pow, jit_compile=True)
+    assert power(tf.constant([2, 3]), tf.constant([1, 2])).numpy().tolist() == [2, 9]
+    with pytest.raises(ValueError, match="negative integer powers"):  # NumPy's, as eager
+        power(tf.constant([2, 3]), tf.constant([-1, 2]))
+    assert power(tf.constant([2.0]), tf.constant([-1.0])).numpy().tolist() == [0.5]
 
 
 def test_one_compiled_trace_serves_every_size_of_a_none_dimension():
