@@ -445,3 +445,23 @@ def test_vmap_of_a_matrix_times_a_column_compiles_with_matmuls_dtype(examples, d
     assert got.dtype == want.dtype == tf.as_dtype(dtype) and got.shape == (examples, 30, 1)
     scale = np.abs(np.asarray(want)).max()  # XLA may sum in another order: float rounding
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5 * scale)
+
+
+_CUT = [complex(re, im) for re in (-2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 2.0)
+        for im in (-2.0, -0.5, -0.0, 0.0, 0.5, 2.0)]
+
+
+@needs_jax
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("op", [tf.sqrt, tf.math.rsqrt, tf.math.asin, tf.math.acos,
+                                tf.math.asinh, tf.math.acosh, tf.math.atanh, tf.math.log],
+                         ids=lambda op: op.__name__)
+def test_complex_branch_cuts_take_the_signed_zeros_side(op, dtype):
+    """On a branch cut, x + 0i and x - 0i map to either side of it (NumPy, TensorFlow);
+    XLA's own functions take both to one side (on_branch_cut in ops/elementwise.py)."""
+    z = tf.constant(np.array(_CUT, dtype))
+    f = tf.function(op, jit_compile=True)
+    f(z)  # the first call traces on NumPy; the second runs the compiled program
+    got, want = f(z).numpy(), op(z).numpy()
+    tol = 1e-5 if dtype == np.complex64 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)

@@ -205,7 +205,26 @@ defjvp(sqrt_p, lambda t, ans, x: _mul_no_nan(t, divide(0.5, ans)))
 defvjp(sqrt_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(divide(0.5, ans))))
 batch_unary(sqrt_p)
 sqrt_p.sparsity = elementwise_deps
-sqrt_p.lower = lambda jax, x: jax.numpy.sqrt(x)
+def on_branch_cut(name: str, odd: bool = False) -> Callable[[Any, Any], Any]:
+    """The lowering of jax.numpy's function `name`, with NumPy's values on its branch
+    cut: XLA's complex sqrt, arcsin, arccos and arccosh take x + 0i and x - 0i to the same
+    side of their cut along the real axis (arcsinh: 0 + yi and -0 + yi, on the imaginary
+    axis), where NumPy, like TensorFlow, takes the signed zero's side. Each is
+    conjugate-symmetric, f(conj z) = conj f(z) (arcsinh, odd too: f(-conj z) = -conj f(z)),
+    so the half-plane whose sign bit is set is computed from its mirror image."""
+    def lower(jax: Any, x: Any) -> Any:
+        jnp = jax.numpy
+        fn = getattr(jnp, name)
+        if not jnp.iscomplexobj(x):
+            return fn(x)
+        flip = jnp.signbit(x.real if odd else x.imag)
+        mirror = (lambda v: -jnp.conj(v)) if odd else jnp.conj
+        out = fn(jnp.where(flip, mirror(x), x))
+        return jnp.where(flip, mirror(out), out)
+    return lower
+
+
+sqrt_p.lower = on_branch_cut("sqrt")
 
 
 # ------------------------------------------------------------------ rsqrt: -x^(-3/2) / 2
@@ -218,7 +237,7 @@ defjvp(rsqrt_p, lambda t, ans, x: _mul_no_nan(t, _rsqrt_deriv(ans)))
 defvjp(rsqrt_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(_rsqrt_deriv(ans))))
 batch_unary(rsqrt_p)
 rsqrt_p.sparsity = elementwise_deps
-rsqrt_p.lower = lambda jax, x: 1 / jax.numpy.sqrt(x)  # the impl's formula, not lax.rsqrt
+rsqrt_p.lower = lambda jax, x: 1 / sqrt_p.lower(jax, x)  # the impl's formula, not lax.rsqrt
 
 # ------------------------------------------------------------------ reciprocal: -1 / x^2
 reciprocal_p = Primitive("reciprocal", np.reciprocal)

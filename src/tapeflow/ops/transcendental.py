@@ -18,7 +18,7 @@ from ..core import Primitive, bind
 from ..tensor import Tensor
 from .convert import as_tensor, binary_args, check_dtype
 from .elementwise import (FLOAT, REAL_FLOAT, add, divide, doc, greater, multiply, negative,
-                          reciprocal_p, rsqrt_p, square, subtract, unary_op)
+                          on_branch_cut, reciprocal_p, rsqrt_p, square, subtract, unary_op)
 from .structural import (batch_elementwise, conj_if_complex, defjvp, defvjp, elementwise_deps, is_one,
                          neutral_right, select_p, unary, zeros_of)
 
@@ -76,8 +76,8 @@ atan_p = unary("atan", np.arctan,                                               
 sin_p.lower = lambda jax, x: jax.numpy.sin(x)
 cos_p.lower = lambda jax, x: jax.numpy.cos(x)
 tan_p.lower = lambda jax, x: jax.numpy.tan(x)
-asin_p.lower = lambda jax, x: jax.numpy.arcsin(x)
-acos_p.lower = lambda jax, x: jax.numpy.arccos(x)
+asin_p.lower = on_branch_cut("arcsin")
+acos_p.lower = on_branch_cut("arccos")
 atan_p.lower = lambda jax, x: jax.numpy.arctan(x)
 
 
@@ -111,8 +111,8 @@ atanh_p = unary("atanh", np.arctanh,                                            
 sinh_p.lower = lambda jax, x: jax.numpy.sinh(x)
 cosh_p.lower = lambda jax, x: jax.numpy.cosh(x)
 tanh_p.lower = lambda jax, x: jax.numpy.tanh(x)
-asinh_p.lower = lambda jax, x: jax.numpy.arcsinh(x)
-acosh_p.lower = lambda jax, x: jax.numpy.arccosh(x)
+asinh_p.lower = on_branch_cut("arcsinh", odd=True)
+acosh_p.lower = on_branch_cut("arccosh")
 atanh_p.lower = lambda jax, x: jax.numpy.arctanh(x)
 
 
