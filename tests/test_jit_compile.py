@@ -465,3 +465,22 @@ def test_complex_branch_cuts_take_the_signed_zeros_side(op, dtype):
     got, want = f(z).numpy(), op(z).numpy()
     tol = 1e-5 if dtype == np.complex64 else 1e-12
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+_OUT_OF_RANGE = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 1e19, -1e19, 2.0 ** 63, 2.0 ** 64,
+                          300.0, -1.7, -129.0, 70000.0, -70000.0, 255.9, -0.5, 2.0 ** 31 - 128])
+
+
+@needs_jax
+@pytest.mark.parametrize("src", [np.float16, np.float32, np.float64, np.complex64])
+@pytest.mark.parametrize("dtype", [tf.int8, tf.uint8, tf.int16, tf.uint16, tf.int32, tf.uint32,
+                                   tf.int64, tf.uint64])
+def test_float_to_int_casts_saturate_compiled_as_eager(src, dtype):
+    """NOTE(float-to-int): NaN -> 0, out of range -> the nearest bound, in every mode."""
+    with np.errstate(over="ignore"):
+        x = tf.constant(_OUT_OF_RANGE.astype(src))
+    f = tf.function(lambda v: tf.cast(v, dtype), jit_compile=True)
+    f(x)
+    got, want = f(x).numpy(), tf.cast(x, dtype).numpy()
+    assert got.dtype == want.dtype == dtype.as_numpy_dtype
+    np.testing.assert_array_equal(got, want)

@@ -78,6 +78,20 @@ def test_add_n_gradient_reaches_every_input_and_variable():
     gx, gv = tape.gradient(y, [x, v])
     assert gx.numpy().tolist() == [3., 5.] and gv.numpy().tolist() == [3., 3.]
 
+
+@pytest.mark.parametrize("src", [tf.float16, tf.float32, tf.float64, tf.complex128])
+def test_float_to_int_casts_saturate_and_send_nan_to_zero(src):
+    # NOTE(float-to-int): TensorFlow leaves these undefined (its CPU kernel wraps 300 to
+    # 44 in int8); tapeflow saturates, compiled or not.
+    x = tf.constant([np.nan, np.inf, -np.inf, 300.0, -300.0, 6e4, -1.7, 1.7, -0.5, 255.9], src)
+    assert tf.cast(x, tf.uint8).numpy().tolist() == [0, 255, 0, 255, 0, 255, 0, 1, 0, 255]
+    assert tf.cast(x, tf.int8).numpy().tolist() == [0, 127, -128, 127, -128, 127, -1, 1, 0, 127]
+    assert tf.cast(x, tf.int32).numpy().tolist() == [
+        0, 2 ** 31 - 1, -2 ** 31, 300, -300, 60000, -1, 1, 0, 255]
+    assert tf.cast(x[3:4], tf.int64).numpy().tolist() == [300]  # in range: truncation
+    assert tf.cast(tf.constant(np.nan, src), tf.int32).numpy() == 0  # a scalar stays a scalar
+    assert tf.cast(tf.zeros([0], src), tf.int32).shape == (0,)
+
 # ------------------------------------------------------------------ TensorFlow's values
 def test_round_is_bankers_rounding_and_keeps_integers():
     x = tf.constant([0.5, 1.5, 2.5, -0.5, -1.5, 2.4999, 2.5001])

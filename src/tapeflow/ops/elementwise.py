@@ -519,7 +519,10 @@ is_inf = unary_op(is_inf_p, REAL_FLOAT, doc(
 
 # ================================================================== public ops: casts, selection, rounding
 def cast(x: Any, dtype: Any, name: str | None = None) -> Tensor:
-    """Convert x to `dtype`. Complex to real keeps the real part; float to int truncates.
+    """Convert x to `dtype`. Complex to real keeps the real part; float to int truncates
+    toward zero and saturates: NaN gives 0, a value beyond the type's range its nearest
+    bound (TensorFlow leaves those undefined; tapeflow gives the same in every mode,
+    compiled included, see NOTE(float-to-int) in ops/structural.py).
 
     Gradients flow only between floating/complex dtypes.
 

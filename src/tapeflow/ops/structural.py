@@ -503,10 +503,54 @@ conj_p.lower = lambda jax, x: jax.numpy.conj(x)
 
 
 # ------------------------------------------------------------------ cast
+# NOTE(float-to-int): TensorFlow leaves a float cast to an integer type undefined for
+# NaN, infinities and values outside the type's range: its CPU kernel gives whatever the
+# machine's conversion gives (NumPy too: 300.0 -> int8 is 44, NaN -> int32 is INT_MIN,
+# and other values again on another CPU), XLA saturates. tapeflow saturates in every
+# mode, eager, replayed and compiled alike: NaN -> 0, below the range -> its minimum,
+# above -> its maximum, as XLA; in range, truncation toward zero, as everywhere.
+def _int_bounds(x: Any, dtype: np.dtype) -> tuple:
+    """The type's range as [lo, hi) in x's float dtype, exact: 0 or -2^(b-1), and 2^b or
+    2^(b-1), powers of two (float16 values compare as float32: 2^31 overflows it)."""
+    info = np.iinfo(dtype)
+    return x.dtype.type(info.min), x.dtype.type(float(info.max) + 1.0)
+
+
+def _float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if x.dtype == np.float16:
+        x = x.astype(np.float32)
+    lo, hi = _int_bounds(x, dtype)
+    if x.size == 0 or (x.min() >= lo and x.max() < hi):  # NaN fails both: the common case
+        return x.astype(dtype)
+    info = np.iinfo(dtype)
+    inside = (x >= lo) & (x < hi)
+    out = np.where(inside, x, 0).astype(dtype)
+    out[x >= hi] = info.max
+    out[x < lo] = info.min
+    return out[()]
+
+
 def _cast_impl(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if x.dtype.kind == "c" and dtype.kind != "c":
         x = x.real  # TensorFlow keeps the real part
+    if x.dtype.kind == "f" and dtype.kind in "iu":  # NOTE(float-to-int)
+        return _float_to_int(x, dtype)
     return x.astype(dtype, copy=False)
+
+
+def _cast_lower(jax: Any, x: Any, dtype: np.dtype) -> Any:
+    jnp = jax.numpy
+    if jnp.iscomplexobj(x) and dtype.kind != "c":
+        x = x.real
+    if x.dtype.kind != "f" or dtype.kind not in "iu":
+        return x.astype(dtype)
+    if x.dtype == np.float16:  # NOTE(float-to-int), explicit rather than XLA's own choice
+        x = x.astype(np.float32)
+    lo, hi = _int_bounds(np.zeros((), x.dtype), dtype)
+    info = np.iinfo(dtype)
+    out = jnp.where((x >= lo) & (x < hi), x, 0).astype(dtype)
+    out = jnp.where(x >= hi, np.asarray(info.max, dtype), out)
+    return jnp.where(x < lo, np.asarray(info.min, dtype), out)
 
 
 def _cast_tangent(t: Tensor, ans: Tensor, x: Tensor, dtype: np.dtype) -> Any:
@@ -522,8 +566,7 @@ defvjp(cast_p, lambda g, ans, x, dtype: bind(cast_p, g, dtype=dtype_of(x))
        if dtype_of(x).kind in "fc" else None)
 batch_unary(cast_p)
 cast_p.elementwise = True  # its sparsity rule depends on the dtype
-cast_p.lower = lambda jax, x, dtype: (x.real if jax.numpy.iscomplexobj(x) and dtype.kind != "c"
-                                     else x).astype(dtype)
+cast_p.lower = _cast_lower
 cast_p.sparsity = lambda pats, vals, outs, dtype: (
     elementwise_deps(pats, vals, outs) if dtype.kind in "fc" else (None,))  # ints: no derivative
 cast_p.simplify = same_as_input
