@@ -703,3 +703,14 @@ def test_str_and_format_print_as_tensorflow():
     assert f"{tf.constant([1.0, 2.5])}" == "[1.  2.5]"
     with pytest.raises(TypeError, match="unsupported format string"):
         format(tf.constant([1.0, 2.5]), ".2f")
+
+
+def test_big_endian_arrays_convert_to_the_machines_byte_order():
+    # As read from a file (np.frombuffer(..., ">f4")): TensorFlow converts them too.
+    data = np.frombuffer(np.arange(3, dtype=">f4").tobytes(), dtype=">f4")
+    for t in (tf.constant(data), tf.convert_to_tensor(data), tf.Variable(data).value(),
+              tf.constant(data[1])):
+        assert t.dtype == tf.float32 and t.numpy().dtype.isnative
+    assert tf.constant(data).numpy().tolist() == [0.0, 1.0, 2.0]
+    f = tf.function(lambda x: x * 2.0)
+    assert f(data).numpy().tolist() == f(data).numpy().tolist() == [0.0, 2.0, 4.0]

@@ -183,11 +183,12 @@ def from_numpy(np_dtype: np.dtype) -> DType:
 def infer_numpy_dtype(value: Any) -> np.dtype:
     """The dtype TensorFlow would give `value`: Python floats -> float32, ints -> int32.
 
-    NumPy arrays and scalars keep their own dtype; nested Python lists take the
+    NumPy arrays and scalars keep their own dtype, in the machine's byte order (an array
+    read from a big-endian file converts, as TensorFlow); nested Python lists take the
     widest kind present (bool < int < float < complex).
     """
     if isinstance(value, (np.ndarray, np.generic)):
-        return value.dtype
+        return value.dtype if value.dtype.isnative else value.dtype.newbyteorder("=")
     if isinstance(value, _pybool):
         return np.dtype(np.bool_)
     if isinstance(value, int):
