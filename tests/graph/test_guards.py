@@ -60,6 +60,20 @@ def test_float_read_guards():
     assert traced.experimental_get_tracing_count() == 2
 
 
+def test_a_read_zeros_sign_is_part_of_its_value():
+    # Python tells -0.0 from 0.0: atan2(0, -0.0) is pi, atan2(0, 0.0) is 0.
+    import math
+
+    f = tf.function(lambda x: tf.constant(math.atan2(0.0, float(x))))
+    g = tf.function(lambda x: tf.constant(np.signbit(x.numpy()).astype(np.float32)))
+    h = tf.function(lambda z: tf.constant(math.copysign(1.0, complex(z).imag)))
+    for v in (0.0, -0.0, -0.0, 0.0):
+        assert float(f(tf.constant(v))) == np.float32(math.atan2(0.0, v))
+        assert g(tf.constant([v, 1.0])).numpy().tolist() == [float(math.copysign(1, v) < 0), 0.0]
+        assert float(h(tf.constant(complex(1.0, v)))) == math.copysign(1.0, v)
+    assert f.experimental_get_tracing_count() == g.experimental_get_tracing_count() == 2
+
+
 def test_int_read_guards():
     def f(x, n):
         total = x

@@ -9,6 +9,8 @@ tracing, checked at replay) and variable writes (committed when the replay ends)
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,13 +58,31 @@ class Guard:
     where: str         # the source line that read it
 
     def holds(self, value: Any) -> bool:
+        # Python tells -0.0 from 0.0 (atan2, copysign, 1 / x), so a read zero's sign is
+        # part of the value read.
         if self.how == "bool":
             return bool(value) == self.expected
         if self.how == "array":
             value = np.asarray(value)
-            return value.shape == self.expected.shape and bool(
-                np.array_equal(value, self.expected, equal_nan=value.dtype.kind in "fc"))
-        return value == self.expected or (value != value and self.expected != self.expected)
+            if value.shape != self.expected.shape:
+                return False
+            if value.dtype.kind not in "fc":
+                return bool(np.array_equal(value, self.expected))
+            parts = (np.real, np.imag) if value.dtype.kind == "c" else (np.asarray,)
+            return bool(np.array_equal(value, self.expected, equal_nan=True)) and all(
+                np.array_equal(np.signbit(part(value)), np.signbit(part(self.expected)))
+                for part in parts)
+        if self.how == "complex":
+            return _same_number(value.real, self.expected.real) and \
+                _same_number(value.imag, self.expected.imag)
+        return _same_number(value, self.expected)
+
+
+def _same_number(value: Any, expected: Any) -> bool:
+    """Equal, NaN to NaN, and a zero of the same sign."""
+    if value == expected:
+        return value != 0 or math.copysign(1.0, value) == math.copysign(1.0, expected)
+    return value != value and expected != expected
 
 
 @dataclass(frozen=True)
