@@ -9,7 +9,9 @@ and eager code draw, and moves each generator as far. A seeded program so repeat
 numbers whichever of those paths ran each call (the first call traces on NumPy, a tape
 around a call replays on NumPy, a first call at new sizes runs on NumPy); with JAX's own
 generators the paths would consume the sequences differently. The price: each call
-moves its draws to the device (on a CPU, NumPy's generators are about as fast as XLA's).
+moves its draws to the device. On a CPU that is cheap: a compiled dropout (uniform mask)
+took 150-165 us per call on float32[128, 256] against 300-355 us with JAX's generators,
+41-74 against 97-123 on [640, 1], 2.9 ms against 2.5 ms on [1024, 1024].
 
 `XlaReplay` has the interface of `replay.Replay`: arrays in, arrays out, variables read
 at the start and written at the end (under their locks), guards checked in order, a
