@@ -164,7 +164,6 @@ def test_max_pool_gradient_of_infinite_cotangents_stays_finite_elsewhere():
 def _reference_grad(x, g, ksize, strides, pads):
     """The max-pool gradient by its definition: each window's cotangent added at its
     argmax (windows that overlap add up; padding is cut off)."""
-    from tapeflow.ops import pooling
     arg = _reference_argmax(x, ksize, strides, pads)
     n_h, n_w = x.shape[-3] + sum(pads[0]), x.shape[-2] + sum(pads[1])
     out = np.zeros(x.shape[:-3] + (n_h, n_w, x.shape[-1]))
