@@ -36,6 +36,7 @@ _COMPLEX_UNARY = {
     "asinh": np.arcsinh,
     "acosh": np.arccosh,
     "atanh": np.arctanh,
+    "sigmoid": lambda z: 1 / (1 + np.exp(-z)),
 }
 
 ROWS: list = [
