@@ -484,3 +484,20 @@ def test_float_to_int_casts_saturate_compiled_as_eager(src, dtype):
     got, want = f(x).numpy(), tf.cast(x, dtype).numpy()
     assert got.dtype == want.dtype == dtype.as_numpy_dtype
     np.testing.assert_array_equal(got, want)
+
+
+@needs_jax
+def test_a_guard_xla_computes_otherwise_is_decided_by_the_numpy_replay():
+    # XLA folds x + 0.0 to x: at x = -0.0 the compiled guard value is -0.0 where the trace
+    # (NumPy, IEEE) read +0.0. The replay decides, so one trace serves every call.
+    def fn(x):
+        y = x + 0.0
+        return y * 2.0 if np.signbit(y.numpy()).any() else y - 1.0
+
+    f = tf.function(fn, jit_compile=True)
+    x = tf.constant([-0.0, 1.0])
+    for _ in range(4):
+        assert f(x).numpy().tolist() == fn(x).numpy().tolist() == [-1.0, 0.0]
+    assert f.experimental_get_tracing_count() == 1
+    assert f(tf.constant([-1.0, 0.0])).numpy().tolist() == [-2.0, 0.0]  # a real failure retraces
+    assert f.experimental_get_tracing_count() == 2

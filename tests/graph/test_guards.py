@@ -72,6 +72,9 @@ def test_a_read_zeros_sign_is_part_of_its_value():
         assert g(tf.constant([v, 1.0])).numpy().tolist() == [float(math.copysign(1, v) < 0), 0.0]
         assert float(h(tf.constant(complex(1.0, v)))) == math.copysign(1.0, v)
     assert f.experimental_get_tracing_count() == g.experimental_get_tracing_count() == 2
+    k = tf.function(lambda x: tf.constant(int(x)))  # int() cannot see the sign: one trace
+    assert int(k(tf.constant(0.0))) == int(k(tf.constant(-0.0))) == 0
+    assert k.experimental_get_tracing_count() == 1
 
 
 def test_int_read_guards():

@@ -58,8 +58,8 @@ class Guard:
     where: str         # the source line that read it
 
     def holds(self, value: Any) -> bool:
-        # Python tells -0.0 from 0.0 (atan2, copysign, 1 / x), so a read zero's sign is
-        # part of the value read.
+        # Python tells -0.0 from 0.0 (atan2, copysign, 1 / x), so a float read's zero
+        # carries its sign; int() and indexing cannot see it.
         if self.how == "bool":
             return bool(value) == self.expected
         if self.how == "array":
@@ -68,14 +68,21 @@ class Guard:
                 return False
             if value.dtype.kind not in "fc":
                 return bool(np.array_equal(value, self.expected))
+            if not np.array_equal(value, self.expected, equal_nan=True):
+                return False
             parts = (np.real, np.imag) if value.dtype.kind == "c" else (np.asarray,)
-            return bool(np.array_equal(value, self.expected, equal_nan=True)) and all(
-                np.array_equal(np.signbit(part(value)), np.signbit(part(self.expected)))
-                for part in parts)
+            for part in parts:
+                v, e = part(value), part(self.expected)
+                zeros = v == 0
+                if zeros.any() and not np.array_equal(np.signbit(v[zeros]), np.signbit(e[zeros])):
+                    return False
+            return True
         if self.how == "complex":
             return _same_number(value.real, self.expected.real) and \
                 _same_number(value.imag, self.expected.imag)
-        return _same_number(value, self.expected)
+        if self.how == "float":
+            return _same_number(value, self.expected)
+        return value == self.expected or (value != value and self.expected != self.expected)
 
 
 def _same_number(value: Any, expected: Any) -> bool:
