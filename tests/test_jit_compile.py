@@ -501,3 +501,25 @@ def test_a_guard_xla_computes_otherwise_is_decided_by_the_numpy_replay():
     assert f.experimental_get_tracing_count() == 1
     assert f(tf.constant([-1.0, 0.0])).numpy().tolist() == [-2.0, 0.0]  # a real failure retraces
     assert f.experimental_get_tracing_count() == 2
+
+
+@needs_jax
+def test_checks_only_where_the_impl_can_raise():
+    """An integer exponent or divisor needs its check; a float one cannot make the impl
+    raise: its graph takes no check (the lean call), and compiles inside a loop."""
+    from tapeflow.graph.xla import XlaReplay
+
+    def compiled_replay(fn, *args):
+        cf = tf.function(fn, jit_compile=True).get_concrete_function(*args)
+        assert isinstance(cf._replay, XlaReplay)
+        return cf._replay
+
+    x, n = tf.constant([1.5, 2.5]), tf.constant([3, 4])
+    assert not compiled_replay(lambda x: x ** 1.5 + x // 0.5 + x % 0.7, x).checked
+    assert compiled_replay(lambda n: n ** 2 + n // 3, n).checked
+    loop = compiled_replay(lambda x: tf.foldl(lambda a, v: a + v ** 3.0 + v // 0.5, x), x)
+    assert loop.compiled and not loop.checked
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = tf.function(lambda x: tf.foldl(lambda a, v: a + v ** 3.0, x), jit_compile=True)
+        assert f(x).numpy() == pytest.approx(1.5 + 2.5 ** 3)

@@ -136,6 +136,10 @@ class Primitive:
       drew on the host (NOTE(host-draws)). ``lower_check`` (same
       arguments) is a boolean that is False where the impl would raise (an index out of
       range): a compiled call whose check fails reruns on NumPy, which raises the error.
+      ``lower_check_needed(*avals, **params) -> bool`` (default: always), given each
+      input's (shape, dtype), says whether a node needs its check at all (an integer
+      divisor can be zero, a float one cannot make the impl raise): a graph without
+      checks compiles inside loops and takes the lean call.
     - ``simplify(consts, same, **params) -> int | None``: for the graph passes, an
       input the output always equals exactly (``consts[i]`` is input i's value when
       it is a constant, else None; ``same(i)`` says whether input i has the output's
@@ -185,7 +189,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "jvp", "vjp", "batch", "simplify", "sparsity", "lower",
-                 "lower_check", "prune", "swap", "examples", "elementwise",
+                 "lower_check", "lower_check_needed", "prune", "swap", "examples", "elementwise",
                  "multiple_results", "differentiable", "stateful", "per_example", "is_identity",
                  "reads_variable", "user_gradient", "defined_at")
 
@@ -205,6 +209,7 @@ class Primitive:
         self.sparsity: Callable[..., Any] | None = None if differentiable else _no_deps
         self.lower: Callable[..., Any] | None = None
         self.lower_check: Callable[..., Any] | None = None
+        self.lower_check_needed: Callable[..., bool] | None = None
         self.prune: Callable[..., Any] | None = None
         self.swap: Callable[..., Any] | None = None
         self.examples: Callable[..., Any] | None = None

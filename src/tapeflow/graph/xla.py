@@ -42,7 +42,7 @@ from .device import keep_placed, placed
 from .ir import Assign, Graph, Guard, Node, resolve
 from .replay import Replay, VariableLocks, _written
 
-__all__ = ["XlaReplay", "require_jax", "missing_lowerings", "lower_graph"]
+__all__ = ["XlaReplay", "require_jax", "missing_lowerings", "lower_graph", "checks"]
 
 _WARNED: set = set()
 
@@ -57,6 +57,15 @@ def require_jax() -> Any:
                           "with NumPy).") from None
 
 
+def checks(g: Graph, n: Any) -> bool:
+    """Whether node `n` of `g` has a lower_check to compute (its primitive has one, and
+    needs it at the node's input dtypes and shapes)."""
+    if not isinstance(n, Node) or n.prim.lower_check is None:
+        return False
+    needed = n.prim.lower_check_needed
+    return needed is None or needed(*[g.avals[s] for s in n.inputs], **n.params)
+
+
 def missing_lowerings(g: Graph) -> list[str]:
     """The primitives of `g` that have no lowering rule; a loop (a node with a `body`
     graph) whose body holds one, a random draw or a check XLA cannot raise counts too."""
@@ -66,7 +75,7 @@ def missing_lowerings(g: Graph) -> list[str]:
             continue
         body = n.params.get("body")
         if n.prim.lower is None or (isinstance(body, Graph) and (missing_lowerings(body) or any(
-                isinstance(m, Node) and (m.prim.stateful or m.prim.lower_check is not None)
+                (isinstance(m, Node) and m.prim.stateful) or checks(body, m)
                 for m in body.nodes))):
             missing.add(n.prim.name)
     return sorted(missing)
@@ -258,8 +267,7 @@ class XlaReplay:
         self.locks = VariableLocks(written) if written else None
         self.n_assigns = sum(isinstance(n, Assign) for n in g.nodes)
         # Graphs without checks return no flag: reading one back is a device sync (~20 us).
-        self.checked = any(isinstance(n, Node) and n.prim.lower_check is not None
-                           for n in g.nodes)
+        self.checked = any(checks(g, n) for n in g.nodes)
         # NOTE(lean-call): Python run right after a compiled program runs several times
         # slower than warm (likely cold caches, the program's code and data having evicted
         # the interpreter's; this machine has no cache counters to confirm it). Timed
@@ -316,17 +324,18 @@ class XlaReplay:
                 env[s] = value if form is None else _lower_one_hot(jax, *value, *form)
             for s, i in var_slots:
                 env[s] = variables[i]
-            guard_values, assigned, checks = [], {}, []
+            guard_values, assigned, flags = [], {}, []
             for k, n in enumerate(g.nodes):
                 if isinstance(n, Node):
+                    checked = checks(g, n)
                     args = [env[s] for s in n.inputs]
                     params = dict(n.params)
                     if k in draw_index:  # NOTE(host-draws)
                         params["drawn"] = drawn[draw_index[k]]
                     out = _static(n, args, params)
                     if out is None:
-                        if n.prim.lower_check is not None:
-                            checks.append(n.prim.lower_check(jax, *args, **params))
+                        if checked:
+                            flags.append(n.prim.lower_check(jax, *args, **params))
                         out = n.prim.lower(jax, *args, **params)
                     outs = out if n.prim.multiple_results else (out,)
                     for o, v in zip(n.outputs, outs, strict=True):
@@ -339,8 +348,8 @@ class XlaReplay:
                         if i == n.var:
                             env[s] = env[n.slot]
             outs = [None if o is None else env[o] for o in outputs]
-            ok = jax.numpy.all(jax.numpy.stack([jax.numpy.all(c) for c in checks])) \
-                if checks else None
+            ok = jax.numpy.all(jax.numpy.stack([jax.numpy.all(c) for c in flags])) \
+                if flags else None
             return outs, guard_values, assigned, ok
 
         return run

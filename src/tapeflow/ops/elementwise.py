@@ -170,10 +170,15 @@ floormod_p.lower = _floormod_lower
 
 def _divisor_check(jax: Any, x: Any, y: Any) -> Any:
     # False where the impl raises (an integer zero divisor): the compiled call reruns on NumPy.
-    return jax.numpy.all(y != 0) if y.dtype.kind in "iu" else True
+    return jax.numpy.all(y != 0)
+
+
+def _integer_divisor(x: tuple, y: tuple) -> bool:
+    return np.dtype(y[1]).kind in "iu"  # a float divisor never makes the impl raise
 
 
 floormod_p.lower_check = _divisor_check
+floormod_p.lower_check_needed = _integer_divisor
 
 # floordiv is piecewise constant: no derivative (as TensorFlow).
 floordiv_p = Primitive("floordiv", _checked_division("floordiv", np.floor_divide),
@@ -193,6 +198,7 @@ def _floordiv_lower(jax: Any, x: Any, y: Any) -> Any:
 
 floordiv_p.lower = _floordiv_lower
 floordiv_p.lower_check = _divisor_check
+floordiv_p.lower_check_needed = _integer_divisor
 
 # ------------------------------------------------------------------ square: 2x
 square_p = unary("square", np.square, lambda ans, x: multiply(x, 2))

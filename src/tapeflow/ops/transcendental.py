@@ -57,7 +57,8 @@ pow_p.simplify = neutral_right(is_one)
 pow_p.lower = lambda jax, x, y: jax.numpy.power(x, y)
 # False where the impl raises (an integer to a negative integer power, as NumPy and
 # TensorFlow): the compiled call reruns on NumPy, which raises the error.
-pow_p.lower_check = lambda jax, x, y: jax.numpy.all(y >= 0) if y.dtype.kind == "i" else True
+pow_p.lower_check = lambda jax, x, y: jax.numpy.all(y >= 0)
+pow_p.lower_check_needed = lambda x, y: np.dtype(y[1]).kind == "i"
 
 
 # ------------------------------------------------------------------ trigonometric
