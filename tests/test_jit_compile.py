@@ -523,3 +523,13 @@ def test_checks_only_where_the_impl_can_raise():
         warnings.simplefilter("error")
         f = tf.function(lambda x: tf.foldl(lambda a, v: a + v ** 3.0, x), jit_compile=True)
         assert f(x).numpy() == pytest.approx(1.5 + 2.5 ** 3)
+
+
+@needs_jax
+def test_complex_sigmoid_compiled_stays_finite_as_eager():
+    x = tf.constant(np.array([1 + 1j, -100 + 1j, -800 + 3j, 800 - 3j, -30 + 2j], np.complex64))
+    f = tf.function(tf.math.sigmoid, jit_compile=True)
+    f(x)
+    got = f(x).numpy()
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, tf.math.sigmoid(x).numpy(), rtol=1e-5, atol=1e-30)

@@ -252,3 +252,21 @@ def test_gamma_fallbacks_match_scipy(monkeypatch):
 def test_gamma_family_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_sigmoid_stays_finite_far_out_on_either_side(dtype):
+    # exp(-x) of a large negative real part is inf + inf j, whose quotient is nan:
+    # the impl takes exp(x) / (1 + exp(x)) there.
+    z = np.array([1 + 1j, -1 - 2j, 100 + 1j, -100 + 1j, -800 + 3j, 800 - 3j, -30 + 2j], dtype)
+    with np.errstate(over="ignore"):
+        want = np.array([1 / (1 + np.exp(-complex(v))) if v.real >= 0 else
+                         np.exp(complex(v)) / (1 + np.exp(complex(v))) for v in z])
+    x = tf.constant(z)
+    got = tf.math.sigmoid(x).numpy()
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, want.astype(dtype), rtol=1e-5, atol=1e-30)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.math.sigmoid(x)
+    assert np.isfinite(tape.gradient(y, x).numpy()).all()
