@@ -40,6 +40,7 @@ def test_clip_by_value_bounds_must_broadcast_to_t():
      r"inputs\[1\]. has dtype int32"),
     ([tf.constant([1, 2]), [1.5, 2.5]], TypeError, r"inputs\[1\].*not integral"),
     ([tf.constant([True])], InvalidArgumentError, "bool"),
+    ([tf.ones([2]), np.ones(2)], InvalidArgumentError, r"inputs\[1\]. has dtype float64"),
     (3.0, TypeError, "list of tensors"),
     (tf.constant(1.0), TypeError, "scalar tensor"),
 ])
@@ -67,6 +68,7 @@ def test_add_n_sums_in_order_like_tensorflow():
     with pytest.raises(InvalidArgumentError, match="tensor_dtype"):
         tf.math.accumulate_n([tf.ones([2])], tensor_dtype=tf.float64)
     two = tf.math.accumulate_n([tf.ones([2])] * 2, shape=[2], tensor_dtype=tf.float32)
+    assert tf.math.accumulate_n([tf.ones([2, 3])] * 2, shape=[None, 3]).shape == (2, 3)
     assert two.numpy().tolist() == [2., 2.]
 
 
@@ -89,7 +91,8 @@ def test_float_to_int_casts_saturate_and_send_nan_to_zero(src):
     assert tf.cast(x, tf.int32).numpy().tolist() == [
         0, 2 ** 31 - 1, -2 ** 31, 300, -300, 60000, -1, 1, 0, 255]
     assert tf.cast(x[3:4], tf.int64).numpy().tolist() == [300]  # in range: truncation
-    assert tf.cast(tf.constant(np.nan, src), tf.int32).numpy() == 0  # a scalar stays a scalar
+    scalar = tf.cast(tf.constant(np.nan, src), tf.int32)
+    assert scalar.shape == () and np.ndim(scalar.numpy()) == 0 and scalar.numpy() == 0
     assert tf.cast(tf.zeros([0], src), tf.int32).shape == (0,)
 
 # ------------------------------------------------------------------ TensorFlow's values

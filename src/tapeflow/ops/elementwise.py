@@ -432,7 +432,7 @@ def _summands(inputs: Any, op: str) -> list[Tensor]:
     like = next((x for x in items if isinstance(x, TensorBase)), None)
     tensors = []
     for i, x in enumerate(items):
-        if isinstance(x, TensorBase):
+        if isinstance(x, (TensorBase, np.ndarray, np.generic)):  # an array keeps its dtype
             tensors.append(as_tensor(x, op, f"inputs[{i}]"))
         elif like is not None:
             tensors.append(convert_like(x, as_tensor(like, op, "inputs"), op, f"inputs[{i}]"))
@@ -457,7 +457,8 @@ def add_n(inputs: Any, name: str | None = None) -> Tensor:
     """The elementwise sum of a list of tensors of one dtype and one shape.
 
     Unlike `tf.add`, nothing broadcasts: a shape or dtype that differs from the first
-    input's raises, naming the input. The sum runs left to right, as TensorFlow's CPU
+    input's raises, naming the input (Python numbers and lists take the tensors' dtype;
+    NumPy arrays keep their own). The sum runs left to right, as TensorFlow's CPU
     kernel. A single input comes back as a tensor (a Variable's current value).
 
     Example:
@@ -482,10 +483,13 @@ def accumulate_n(inputs: Any, shape: Any = None, tensor_dtype: Any = None,
         array([2., 2.], dtype=float32)
     """
     tensors = _summands(inputs, "accumulate_n")
-    if shape is not None and tuple(shape_of(tensors[0])) != tuple(
-            int(d) for d in np.asarray(shape, dtype=np.int64).reshape(-1)):
-        raise InvalidArgumentError(f"accumulate_n: the inputs have shape "
-                                   f"{shape_of(tensors[0])}, `shape` says {list(shape)}.")
+    if shape is not None:
+        have = shape_of(tensors[0])
+        want = list(getattr(shape, "as_list", lambda: shape)())  # None: any size
+        if len(want) != len(have) or any(w is not None and int(w) != h
+                                         for w, h in zip(want, have)):
+            raise InvalidArgumentError(f"accumulate_n: the inputs have shape {have}, "
+                                       f"`shape` says {want}.")
     if tensor_dtype is not None and _dt.as_dtype(tensor_dtype)._np != tensors[0]._value.dtype:
         raise DTypeMismatchError(
             f"accumulate_n: the inputs have dtype "
