@@ -10,7 +10,6 @@ tracing, checked at replay) and variable writes (committed when the replay ends)
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -402,20 +402,16 @@ class XlaReplay:
             outs, guard_values, assigned, ok = self._computation(flat), (), {}, None
         else:
             outs, guard_values, assigned, ok = self._computation(flat)
-        for guard, value in zip(self.guards, guard_values, strict=True):
-            if not guard.holds(np.asarray(value)):
-                # The NumPy replay decides: a guard's value computed by XLA can differ from
-                # the trace's by XLA's own rounding (an ulp, a zero's sign: x + 0.0 folded),
-                # and retracing would then recompile at every call. The replay raises
-                # GuardFailed where the guard truly fails, having drawn what it drew
-                # before it; else its results are the call's.
-                if states is not None:
-                    _restore(states)
-                return self._numpy()(*_on_host(arrays))
-        if self.checked and not bool(ok):
-            # An input the NumPy impl refuses (an index out of range, an integer division
-            # by zero): XLA cannot raise, so the NumPy replay runs and raises its error,
-            # drawing from where this call started.
+        held = all(guard.holds(np.asarray(value))
+                   for guard, value in zip(self.guards, guard_values, strict=True))
+        if not held or (self.checked and not bool(ok)):
+            # The NumPy replay decides, drawing from where this call started. A failed
+            # check: an input the impl refuses (an index out of range, an integer division
+            # by zero), which XLA cannot raise; the replay raises its error. A failed
+            # guard: XLA's value can differ from the trace's by XLA's own rounding (an
+            # ulp, a zero's sign: x + 0.0 folded), and retracing would then recompile at
+            # every call; the replay raises GuardFailed where the guard truly fails,
+            # else its results are the call's.
             if states is not None:
                 _restore(states)
             return self._numpy()(*_on_host(arrays))

@@ -200,17 +200,8 @@ floordiv_p.lower = _floordiv_lower
 floordiv_p.lower_check = _divisor_check
 floordiv_p.lower_check_needed = _integer_divisor
 
-# ------------------------------------------------------------------ square: 2x
-square_p = unary("square", np.square, lambda ans, x: multiply(x, 2))
-square_p.lower = lambda jax, x: jax.numpy.square(x)
 
-# ------------------------------------------------------------------ sqrt: d sqrt(x) = dx / (2 sqrt x)
-# A zero (co)tangent stays zero at x = 0, as TensorFlow (see the module note).
-sqrt_p = Primitive("sqrt", np.sqrt)
-defjvp(sqrt_p, lambda t, ans, x: _mul_no_nan(t, divide(0.5, ans)))
-defvjp(sqrt_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(divide(0.5, ans))))
-batch_unary(sqrt_p)
-sqrt_p.sparsity = elementwise_deps
+# ------------------------------------------------------------------ lowerings on a branch cut
 def on_branch_cut(name: str, odd: bool = False) -> Callable[[Any, Any], Any]:
     """The lowering of jax.numpy's function `name`, with NumPy's values on its branch
     cut: XLA's complex sqrt, arcsin, arccos and arccosh take x + 0i and x - 0i to the same
@@ -230,6 +221,17 @@ def on_branch_cut(name: str, odd: bool = False) -> Callable[[Any, Any], Any]:
     return lower
 
 
+# ------------------------------------------------------------------ square: 2x
+square_p = unary("square", np.square, lambda ans, x: multiply(x, 2))
+square_p.lower = lambda jax, x: jax.numpy.square(x)
+
+# ------------------------------------------------------------------ sqrt: d sqrt(x) = dx / (2 sqrt x)
+# A zero (co)tangent stays zero at x = 0, as TensorFlow (see the module note).
+sqrt_p = Primitive("sqrt", np.sqrt)
+defjvp(sqrt_p, lambda t, ans, x: _mul_no_nan(t, divide(0.5, ans)))
+defvjp(sqrt_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(divide(0.5, ans))))
+batch_unary(sqrt_p)
+sqrt_p.sparsity = elementwise_deps
 sqrt_p.lower = on_branch_cut("sqrt")
 
 
@@ -429,13 +431,13 @@ def _summands(inputs: Any, op: str) -> list[Tensor]:
     if not items:
         raise ValueError(f"{op}: `inputs` must hold at least one tensor, got an empty "
                          f"{type(inputs).__name__}.")
-    like = next((x for x in items if isinstance(x, TensorBase)), None)
+    like = next((as_tensor(x, op, "inputs") for x in items if isinstance(x, TensorBase)), None)
     tensors = []
     for i, x in enumerate(items):
         if isinstance(x, (TensorBase, np.ndarray, np.generic)):  # an array keeps its dtype
             tensors.append(as_tensor(x, op, f"inputs[{i}]"))
         elif like is not None:
-            tensors.append(convert_like(x, as_tensor(like, op, "inputs"), op, f"inputs[{i}]"))
+            tensors.append(convert_like(x, like, op, f"inputs[{i}]"))
         else:
             tensors.append(as_tensor(x, op, f"inputs[{i}]"))
     first = tensors[0]

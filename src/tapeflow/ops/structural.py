@@ -530,12 +530,17 @@ def _float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         inside = bool(x.min() >= lo and x.max() < hi)
     if inside:
         return x.astype(dtype)
+    return _saturated(np, x, dtype)[()]
+
+
+def _saturated(xp: Any, x: Any, dtype: np.dtype) -> Any:
+    """x (float32 or float64) cast to the integer `dtype` as NOTE(float-to-int) says, with
+    `xp` NumPy (the impl) or jax.numpy (the lowering): one rule, both backends."""
+    lo, hi = _int_bounds(np.dtype(x.dtype), dtype)
     info = np.iinfo(dtype)
-    inside = (x >= lo) & (x < hi)
-    out = np.where(inside, x, 0).astype(dtype)
-    out[x >= hi] = info.max
-    out[x < lo] = info.min
-    return out[()]
+    out = xp.where((x >= lo) & (x < hi), x, 0).astype(dtype)
+    out = xp.where(x >= hi, np.asarray(info.max, dtype), out)
+    return xp.where(x < lo, np.asarray(info.min, dtype), out)
 
 
 def _cast_impl(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -554,11 +559,7 @@ def _cast_lower(jax: Any, x: Any, dtype: np.dtype) -> Any:
         return x.astype(dtype)
     if x.dtype == np.float16:  # NOTE(float-to-int), explicit rather than XLA's own choice
         x = x.astype(np.float32)
-    lo, hi = _int_bounds(np.dtype(x.dtype), dtype)
-    info = np.iinfo(dtype)
-    out = jnp.where((x >= lo) & (x < hi), x, 0).astype(dtype)
-    out = jnp.where(x >= hi, np.asarray(info.max, dtype), out)
-    return jnp.where(x < lo, np.asarray(info.min, dtype), out)
+    return _saturated(jnp, x, dtype)
 
 
 def _cast_tangent(t: Tensor, ans: Tensor, x: Tensor, dtype: np.dtype) -> Any:
