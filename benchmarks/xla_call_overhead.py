@@ -8,7 +8,10 @@ round, and reports each side's median, the difference in microseconds and the ra
 The signatures are users' ones, not only the suite's: one float64[16] tensor, a
 float32[640, 1] batch of one input channel, an odd-sized float32[37, 5] one, a list of 8
 tensors with 4 captured variables (the shape of an HVP's call), and the suite's 2,000-op
-chain. Every result is checked against JAX's first.
+chain. Two more time what a call costs beyond its sin: a float power (no check to read
+back: Primitive.lower_check_needed) and a dropout mask (NOTE(host-draws): tapeflow draws
+on the host with NumPy, JAX with jax.random from a per-call seed). Every result is checked
+against JAX's first (a dropout's against its input: every value 0 or twice it).
 
 One thread per library, as the suite (benchmarks/run.py): xla_setup.py, imported first.
 
@@ -78,6 +81,20 @@ def _problems(chain_ops: int) -> dict[str, tuple[Callable[[], Any], Callable[[],
     xts, xjs = [tf.constant(x) for x in xs], [jnp.asarray(x) for x in xs]
     out["list of 8 tensors, 4 variables"] = (lambda: np.asarray(f(xts)),
                                              lambda: np.asarray(g(xjs)))
+    one("float power, float32[37, 5]", lambda m, t: t ** 1.5,
+        lambda m, t: t ** 1.5, rng.uniform(0.5, 2.0, (37, 5)).astype(np.float32))
+    for shape in ((128, 256), (640, 1), (1024, 1024)):
+        x = rng.uniform(0.5, 2.0, shape).astype(np.float32)
+        drop = tf.function(lambda t: t * tf.cast(tf.random.uniform(t.shape) > 0.5, t.dtype) * 2.0,
+                           jit_compile=True)
+        jax_drop = jax.jit(lambda seed, t: t * (jax.random.uniform(jax.random.key(seed), t.shape)
+                                                > 0.5).astype(t.dtype) * 2.0)
+        seeds = iter(range(2 ** 31 - 1))
+        xt, xj = tf.constant(x), jnp.asarray(x)
+        out[f"dropout mask, float32{list(shape)}"] = (
+            lambda drop=drop, xt=xt: np.asarray(drop(xt)),
+            lambda jax_drop=jax_drop, xj=xj: np.asarray(jax_drop(np.uint32(next(seeds)), xj)),
+            lambda y, x=x: bool(np.all((y == 0) | (y == 2 * x))))
     return out
 
 
@@ -89,10 +106,13 @@ def main(argv: list[str]) -> int:
     order = random.Random(0)
     print("| program | tapeflow jit_compile=True | JAX jit | difference | ratio |")
     print("|---|---:|---:|---:|---:|")
-    for name, (ours, theirs) in _problems(100 if opts.quick else 2000).items():
+    for name, (ours, theirs, *check) in _problems(100 if opts.quick else 2000).items():
         for _ in range(3):  # traced, compiled, and the lean call made
             ours()
-        np.testing.assert_allclose(ours(), theirs(), rtol=1e-5, err_msg=name)
+        if check:  # random numbers: each side's against its input
+            assert check[0](ours()) and check[0](theirs()), name
+        else:
+            np.testing.assert_allclose(ours(), theirs(), rtol=1e-5, err_msg=name)
         times: dict[int, list] = {0: [], 1: []}
         sides = [(0, ours), (1, theirs)]
         for _ in range(calls):
