@@ -53,6 +53,7 @@ def cases(tf: Any) -> dict[str, tuple[Callable[[], Any], int]]:
     """name -> (a call, how many ops it runs)."""
     x, y = np.linspace(0.1, 1.6, N), np.linspace(1.0, 2.0, N)
     t, u, tangent = tf.constant(x), tf.constant(y), tf.constant(np.ones(N))
+    u2 = tf.constant(np.linspace(1.0, 2.0, N // 4))
 
     def chain(v: Any) -> Any:
         for i in range(1000):
@@ -71,6 +72,12 @@ def cases(tf: Any) -> dict[str, tuple[Callable[[], Any], int]]:
         with tf.autodiff.ForwardAccumulator(xt, tangent) as acc:
             total = tf.reduce_sum(chain(xt))
         return acc.jvp(total)
+
+    def mean_grad() -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch(t)
+            total = tf.reduce_mean(tf.reshape(t, (4, -1)) * u2)
+        return tape.gradient(total, t)
 
     def taped() -> None:
         with tf.GradientTape() as tape:
@@ -98,6 +105,10 @@ def cases(tf: Any) -> dict[str, tuple[Callable[[], Any], int]]:
         "tf.multiply(t, u)": (lambda: tf.multiply(t, u), 1),
         "t * u": (lambda: t * u, 1),
         "t * 2.0": (lambda: t * 2.0, 1),
+        "tf.zeros_like(t)": (lambda: tf.zeros_like(t), 1),
+        "tf.shape(t)": (lambda: tf.shape(t), 1),
+        "tf.reduce_mean(t)": (lambda: tf.reduce_mean(t), 1),
+        "mean, reshape: gradient": (mean_grad, 1),
         "sin, * under a tape": (taped, 200),
         "sin, * under an accumulator": (accumulated, 200),
         "1,000-op chain, forward": (lambda: chain(t), 1000),

@@ -175,15 +175,28 @@ def run(quick: bool) -> list[Row]:
     single = [
         ("np.sin(x)", lambda: np.sin(x)),
         ("np.multiply(x, y)", lambda: np.multiply(x, y)),
+        ("np.zeros_like(x)", lambda: np.zeros_like(x)),
+        ("np.array(x.shape)", lambda: np.array(x.shape, np.int32)),
+        ("np.mean(x)", lambda: np.mean(x)),
     ]
     ops = [
         ("tf.sin(t)", lambda: tf.sin(t), "np.sin(x)"),
         ("tf.multiply(t, u)", lambda: tf.multiply(t, u), "np.multiply(x, y)"),
         ("t * u", lambda: t * u, "np.multiply(x, y)"),
     ]
+    # Ops whose values come from sizes bind a primitive whose params hold the sizes
+    # (NOTE(dynamic-shapes) in ops/sizes.py): one bind, where a constant would do eagerly.
+    sized = [
+        ("tf.zeros_like(t)", lambda: tf.zeros_like(t), "np.zeros_like(x)"),
+        ("tf.shape(t)", lambda: tf.shape(t), "np.array(x.shape)"),
+        ("tf.reduce_mean(t)", lambda: tf.reduce_mean(t), "np.mean(x)"),
+    ]
     plan: list[tuple[Row, Callable[[], Any], Callable[[], ContextManager[Any]]]] = []
     for name, fn in single:
         plan.append((Row("(a) NumPy", name, 1), fn, contextlib.nullcontext))
+    for name, fn, base in sized:
+        plan.append((Row("(b) tapeflow, values from sizes", name, 1, baseline=base), fn,
+                     contextlib.nullcontext))
     for group, ctx in (
         ("(b) tapeflow, no recorder", contextlib.nullcontext),
         ("(c) tapeflow, GradientTape recording", taping),

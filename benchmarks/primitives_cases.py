@@ -32,6 +32,7 @@ import tensorflow as tf
 
 import tapeflow as tp
 from tapeflow.ops import conv as tp_conv
+from tapeflow.ops import windows as tp_windows
 from tapeflow.ops import decompositions as tp_dec
 from tapeflow.ops import indexing as tp_idx
 from tapeflow.ops import linalg as tp_lin
@@ -149,11 +150,11 @@ class ConvGeometry:
         """conv2d_p's params, as tapeflow's conv2d computes them."""
         s, hw, k = (self.stride, self.stride), (self.side, self.side), (self.k, self.k)
         return {"strides": s, "dilations": (1, 1),
-                "pads": tp_conv._padding(self.padding, hw, k, s, (1, 1), "conv2d")}
+                "pads": tp_windows.pads_for(self.padding, hw, k, s, (1, 1), "conv2d")}
 
     def out_side(self) -> int:
         p = self.params()
-        return tp_conv._out_size(self.side, self.k, self.stride, 1, p["pads"][0])
+        return tp_windows.out_size(self.side, self.k, self.stride, 1, p["pads"][0])
 
     def tf_strides(self) -> list[int]:
         return [1, self.stride, self.stride, 1]
@@ -273,7 +274,7 @@ class PoolGeometry:
         """max_pool2d_p's params, as tapeflow's max_pool2d computes them."""
         k, s = (self.k, self.k), (self.stride, self.stride)
         return {"ksize": k, "strides": s,
-                "pads": tp_conv._padding(self.padding, (self.side, self.side), k, s, (1, 1),
+                "pads": tp_windows.pads_for(self.padding, (self.side, self.side), k, s, (1, 1),
                                          "max_pool2d")}
 
     def tf_attrs(self) -> dict:

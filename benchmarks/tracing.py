@@ -44,7 +44,7 @@ def measure(n_nodes: int, repeat: int = 3) -> dict[str, float]:
     for _ in range(repeat):
         f = tf.function(lambda a: chain(a, n_nodes))
         traces.append(_seconds(lambda: f(x)))
-    replay = f.get_concrete_function(x)._replay
+    replay = f.get_concrete_function(x).executable.inner
     plan = min(_seconds(lambda: f(x)) for _ in range(repeat))
     compile_s = _seconds(replay.compiled)
     compiled = min(_seconds(lambda: f(x)) for _ in range(repeat))

@@ -3,8 +3,8 @@
 tapeflow lowers a convolution's input gradient (ops/conv.py, NOTE(conv-input-grad))
 either as one product per kernel offset spread onto the padded image, or as the
 transposed convolution (the conv's VJP in x). This times both, compiled alone, beside
-`jax.vjp` of `lax.conv_general_dilated` (JAX's own lowering) at the shapes the note
-quotes: the seed CNN's two layers, LeNet's 5x5 layer, few- and many-channel images and
+`jax.vjp` of `lax.conv_general_dilated` (JAX's own lowering) at the shapes
+docs/performance-notes.md quotes (#conv-input-grad): the seed CNN's two layers, LeNet's 5x5 layer, few- and many-channel images and
 a dilated one. The cases of a shape run interleaved, in a new order each round; each
 result is checked against JAX's first. The figures behind the channel threshold
 (`_TRANSPOSED_MIN_CHANNELS`) come from this script.

@@ -177,7 +177,7 @@ def _np_pair_scan(x, w):
 
 
 OUTSIDE_ROWS: list[Row] = [
-    # loops (tapeflow/control_flow.py): the body closes over w
+    # loops (tapeflow/loops.py, tapeflow/control_flow.py): the body closes over w
     Row("scan", lambda x, w: tf.scan(lambda a, e: tf.tanh(a * w + e), x,
                                      initializer=tf.zeros_like(x[0])),
         args(normal(4, 3), normal(3)), _np_scan),

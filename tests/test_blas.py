@@ -107,7 +107,7 @@ def test_a_mismatched_product_still_raises():
 def test_einsum_contractions_are_sized_like_products(monkeypatch, n, one_thread):
     """einsum's impl bounds each BLAS product by the naive contraction's size: a
     128-cubed contraction runs on one thread, a 1024-cubed one as OpenBLAS chooses."""
-    from tapeflow.ops.linalg import einsum_p
+    from tapeflow.ops.einsum import einsum_p
 
     get, before, seen = CONTROLS[0], CONTROLS[0](), []
     real = np.einsum

@@ -1,4 +1,4 @@
-"""tf.scan, tf.foldl, tf.foldr and tf.map_fn (tapeflow/control_flow.py): TensorFlow's
+"""tf.scan, tf.foldl, tf.foldr and tf.map_fn (tapeflow/loops.py and tapeflow/control_flow.py): TensorFlow's
 results, gradients equal to those of the same loop written in Python, one op in a traced
 graph, XLA's lax.scan under jit_compile=True, and clear errors for bodies a loop cannot
 replay. Every rule of the `scan` primitive is checked by the op table's rows (scan,
@@ -140,7 +140,7 @@ def test_values_not_kept_are_recomputed(monkeypatch, keep):
     """What the forward scan keeps decides only the speed: keeping none of the body's
     values (each step's ops then run again in the VJP) or all of them gives the
     gradient of the Python loop, eager and traced."""
-    import tapeflow.control_flow as cf
+    import tapeflow.loops as cf
 
     if keep == "none":
         monkeypatch.setattr(cf, "_read_by_vjps", lambda body: [])
@@ -292,7 +292,7 @@ def test_compiled_as_one_lax_scan():
     f = tf.function(lambda xs: _rnn_scan(w, u, xs, h0), jit_compile=True)
     got = f(xs)
     np.testing.assert_allclose(got.numpy(), _rnn_loop(w, u, xs, h0).numpy(), rtol=1e-10)
-    assert f.get_concrete_function(xs)._replay.compiled
+    assert f.get_concrete_function(xs).executable.inner.compiled
 
 
 # ---------------------------------------------------------------- NOTE(python-control-flow)

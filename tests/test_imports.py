@@ -128,7 +128,8 @@ def test_import_graph_is_acyclic():
 
 
 def test_each_ops_family_builds_only_on_earlier_ones():
-    order = ["tapeflow.ops.structural", "tapeflow.ops.convert"] + [f.__name__ for f in ops.FAMILIES]
+    order = ["tapeflow.ops.structural", "tapeflow.ops.convert", "tapeflow.ops.windows"] + \
+        [f.__name__ for f in ops.FAMILIES]
     assert sorted(order) == sorted(m for m in MODULES if m.startswith("tapeflow.ops."))
     for i, module in enumerate(order):
         later = set(order[i + 1:]) & GRAPH[module]
@@ -168,7 +169,7 @@ def test_few_function_level_imports_each_saying_why():
             if isinstance(node, (ast.Import, ast.ImportFrom)) and \
                     (node.lineno, node.col_offset) not in top:
                 found.append((module, node.lineno, lines[node.lineno - 1]))
-    assert len(found) < 10, found
+    assert len(found) <= 3, found  # optional dependencies load through tapeflow/optional.py
     for module, lineno, line in found:
         assert "#" in line, f"{module}:{lineno}: a function-level import without a comment " \
                             f"naming the cycle or optional dependency it avoids: {line.strip()}"
@@ -181,5 +182,6 @@ def test_only_core_touches_the_recorder_stack():
         source = path.read_text()
         # `_state` as a whole word: Keras' metric API has update_state/reset_state
         assert not re.search(r"\b_state\b", source), f"{module} uses _state (core.py's alone)"
-        for needle in ("threading.local", "_REGISTRY"):
-            assert needle not in source, f"{module} uses {needle} (core.py's alone)"
+        assert "_REGISTRY" not in source, f"{module} uses _REGISTRY (core.py's alone)"
+        if module != "tapeflow.scopes":  # its per-thread values are not recorders
+            assert "threading.local" not in source, f"{module} uses threading.local"

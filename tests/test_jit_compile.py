@@ -441,7 +441,7 @@ def test_vmap_of_a_matrix_times_a_column_compiles_with_matmuls_dtype(examples, d
         warnings.simplefilter("error")  # a NumPy fallback would warn
         compiled(*args)
         got = compiled(*args)
-    assert not compiled.get_concrete_function(*args)._replay._missing
+    assert not compiled.get_concrete_function(*args).executable.inner._missing
     assert got.dtype == want.dtype == tf.as_dtype(dtype) and got.shape == (examples, 30, 1)
     scale = np.abs(np.asarray(want)).max()  # XLA may sum in another order: float rounding
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5 * scale)
@@ -511,8 +511,8 @@ def test_checks_only_where_the_impl_can_raise():
 
     def compiled_replay(fn, *args):
         cf = tf.function(fn, jit_compile=True).get_concrete_function(*args)
-        assert isinstance(cf._replay, XlaReplay)
-        return cf._replay
+        assert isinstance(cf.executable.inner, XlaReplay)
+        return cf.executable.inner
 
     x, n = tf.constant([1.5, 2.5]), tf.constant([3, 4])
     assert not compiled_replay(lambda x: x ** 1.5 + x // 0.5 + x % 0.7, x).checked

@@ -24,14 +24,14 @@ def merging(monkeypatch):
 def sin_rule_calls(monkeypatch):
     """How many times sin's VJP rule runs (the wrapper keeps what the tape keeps)."""
     sin_p = registry()["sin"]
-    rule = sin_p.vjp
+    rule = sin_p.rules["vjp"]
     calls = []
 
     def counted(*args, **kwargs):
         calls.append(1)
         return rule(*args, **kwargs)
 
-    monkeypatch.setattr(sin_p, "vjp", counted)
+    monkeypatch.setitem(sin_p.rules, "vjp", counted)
     return calls
 
 

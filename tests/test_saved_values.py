@@ -12,7 +12,7 @@ import pytest
 
 import tapeflow as tf
 from tapeflow.core import Husk, registry
-from tapeflow.ops.structural import rule_reads, shape_of
+from tapeflow.ops.structural import shape_of
 
 from chain_helpers import N, N_BLOCKS, grad_of_chain, peak_arrays
 
@@ -81,9 +81,11 @@ def test_watching_after_an_id_is_reused_starts_a_new_key():
 def test_a_husk_is_loud_when_a_rule_reads_it(monkeypatch):
     """A rule that reads a value its declaration says it does not read raises at once,
     never computes with a stand-in."""
+    from tapeflow import tape as tape_module
+
     mul = registry()["multiply"]
-    monkeypatch.setattr(mul.vjp, "reads", (((), ()), ((), ())))
-    monkeypatch.setattr(mul.vjp, "kept", {})  # what the tape made of the real reads
+    monkeypatch.setitem(mul.rules, "reads", (((), ()), ((), ())))
+    monkeypatch.setattr(tape_module, "_KEPT", {})  # what the tape made of the real reads
     x = tf.constant([1.0, 2.0])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -99,23 +101,16 @@ def test_a_husk_answers_shape_and_dtype_only():
         h._value
 
 
-def test_the_analysis_keeps_every_argument_a_rule_might_read():
-    def helper(a):
-        return a
+def test_reads_are_declared_by_name_and_checked_against_the_rule():
+    from tapeflow.ops.structural import per_input
 
-    cases = {
-        lambda g, ans, x, y: g: (((), ()),) * 2,
-        lambda g, ans, x, y: g * y: (((1,), ()),) * 2,
-        lambda g, ans, x, y: helper(x): (((0,), ()),) * 2,          # passed on: kept
-        lambda g, ans, x, y: shape_of(x): (((), ()),) * 2,          # metadata only
-        lambda g, ans, x, y: shape_of(x) + (y,): (((1,), ()),) * 2,
-        lambda g, ans, x, y: (lambda: x)(): (((0,), ()),) * 2,      # read by a closure
-        lambda g, ans, x, y: g * ans: (((), (0,)),) * 2,
-    }
-    for rule, want in cases.items():
-        assert rule_reads([rule, rule], 2) == want, rule_reads([rule, rule], 2)
-    assert rule_reads([lambda g, ans, *xs: g, None], 2) is None  # *args: not analyzed
-    assert rule_reads([len, None], 2) is None                     # not a Python function
+    family = per_input(vjp=(lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * ans * x),
+                       reads=("y", "ans x"))
+    assert family(registry()["multiply"])["reads"] == (((1,), ()), ((0,), (0,)))
+    with pytest.raises(TypeError, match="`reads` names 'z'"):
+        per_input(vjp=(lambda g, ans, x: g,), reads=("z",))(registry()["sin"])
+    with pytest.raises(TypeError, match="declares 1 rules' reads for 2"):
+        per_input(vjp=(lambda g, ans, x, y: g, None), reads=("",))(registry()["multiply"])
 
 
 def test_nested_tapes_keep_what_the_outer_tape_needs():

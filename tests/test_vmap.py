@@ -552,22 +552,26 @@ def test_function_returning_a_non_numeric_output_raises_type_error():
 @pytest.fixture
 def nobatch_primitive():
     name = f"test_nobatch_{uuid.uuid4().hex[:12]}"
-    prim = tapeflow.core.Primitive(name, lambda x: x * 2.0)
-    prim.jvp = None
-    prim.vjp = None
+    prim = tapeflow.core.Primitive(name, lambda x: x * 2.0)  # no rules at all
     try:
         yield prim
     finally:
         tapeflow.core._REGISTRY.pop(name, None)
 
 
-def test_primitive_without_batching_rule_raises_naming_it(nobatch_primitive):
+def test_primitive_without_batching_rule_runs_per_example_with_a_warning_naming_it(
+        nobatch_primitive):
     prim = nobatch_primitive
     # Outside vmap the primitive works ...
     np.testing.assert_array_equal(tapeflow.core.bind(prim, tf.constant([1.0, 2.0])), [2.0, 4.0])
-    # ... inside vmap on a batched value it is an error naming it, not a silent loop.
-    with pytest.raises(BatchingError, match=prim.name):
-        tf.vmap(lambda a: tapeflow.core.bind(prim, a))(np.ones((3, 2)))
+    # ... inside vmap on a batched value it runs once per example (the catalog's default
+    # batching rule), never silently: a warning names it.
+    xs = np.arange(6.0).reshape(3, 2)
+    with pytest.warns(UserWarning, match=f"{prim.name}.*no batching rule"):
+        got = tf.vmap(lambda a: tapeflow.core.bind(prim, a))(xs)
+    np.testing.assert_array_equal(got, 2 * xs)
+    with pytest.raises(BatchingError, match=prim.name):  # nothing to loop over
+        tf.vmap(lambda a: tapeflow.core.bind(prim, a))(np.ones((0, 2)))
 
 
 def test_primitive_without_batching_rule_on_unbatched_input_runs(nobatch_primitive):

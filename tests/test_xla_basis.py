@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from tapeflow.batching import one_hot_rows
+from tapeflow.ops.creation import one_hot_rows
 from tapeflow.graph import xla
 
 BIG = 600  # rows of 600 x 600 float32 and above: over the MiB the rule looks from
@@ -113,7 +113,7 @@ def test_a_compiled_tall_reverse_jacobian_equals_the_replay_its_basis_built_or_n
                    for e in np.eye(3)], axis=1)
     np.testing.assert_allclose(got[0], fd, rtol=1e-6, atol=1e-8)
     # The basis ([600, 600, 1] float64, 2.9 MB) is in the program as a literal or not.
-    replay = compiled.get_concrete_function(x)._replay
+    replay = compiled.get_concrete_function(x).executable.inner
     with jax.enable_x64(True):
         text = replay._jitted.lower(x.numpy()).as_text()
     literals = [ln for ln in text.splitlines() if "stablehlo.constant" in ln]

@@ -28,7 +28,7 @@ def compiled(fn, *args):
     f = tf.function(fn, jit_compile=True)
     cf = f.get_concrete_function(*args)
     assert missing_lowerings(cf.graph) == []
-    assert isinstance(cf._replay, XlaReplay)
+    assert isinstance(cf.executable.inner, XlaReplay)
     return f
 
 

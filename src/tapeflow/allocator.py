@@ -4,15 +4,16 @@ NOTE(allocator): NumPy allocates arrays with the C library's malloc. Under glibc
 default policy the large temporaries of a computation (an im2col matrix, a batch of
 cotangents, a layer's activations) are handed back to the operating system when freed,
 so the next call of the same computation faults every page in again, each one zeroed
-by the kernel: a replayed LeNet training gradient took 4,000 page faults per call and
-spent a third of its time in them. TensorFlow and PyTorch keep freed memory in
-allocators of their own; tapeflow asks glibc to do the same, once, when it is imported:
-blocks under 32 MiB come from the heap (the value glibc's adaptive policy settles on by
-itself after the first large frees), and the heap keeps up to 128 MiB of free memory
-instead of returning it. A process that imports tapeflow may therefore stay up to
-128 MiB above what it uses. ``TAPEFLOW_KEEP_FREED_MEMORY=0`` in the environment turns
-this off, and a ``MALLOC_MMAP_THRESHOLD_`` or ``MALLOC_TRIM_THRESHOLD_`` the user set is
-left as it is. Other C libraries (macOS, musl, Windows) are left alone.
+by the kernel: a replayed training gradient can spend a large share of its time in
+those page faults (docs/performance-notes.md, #allocator). TensorFlow and PyTorch keep
+freed memory in allocators of their own; tapeflow asks glibc to do the same, once, when
+it is imported: blocks under 32 MiB come from the heap (the value glibc's adaptive
+policy settles on by itself after the first large frees), and the heap keeps up to
+128 MiB of free memory instead of returning it. A process that imports tapeflow may
+therefore stay up to 128 MiB above what it uses. ``TAPEFLOW_KEEP_FREED_MEMORY=0`` in
+the environment turns this off, and a ``MALLOC_MMAP_THRESHOLD_`` or
+``MALLOC_TRIM_THRESHOLD_`` the user set is left as it is. Other C libraries (macOS,
+musl, Windows) are left alone.
 """
 
 from __future__ import annotations

@@ -12,18 +12,22 @@ NOTE(batched-reads): the per-example values are stand-ins (example 0). Python
 code that reads one (`float(x)`, `if x > 0`, `x.numpy()`) would silently use
 example 0 for every example, so such reads raise inside `vmap`; use `tf.where`.
 
-A primitive's batching rule, ``rule(vals, dims, **params) -> (out, out_dims)``, gets
+A primitive's batching rule (its `batch` rule, tapeflow/catalog.py), ``rule(vals, dims,
+**params) -> (out, out_dims)``, gets
 the batched value of each input (the plain per-example value where an input is not
 batched) and `dims`, the batch axis of each input (None where unbatched) as a
 `BatchDims` tuple that also carries the batch size (`dims.size`: a random draw has no
 batched input to read it from) and the batcher (`dims.batcher`: custom_gradient's rule
 batches the user's grad_fn in it). It returns the batched output and its batch axis
-(one per output for multiple results).
+(one per output for multiple results). A primitive without one (a user's, from
+tapeflow.extend) runs once per example (`by_loop`), after a one-time warning: every
+primitive of tapeflow's own has a vectorized rule (tests/rules/test_catalog.py).
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 import weakref
 from typing import Any, Callable
 
@@ -34,7 +38,7 @@ from .core import Primitive, Recorder, bind, call_below
 from .errors import InvalidArgumentError
 from .ops.convert import as_tensor
 from .ops.indexing import getitem_p
-from .ops.shape import concat_p
+from .ops.shape import concat_p, stack
 from .ops.structural import broadcast_to_p, move_axis, reshape_p
 from .progress import progress
 from .tensor import Tensor, TensorBase
@@ -101,14 +105,15 @@ class Batcher(Recorder):
         return any(id(x) in table for x in inputs)
 
     def compute(self, prim: Primitive, inputs: Any, params: dict, level: int) -> tuple:
-        if prim.batch is None:
-            raise BatchingError(f"vmap: primitive {prim.name!r} has no batching rule.")
+        rule = prim.rules.get("batch")
+        if rule is None:
+            rule = _default_rule(prim)
         vals, dims = [], []
         for x in inputs:
             entry = self._table.get(id(x))
             vals.append(x if entry is None else entry[0])
             dims.append(None if entry is None else entry[1])
-        out, out_dims = call_below(level, prim.batch, tuple(vals),
+        out, out_dims = call_below(level, rule, tuple(vals),
                                    BatchDims(dims, self.size, self), **params)
         if not prim.multiple_results:
             out, out_dims = (out,), (out_dims,)
@@ -124,6 +129,56 @@ class Batcher(Recorder):
                 f"vmap: {how} reads the value of a batched tensor; inside vmap each value "
                 "stands for a whole batch, so Python control flow on it cannot be batched "
                 "(NOTE(batched-reads)). Use tf.where, tf.maximum and similar ops instead.")
+
+
+_LOOPED: dict = {}  # primitive -> its by_loop rule, made (and warned of) once
+
+
+def _default_rule(prim: Primitive) -> Callable:
+    """The catalog's default batching rule, `by_loop`, with a one-time warning."""
+    rule = _LOOPED.get(prim)
+    if rule is None:
+        warnings.warn(f"vmap: primitive {prim.name!r} has no batching rule; it runs once per "
+                      "example. Give it a `batch` rule (tapeflow.extend.define) to vectorize "
+                      "it.", stacklevel=5)
+        rule = _LOOPED[prim] = by_loop(prim)
+    return rule
+
+
+def by_loop(prim: Primitive) -> Callable:
+    """A batching rule that binds `prim` once per example and stacks the results along
+    axis 0 (with no batched input, once per example too: a stateful op runs per example).
+
+    Example:
+        >>> import numpy as np, tapeflow as tf
+        >>> from tapeflow.batching import by_loop, BatchDims
+        >>> from tapeflow.core import registry
+        >>> rule = by_loop(registry()["sin"])
+        >>> out, axis = rule((tf.constant([[0.], [1.]]),), BatchDims([0], 2, None))
+        >>> out.shape, axis
+        (TensorShape([2, 1]), 0)
+    """
+    def rule(vals: tuple, dims: tuple, **params: Any) -> tuple:
+        if dims.size == 0:
+            raise BatchingError(f"vmap: primitive {prim.name!r} has no batching rule, and an "
+                                "empty batch has no example to run it on.")
+        per = []
+        for b in range(dims.size):
+            args = [v if d is None else v[(slice(None),) * d + (b,)]
+                    for v, d in zip(vals, dims, strict=True)]
+            out = bind(prim, *args, **params)
+            per.append(out if prim.multiple_results else [out])
+        outs = tuple(stack([p[k] for p in per]) for k in range(len(per[0])))
+        if prim.multiple_results:
+            return outs, (0,) * len(outs)
+        return outs[0], 0
+    return rule
+
+
+def batch_by_loop(prim: Primitive) -> dict:
+    """`by_loop` as a family (catalog.define): the rule of a host callback, which cannot
+    be vectorized."""
+    return {"batch": by_loop(prim)}
 
 
 def vmap_sharing(origin: Batcher, f: Callable) -> Callable:
@@ -181,8 +236,9 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0,
         chunk_size: process the batch in chunks of this many examples (each chunk one
             vectorized pass) to bound peak memory.
 
-    Every primitive has a batching rule; one without is an error naming it, never a
-    silent loop. Python control flow on batched values raises (NOTE(batched-reads)).
+    Every primitive of tapeflow's has a batching rule; a user's primitive without one
+    runs once per example, with a warning naming it. Python control flow on batched
+    values raises (NOTE(batched-reads)).
 
     Example:
         >>> import numpy as np, tapeflow as tf
@@ -245,20 +301,6 @@ def _join(pieces: list, out_axes: Any) -> Any:
               else bind(concat_p, *[f[j] for f in flat], axis=ax % np.ndim(flat[0][j]._value))
               for j, ax in enumerate(axes)]
     return nest.pack_sequence_as(pieces[0], joined)
-
-
-def one_hot_rows(shape: tuple, dtype: Any, start: int, stop: int, repeat: int | None = None) -> np.ndarray:
-    """Rows start..stop of the one-hot basis of `shape`: [stop - start, *shape]; with
-    `repeat`, each row is the one-hot of shape[1:] repeated along shape[0] (the
-    per-example basis of a batch Jacobian)."""
-    inner = shape if repeat is None else shape[1:]
-    size = int(np.prod(inner, dtype=np.int64))
-    rows = np.zeros((stop - start, size), dtype=dtype)
-    rows[np.arange(stop - start), np.arange(start, stop)] = 1
-    rows = rows.reshape((stop - start,) + tuple(inner))
-    if repeat is not None:
-        rows = np.ascontiguousarray(np.broadcast_to(rows[:, None], (stop - start, repeat) + tuple(inner)))
-    return rows
 
 
 def rows_tensor(rows: Any) -> Tensor:

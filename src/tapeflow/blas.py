@@ -2,21 +2,20 @@
 
 NOTE(blas-threads): OpenBLAS (what NumPy's Linux wheels ship) splits every product with
 more than 2^18 multiply-adds across all cores. On a machine whose cores are busy with
-other work, one of those threads waits for a time slice and the product stalls: a
-256x256x256 float32 product takes 12 ms instead of 0.33 ms with two busy processes on
-two cores, and a vectorized Jacobian of a 400-output MLP 16 ms instead of 0.44 ms.
-Threads pay off only for products long enough to dwarf a scheduling delay, so the
-products tapeflow runs (matmul, the convolutions' GEMMs) use one thread up to
-`ONE_THREAD_UP_TO` multiply-adds (about a third of a millisecond of one core) and
-whatever OpenBLAS chooses above. On an idle multi-core machine this gives up at most
-1.8x on products of that size; on a busy one it avoids stalls of 30x. The switch is
-two calls into OpenBLAS (~0.3 µs). On most CPUs it changes no result (a GEMM's
-elements are each computed by one thread whatever the count), but not on all: on an AMD
-EPYC (OpenBLAS 0.3.31's Zen kernels) a float32 product from 96x96x96 up rounds
-differently on two threads than on one (128-cubed: 18% of the elements, by up to 4e-4
-relative; float64 alike on both). Such a product is then NumPy's to the last bits of
-its one-thread result, and a size's thread count, so its rounding, no longer depends on
-how many cores the machine has. Other BLAS libraries are left alone, and
+other work, one of those threads waits for a time slice and the product stalls, taking
+many times its one-thread time, and a vectorized Jacobian with it. Threads pay off only
+for products long enough to dwarf a scheduling delay, so the products tapeflow runs
+(matmul, the convolutions' GEMMs) use one thread up to `ONE_THREAD_UP_TO` multiply-adds
+(a fraction of a millisecond of one core) and whatever OpenBLAS chooses above. On an
+idle multi-core machine this gives up some speed on products of that size; on a busy
+one it avoids stalls that cost far more (docs/performance-notes.md, #blas-threads). The
+switch is two calls into OpenBLAS, which cost next to nothing. On most CPUs it changes
+no result (a GEMM's elements are each computed by one thread whatever the count), but
+not on all: on an AMD EPYC (OpenBLAS's Zen kernels) a float32 product of moderate size
+rounds differently on two threads than on one, float64 alike
+(docs/performance-notes.md, #blas-rounding). Such a product is then NumPy's to the last bits of its
+one-thread result, and a size's thread count, so its rounding, no longer depends on how
+many cores the machine has. Other BLAS libraries are left alone, and
 ``ONE_THREAD_UP_TO = 0`` turns the switch off.
 """
 
@@ -87,8 +86,9 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """
     if a.ndim > 1 and b.ndim > 1 and a.shape[-1] == 1 and b.shape[-2] == 1:
         # Outer products (one-column times one-row; a batch of per-example weight
-        # gradients): nothing to sum, and one broadcast multiply is 2-4x faster than a
-        # GEMM call per matrix. The same products, so the same values.
+        # gradients): nothing to sum, and one broadcast multiply is faster than a GEMM
+        # call per matrix (docs/performance-notes.md, #outer-products). The same
+        # products, so the same values.
         return np.multiply(a, b)
     m = a.shape[-2] if a.ndim > 1 else 1
     n = b.shape[-1] if b.ndim > 1 else 1
@@ -102,11 +102,11 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # NOTE(long-k): a product with a small result and a long inner dimension (a convolution's
 # filter gradient sums over every pixel of the batch: [25, 20736] @ [20736, 6] per block)
 # runs faster in OpenBLAS as a sum of products over inner chunks of 2,048 than as one
-# product, whose packed panels then no longer fit in cache: 10-22% off the filter
-# gradients of 1- and 3-channel convolutions on a quiet machine (up to 2-3x on a busy
-# one). Results under 128 elements are left whole: there the extra calls cost more
-# (a 3x3 single-channel filter's [9, 10816] @ [10816, 8]: 1.2x slower chunked). The
-# chunked sum rounds differently, never less accurately (a blocked sum).
+# product, whose packed panels then no longer fit in cache: the filter gradients of 1-
+# and 3-channel convolutions gain, more so on a busy machine. Results under 128
+# elements are left whole: there the extra calls cost more than the chunks save
+# (docs/performance-notes.md, #long-k). The chunked sum rounds differently, never less
+# accurately (a blocked sum).
 _K_CHUNK = 2048
 _SMALL_RESULT = 64 * 64
 

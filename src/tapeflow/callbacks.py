@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 
 from . import nest
-from .core import Primitive, bind, quiet
+from .catalog import HOST_CALLBACK, NO_DERIVATIVE, STATEFUL, define
+from .core import Primitive, bind
+from .scopes import quiet
 from .tensor import TensorBase, Variable
 
 __all__ = ["print_"]
@@ -97,8 +99,9 @@ def _print_impl(*values: np.ndarray, template: tuple, sep: str, end: str, stream
 
 
 # Stateful: graph passes never drop or merge it, so every replay prints; no derivative.
-print_p = Primitive("print", _print_impl, differentiable=False, stateful=True, per_example=False)
-print_p.batch = lambda vals, dims, **params: (bind(print_p, *vals, **params), None)
+print_p = define(Primitive("print", _print_impl,
+                           effects=(NO_DERIVATIVE, STATEFUL, HOST_CALLBACK)),
+                 batch=lambda vals, dims, **params: (bind(print_p, *vals, **params), None))
 
 
 def print_(*inputs: Any, output_stream: Any = None, summarize: int = 3, sep: str = " ",

@@ -28,22 +28,21 @@ Python reads of tensor values (`value_read`) and variable writes
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import sys
 import threading
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .tensor import Tensor
+from . import catalog as _catalog
+from .tensor import Tensor, TensorShape
 
 __all__ = ["Primitive", "Zero", "Husk", "bind", "registry", "Recorder", "current_stack",
-           "recording", "run_below", "call_below", "dynamic_shapes", "differentiating", "taping",
-           "substack", "no_recorders", "reading_records", "records_open", "value_read",
-           "size_reads", "symbolic_name", "name_scope_prefix", "scope_entered", "quiet",
-           "quieted", "variable_created", "variable_written", "read_variable_p"]
+           "recording", "run_below", "call_below", "substack", "no_recorders", "reading_records",
+           "records_open", "value_read", "sizes", "python_shape", "symbolic_name",
+           "variable_created", "variable_written", "read_variable_p"]
 
 
 class Zero:
@@ -75,13 +74,14 @@ class Husk:
     be freed while the tape lives. Reading its value is an internal error, raised at
     once: a rule that needs the data must say so (`rule_reads` in ops/structural)."""
 
-    __slots__ = ("shape", "dtype", "_prim")
+    __slots__ = ("shape", "dtype", "_prim", "_key")
 
     def __init__(self, x: Any, prim: str) -> None:
         v = x._value
         self.shape = v.shape  # an ndarray or a NumPy scalar: both have shape and dtype
         self.dtype = v.dtype
         self._prim = prim
+        self._key = x._key  # its tensor's name: a trace still knows its sizes (`sizes`)
 
     @property
     def _value(self) -> Any:
@@ -118,68 +118,15 @@ def _definition_site() -> str:
 
 
 class Primitive:
-    """One primitive operation: its NumPy `impl` and its rules, defined once.
+    """One primitive operation: its NumPy `impl`, its rules and its effects, defined once.
 
-    Rules (all written with tapeflow ops, NOTE(strict-nesting)); both derivative
-    rules take the incoming (co)tangents, then the outputs, then the inputs:
-
-    - ``jvp(tangents, outs, primals, **params) -> tuple of output tangents``;
-      tangents may be `Zero`, and so may the results.
-    - ``vjp(cotangents, outs, primals, needs, **params) -> tuple``: one
-      cotangent (or None) per primal, computed only where ``needs[i]``.
-    - ``batch(vals, dims, **params) -> (out, out_dims)``: the batching rule of `vmap`.
-    - ``sparsity(pats, vals, outs, **params) -> tuple of patterns``: the dependency rule
-      (NOTE(sparsity) in tapeflow/patterns.py); an op with no derivative depends on nothing.
-    - ``lower(jax, *args, **params) -> array or tuple``: the XLA lowering for
-      ``function(jit_compile=True)``, written with the given jax module's jax.numpy /
-      jax.lax (graph/xla.py); a random draw gets ``drawn=``, the array its impl
-      drew on the host (NOTE(host-draws)). ``lower_check`` (same
-      arguments) is a boolean that is False where the impl would raise (an index out of
-      range): a compiled call whose check fails reruns on NumPy, which raises the error.
-      ``lower_check_needed(*avals, **params) -> bool`` (default: always), given each
-      input's (shape, dtype), says whether a node needs its check at all (an integer
-      divisor can be zero, a float one cannot make the impl raise): a graph without
-      checks compiles inside loops and takes the lean call.
-    - ``simplify(consts, same, **params) -> int | None``: for the graph passes, an
-      input the output always equals exactly (``consts[i]`` is input i's value when
-      it is a constant, else None; ``same(i)`` says whether input i has the output's
-      shape and dtype).
-    - ``prune(params, live) -> (params, kept inputs, kept outputs) | None``: for dead-code
-      elimination, given which outputs something reads (``live``, a bool each): the
-      node's params without the others, and which inputs and outputs it keeps (a loop
-      whose body no longer needs some of its inputs); None to keep the node as it is.
-    - ``swap(emit, shape, *inputs, **params) -> slot | None``: for the graph passes, the
-      output (two axes above size 1) with those axes swapped, built of new nodes
-      ``emit(prim, input slots, shape, params) -> slot``; ``shape(slot)`` reads a
-      slot's shape (graph/transposes.py; matmul_rows, whose swap is a plain product).
-    - ``examples(shape, *inputs, **params) -> (count, input positions) | None``: for the
-      graph passes, where the op computes each example on its own: the first `count` axes
-      of the output index examples, as the same axes of the inputs at those positions,
-      and the other inputs hold none (a conv: 1, its image); positions None: every input,
-      broadcast along those axes as by an elementwise op (pooling's leading axes).
-      NOTE(example-grid) in graph/transposes.py; ``shape(slot)`` as for `swap`; None
-      where the shapes do not allow it. The rewrite keeps the params, so none may depend
-      on the order of those axes (a conv's input_shape, count 1, holds their product;
-      window_sum_transpose's is read for its last three axes only).
-
-    Properties interpreters act on (keyword arguments):
-
-    - ``differentiable=False``: the outputs carry no derivative (comparisons,
-      argmax, stop_gradient); tapes and accumulators ignore the op.
-    - ``stateful``: every evaluation matters (random draws, host callbacks): graph
-      passes never fold, merge or drop it.
-    - ``per_example`` (default: `stateful`): the innermost vmap claims it even with no
-      batched input, so each example gets its own evaluation (a random draw); a host
-      callback (tf.print, py_function) sets it False and runs once for unbatched inputs.
-    - ``is_identity``: the impl returns its one input array itself; a replay passes it on.
-    - ``reads_variable``: the one input is a Variable, read at this moment; a traced
-      graph reads it at each replay and never merges two reads.
-    - ``user_gradient``: the ``grad_fn`` param is the user's code (custom_gradient);
-      a tracer traces it too, so a replay can be differentiated from outside.
-    - ``elementwise`` (an attribute, set after construction): each output element is the
-      same function of the inputs' elements at its position, inputs broadcast against
-      each other, so graph passes may permute its axes. A primitive whose sparsity rule
-      is `elementwise_deps` says so already; the attribute is for the others (cast).
+    A primitive holds what every interpreter needs: its `name`, its `impl` (NumPy arrays
+    in, an array out, or a list of arrays with `multiple_results`), where it was defined
+    (`defined_at`), its `rules` (one per kind of the catalog, tapeflow/catalog.py:
+    jvp, vjp, reads, batch, sparsity, lower, passes, form; assigned by `catalog.define`)
+    and its `effects` (catalog.EFFECTS: what it is to the interpreters, which act on
+    effects and never on names). Rules are written with tapeflow ops
+    (NOTE(strict-nesting)); the catalog gives each kind's signature and reader.
 
     Example:
         >>> import numpy as np
@@ -188,39 +135,23 @@ class Primitive:
         np.float64(0.0)
     """
 
-    __slots__ = ("name", "impl", "jvp", "vjp", "batch", "simplify", "sparsity", "lower",
-                 "lower_check", "lower_check_needed", "prune", "swap", "examples", "elementwise",
-                 "multiple_results", "differentiable", "stateful", "per_example", "is_identity",
-                 "reads_variable", "user_gradient", "defined_at")
+    __slots__ = ("name", "impl", "multiple_results", "rules", "effects", "defined_at")
 
     def __init__(self, name: str, impl: Callable[..., Any], *, multiple_results: bool = False,
-                 differentiable: bool = True, stateful: bool = False,
-                 per_example: bool | None = None, is_identity: bool = False,
-                 reads_variable: bool = False, user_gradient: bool = False) -> None:
+                 effects: Any = ()) -> None:
         if name in _REGISTRY:
             raise ValueError(f"primitive {name!r} is already defined at "
                              f"{_REGISTRY[name].defined_at}")
+        effects = frozenset(effects)
+        unknown = [e for e in effects if not isinstance(e, _catalog.Effect)]
+        if unknown:
+            raise TypeError(f"primitive {name!r}: effects must be catalog.Effect objects; got "
+                            f"{unknown!r}.")
         self.name = name
         self.impl = impl
-        self.jvp: Callable[..., Any] | None = None
-        self.vjp: Callable[..., Any] | None = None
-        self.batch: Callable[..., Any] | None = None
-        self.simplify: Callable[..., Any] | None = None
-        self.sparsity: Callable[..., Any] | None = None if differentiable else _no_deps
-        self.lower: Callable[..., Any] | None = None
-        self.lower_check: Callable[..., Any] | None = None
-        self.lower_check_needed: Callable[..., bool] | None = None
-        self.prune: Callable[..., Any] | None = None
-        self.swap: Callable[..., Any] | None = None
-        self.examples: Callable[..., Any] | None = None
-        self.elementwise = False
         self.multiple_results = multiple_results
-        self.differentiable = differentiable
-        self.stateful = stateful
-        self.per_example = stateful if per_example is None else per_example
-        self.is_identity = is_identity
-        self.reads_variable = reads_variable
-        self.user_gradient = user_gradient
+        self.rules: dict[str, Any] = {}
+        self.effects = effects
         self.defined_at = _definition_site()
         _REGISTRY[name] = self
 
@@ -242,17 +173,11 @@ def _registered(name: str) -> Primitive:
     return _REGISTRY[name]
 
 
-def _no_deps(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
-    return (None,) * len(outs)
-
-
 # ---------------------------------------------------------------------------- the stack
 class _State(threading.local):
     def __init__(self) -> None:
         self.stack: tuple[Recorder, ...] = ()
         self.records = 0  # depth of reading_records blocks
-        self.scope = ""  # the name scope ("outer/inner/"), prefix of new variables' names
-        self.quiet = 0  # depth of quieted blocks (a probe trace: graph/polymorphic.py)
 
 
 _state = _State()
@@ -262,38 +187,6 @@ _state = _State()
 recorder_stack: Callable[[], tuple] = functools.partial(getattr, _state, "stack")
 
 
-def quiet() -> bool:
-    """Whether this thread runs a block whose printing is muted (a probe trace, NOTE(probe)
-    in graph/polymorphic.py): tf.print and the probe's muted streams check it."""
-    return _state.quiet > 0
-
-
-@contextlib.contextmanager
-def quieted() -> Iterator[None]:
-    """Mute this thread's printing for a block (see `quiet`)."""
-    _state.quiet += 1
-    try:
-        yield
-    finally:
-        _state.quiet -= 1
-
-
-def name_scope_prefix() -> str:
-    """This thread's current name scope, "" or ending in "/" (tapeflow.module.name_scope)."""
-    return _state.scope
-
-
-@contextlib.contextmanager
-def scope_entered(scope: str) -> Iterator[str]:
-    """Make `scope` (absolute: "" or ending in "/") this thread's name scope for a block."""
-    before = _state.scope
-    _state.scope = scope
-    try:
-        yield scope
-    finally:
-        _state.scope = before
-
-
 class Recorder:
     """Base of the interpreters that watch ops as they run (tapes, accumulators, batchers,
     tracers). ``with recorder:`` enters it on this thread's stack and leaves it on exit;
@@ -301,11 +194,12 @@ class Recorder:
     at once.
 
     Subclasses set what they take part in: `batching` recorders may claim ops (see `bind`);
-    `differentiates` ones (tapes, accumulators) take derivatives (`differentiating`),
-    `reverse` ones (tapes) in reverse mode (`taping`);
-    `watches_reads` ones hear of Python reads of tensor values (`on_read`), `dynamic` ones
-    (a trace meant to serve every size of its inputs' None dimensions) want sizes read
-    when the graph runs, not fixed while it is traced (`dynamic_shapes`),
+    `differentiates` ones (tapes, accumulators) take derivatives, `reverse` ones (tapes)
+    in reverse mode (`bind` binds a primitive's differentiation form under them, the
+    catalog's `form`); `watches_reads` ones hear of Python reads of tensor values
+    (`on_read`), `dynamic` ones (a trace meant to serve every size of its inputs' None
+    dimensions) answer for the sizes of their tensors (`sizes`), which a graph then reads
+    when it runs,
     `watches_writes` ones of variable writes and creations (`on_write`, `on_create`);
     `sees_custom_forward` ones see the forward computation inside a custom_gradient
     function (vmap and tracing must; tapes and accumulators must not: the custom rule
@@ -333,6 +227,15 @@ class Recorder:
 
     def on_read(self, tensor: Any, how: str) -> None:
         pass
+
+    def python_shape(self, dims: tuple) -> TensorShape:
+        """The shape user code reads of a tensor, in a `dynamic` recorder (core.python_shape)."""
+        return tuple.__new__(TensorShape, dims)
+
+    def sizes(self, tensor: Any) -> tuple | None:
+        """`tensor`'s shape as sizes a `dynamic` recorder's graph reads when it runs, or
+        None (see `core.sizes`)."""
+        return None
 
     def symbolic_name(self, tensor: Any) -> tuple | None:
         """(a graph's name for `tensor`, its shape) if it is a value this recorder traces
@@ -382,28 +285,6 @@ def current_stack() -> tuple[Recorder, ...]:
 def recording() -> bool:
     """Whether any recorder is active on this thread (ops must then go through `bind`)."""
     return bool(_state.stack)
-
-
-def differentiating() -> bool:
-    """Whether a recorder that takes derivatives (a tape, an accumulator) is active on this
-    thread: ops whose rules want a by-product of the forward pass (max_pool2d's argmax)
-    compute it only then."""
-    return any(rec.differentiates for rec in _state.stack)
-
-
-def taping() -> bool:
-    """Whether a recorder that takes reverse-mode derivatives (a tape) is active on this
-    thread: a loop op then keeps what its VJP reads (control_flow.py)."""
-    return any(rec.reverse for rec in _state.stack)
-
-
-def dynamic_shapes() -> bool:
-    """Whether a size-generic trace is active on this thread (NOTE(probe) in
-    graph/polymorphic.py): values computed from a tensor's sizes (tf.shape, a mean's
-    divisor, a gradient broadcast back to an input's shape) are then ops that read the
-    sizes at each replay (ops/structural.py: shape_p, size_p, the *_dyn primitives)
-    instead of numbers fixed at the traced sizes."""
-    return any(rec.dynamic for rec in _state.stack)
 
 
 class run_below:
@@ -497,18 +378,42 @@ def symbolic_name(tensor: Any) -> tuple | None:
     return None
 
 
-def size_reads(depth: int = 1) -> list | None:
-    """Where Python's reads of a tensor's shape go: in a size-generic trace (NOTE(probe) in
-    graph/polymorphic.py) the innermost one's `size_reads` list, when the reading code
-    (`depth` frames above the caller) is the user's, not tapeflow's; None otherwise."""
+def sizes(x: Any) -> tuple:
+    """The shape of tensor (or Husk) `x` as the recorders see it: in a size-generic trace
+    (NOTE(sized-params) in graph/polymorphic.py), the innermost one's sizes, which a graph
+    reads when it runs where an op's params hold them (graph/trace.py); elsewhere its
+    static shape. Rules and ops that compute a shape from an input's call `shape_source`
+    (ops/structural.py), which asks here: the recorder decides, never the op."""
     stack = _state.stack
-    if not stack:
-        return None
-    for rec in reversed(stack):
-        if rec.dynamic:
-            filename = sys._getframe(depth + 1).f_code.co_filename
-            return None if os.path.abspath(filename).startswith(_PACKAGE) else rec.size_reads
-    return None
+    if stack:
+        for rec in reversed(stack):
+            if rec.dynamic:
+                found = rec.sizes(x)
+                if found is not None:
+                    return found
+                break
+    if type(x) is Husk:
+        return x.shape
+    v = x._value
+    # An ndarray's or NumPy scalar's own attribute: np.shape's dispatch costs several times
+    # more, on every broadcasting rule.
+    return v.shape if isinstance(v, (np.ndarray, np.generic)) else np.shape(v)
+
+
+def python_shape(dims: tuple) -> TensorShape:
+    """The shape Python reads of a tensor (`Tensor.shape`, `len`): in a size-generic trace
+    (NOTE(probe) in graph/polymorphic.py), when the reading code (the caller's caller) is
+    the user's and not tapeflow's, the innermost one's (which notes the sizes read);
+    else a plain TensorShape."""
+    stack = _state.stack
+    if stack:
+        for rec in reversed(stack):
+            if rec.dynamic:
+                filename = sys._getframe(2).f_code.co_filename
+                if not os.path.abspath(filename).startswith(_PACKAGE):
+                    return rec.python_shape(dims)
+                break
+    return tuple.__new__(TensorShape, dims)  # NumPy's dims are ints already
 
 
 def variable_created(var: Any) -> None:
@@ -538,6 +443,15 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     (NOTE(strict-nesting)).
     """
     stack = _state.stack
+    if stack:
+        if "form" in prim.rules:
+            # The differentiation form (catalog): the one place that asks whether a recorder
+            # takes derivatives here; the op itself binds the same primitive everywhere.
+            takers = [rec for rec in stack if rec.differentiates]
+            if takers:
+                out = prim.rules["form"](args, params, any(rec.reverse for rec in takers))
+                if out is not None:
+                    return out
     if not stack or (len(stack) == 1 and not stack[0].batching):
         # No recorder, or one that does not batch (an eager tape or accumulator): the
         # impl on the values, without the claiming loop below.
@@ -556,7 +470,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     start = 0
     for level in range(len(stack) - 1, -1, -1):
         rec = stack[level]
-        if rec.batching and (prim.per_example or rec.claims(args)):
+        if rec.batching and (_catalog.PER_EXAMPLE in prim.effects or rec.claims(args)):
             outs = rec.compute(prim, args, params, level)
             start = level + 1
             break
@@ -572,12 +486,15 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
 # Reading a variable is a primitive of its own, so tapes can watch the variable and keep
 # the value read at that moment (a later assign does not change recorded values).
 # Its rules are the identity's: the tangent or cotangent passes through unchanged.
-read_variable_p = Primitive("read_variable", lambda v: v, is_identity=True, reads_variable=True)
-read_variable_p.jvp = lambda tangents, outs, primals: tangents
-read_variable_p.vjp = lambda cts, outs, primals, needs: (
-    (cts[0].instantiate() if type(cts[0]) is Zero else cts[0]) if needs[0] else None,)
-# A variable is never batched (its reads are per-example constants); kept for completeness.
-read_variable_p.batch = lambda vals, dims: (bind(read_variable_p, vals[0]), dims[0])
-# A variable holds no function input (sparse_jacobians follows writes within a graph).
-read_variable_p.sparsity = _no_deps
-read_variable_p.lower = lambda jax, v: v  # the lowering reads variables as inputs
+read_variable_p = _catalog.define(
+    Primitive("read_variable", lambda v: v,
+              effects=(_catalog.IDENTITY, _catalog.READS_VARIABLE)),
+    jvp=lambda tangents, outs, primals: tangents,
+    vjp=lambda cts, outs, primals, needs: (
+        (cts[0].instantiate() if type(cts[0]) is Zero else cts[0]) if needs[0] else None,),
+    reads=(((), ()),),
+    # A variable is never batched (its reads are per-example constants); kept for completeness.
+    batch=lambda vals, dims: (bind(read_variable_p, vals[0]), dims[0]),
+    # A variable holds no function input (sparse_jacobians follows writes within a graph).
+    sparsity=lambda pats, vals, outs: (None,),
+    lower=lambda jax, v: v)  # the lowering reads variables as inputs

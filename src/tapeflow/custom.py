@@ -18,6 +18,7 @@ import numpy as np
 
 from . import nest
 from .batching import vmap_sharing
+from .catalog import CUSTOM_GRADIENT, READS_VARIABLE, define
 from .core import Primitive, Recorder, Zero, bind, substack
 from .ops.convert import as_tensor
 from .ops.structural import (add_any, broadcast_to_p, dense_deps, instantiate, move_to_front,
@@ -36,7 +37,7 @@ class _VariableReads(Recorder):
 
     def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
                 level: int) -> None:
-        if prim.reads_variable and inputs[0]._trainable:
+        if READS_VARIABLE in prim.effects and inputs[0]._trainable:
             self.variables.setdefault(id(inputs[0]), inputs[0])
 
 
@@ -121,16 +122,13 @@ def _results_of(*xs: Any, grad_fn: Any, n_inputs: int, n_vars: int) -> list:
 
 # Inputs: the tensor arguments, the variables read, then the forward results (so
 # interpreters that batch or trace see them); outputs: the results.
-custom_gradient_p = Primitive("custom_gradient", _results_of, multiple_results=True,
-                              user_gradient=True)
-custom_gradient_p.vjp = _custom_vjp
-custom_gradient_p.jvp = _custom_jvp
-custom_gradient_p.batch = _custom_batch
-# The user's rule may relate any output to any input: every output on all of them.
-custom_gradient_p.sparsity = dense_deps
-# Forward, the op is its results (the last inputs); its rule matters only to derivatives.
-custom_gradient_p.lower = lambda jax, *args, n_inputs, n_vars, **params: tuple(
-    args[n_inputs + n_vars:])
+# The user's rule may relate any output to any input: every output on all of them. Forward,
+# the op is its results (the last inputs); its rule matters only to derivatives.
+custom_gradient_p = define(
+    Primitive("custom_gradient", _results_of, multiple_results=True,
+              effects=(CUSTOM_GRADIENT,)),
+    vjp=_custom_vjp, jvp=_custom_jvp, batch=_custom_batch, sparsity=dense_deps,
+    lower=lambda jax, *args, n_inputs, n_vars, **params: tuple(args[n_inputs + n_vars:]))
 
 
 def _as_input(x: Any, f: Callable, what: str) -> Tensor:

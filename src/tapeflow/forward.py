@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 
 from . import nest
+from .catalog import NO_DERIVATIVE
 from .core import Primitive, Recorder, Zero, call_below
 from .errors import DTypeMismatchError
 from .tape import UnconnectedGradients, _unconnected
-from .tensor import OutOfScopeTensor, Tensor, TensorBase, convert_to_tensor
+from .tensor import Tensor, TensorBase, convert_to_tensor
 
 __all__ = ["ForwardAccumulator"]
 
@@ -91,15 +92,21 @@ class ForwardAccumulator(Recorder):
 
     def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
                 level: int) -> None:
-        if not prim.differentiable:
+        if NO_DERIVATIVE in prim.effects:
             return
         tangents = self._tangents
         found = [tangents.get(id(x)) for x in inputs]
         if found.count(None) == len(found):
             return
+        try:
+            jvp = prim.rules["jvp"]
+        except KeyError:
+            raise NotImplementedError(f"ForwardAccumulator: primitive {prim.name!r} has no "
+                                      "forward-mode rule (its `jvp`, tapeflow.extend.define): "
+                                      "it cannot be differentiated in forward mode.") from None
         tans = tuple(Zero.like(x) if t is None else t for x, t in zip(inputs, found, strict=True))
         # NOTE(strict-nesting): the rule is seen only by the recorders below this one.
-        out_tangents = call_below(level, prim.jvp, tans, outputs, inputs, **params)
+        out_tangents = call_below(level, jvp, tans, outputs, inputs, **params)
         for o, t in zip(outputs, out_tangents, strict=True):
             if type(t) is not Zero and t is not None and o._value.dtype.kind in "fc":
                 self._store(o, t)
@@ -117,8 +124,7 @@ class ForwardAccumulator(Recorder):
             if not isinstance(x, TensorBase):
                 raise TypeError(f"ForwardAccumulator.jvp: expected tensors or variables; got a "
                                 f"{type(x).__name__}.")
-            if isinstance(x, OutOfScopeTensor):
-                x.value()  # raises: its tangent is the traced call's (NOTE(out-of-scope))
+            x._value  # noqa: B018 - raises for a tensor of a finished trace (NOTE(out-of-scope))
             t = self._tangents.get(id(x))
             if t is None and mode is UnconnectedGradients.ZERO:
                 return Tensor(np.zeros_like(x._value))

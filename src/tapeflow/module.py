@@ -15,7 +15,7 @@ import functools
 import re
 from typing import Any, Callable, Iterator
 
-from . import core, nest
+from . import nest, scopes
 from .tensor import Variable
 
 __all__ = ["Module", "name_scope"]
@@ -56,8 +56,8 @@ class name_scope:  # noqa: N801 - TensorFlow's name
         if not self._name or self._name.endswith("/"):
             scope = self._name
         else:
-            scope = core.name_scope_prefix() + self._name + "/"
-        self._entered = core.scope_entered(scope)
+            scope = scopes.name_scope_prefix() + self._name + "/"
+        self._entered = scopes.scope_entered(scope)
         return self._entered.__enter__()
 
     def __exit__(self, *exc: Any) -> None:

@@ -263,13 +263,17 @@ def per_example_deps(*batched: int) -> Rule:
     return rule
 
 
-def moved_deps(prim: Any, *argnums: int) -> None:
-    """Data movement (reshape, slicing, gathers, concatenation, padding): each output
+def moved_deps(*argnums: int) -> Callable[[Any], dict]:
+    """The dependency rule (a family: catalog.define) of data movement (reshape, slicing, gathers, concatenation, padding): each output
     element is one element of the inputs `argnums` or a constant. Read off the impl run on
     numbered elements (twice, with the numbers shifted: a constant fill does not shift),
     with the other inputs' values (fixed indices). Indices that change with the input
     could move anything anywhere: then every output depends on all the data. No
     `argnums`: every input is data (concat)."""
+    return lambda prim: {"sparsity": _moved(prim, argnums)}
+
+
+def _moved(prim: Any, argnums: tuple) -> Rule:
     def rule(pats: tuple, vals: tuple, outs: tuple, **params: Any) -> tuple:
         data = argnums or range(len(vals))
         if all(pats[k] is None for k in data):
@@ -299,11 +303,11 @@ def moved_deps(prim: Any, *argnums: int) -> None:
                                         a - off, -1)) for k, off in offsets.items()]
             res.append(union(parts, a.shape))
         return tuple(res)
-    prim.sparsity = rule
+    return rule
 
 
-def scatter_deps(prim: Any, forward: Callable[..., np.ndarray], arg: int = 0) -> None:
-    """The transpose of a movement (a gather's or a slice's scatter-add): each element of
+def scatter_deps(forward: Callable[..., np.ndarray], arg: int = 0) -> Rule:
+    """The dependency rule of the transpose of a movement (a gather's or a slice's scatter-add): each element of
     input `arg` is added into the output element `forward` (the movement itself, run on
     the numbered output elements, the other inputs' values and these params) takes it
     from."""
@@ -316,4 +320,4 @@ def scatter_deps(prim: Any, forward: Callable[..., np.ndarray], arg: int = 0) ->
         numbered = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
         dst = forward(numbered, vals, **params)
         return (pats[arg].gather(shape, np.asarray(dst).ravel(), np.arange(vals[arg].size)),)
-    prim.sparsity = rule
+    return rule

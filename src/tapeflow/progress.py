@@ -7,6 +7,8 @@ import sys
 import time
 from typing import Any, Iterable, Iterator
 
+from .optional import module_or_none
+
 __all__ = ["progress"]
 
 
@@ -25,11 +27,10 @@ def progress(iterable: Iterable, total: int | None = None, desc: str = "",
         return iterable
     if total is None:
         total = len(iterable) if hasattr(iterable, "__len__") else None  # type: ignore[arg-type]
-    try:
-        from tqdm.auto import tqdm  # optional: the progress extra
-    except ImportError:
+    tqdm = module_or_none("tqdm.auto")  # the progress extra
+    if tqdm is None:
         return _plain(iterable, total, desc)
-    return tqdm(iterable, total=total, desc=desc, file=sys.stderr, leave=False)
+    return tqdm.tqdm(iterable, total=total, desc=desc, file=sys.stderr, leave=False)
 
 
 def _plain(iterable: Iterable, total: int | None, desc: str) -> Iterator[Any]:

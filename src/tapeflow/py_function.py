@@ -16,10 +16,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dtypes as _dt
+from .batching import batch_by_loop
+from .catalog import CALLS_USER_CODE, HOST_CALLBACK, NO_DERIVATIVE, STATEFUL, define
 from .core import Primitive, bind, no_recorders
 from .forward import ForwardAccumulator
 from .ops.convert import as_tensor
-from .ops.shape import stack
 from .ops.structural import dense_deps, instantiate
 from .tape import GradientTape
 from .tensor import Tensor, TensorBase, Variable
@@ -101,31 +102,20 @@ def _py_jvp(tangents: tuple, outs: tuple, primals: tuple, func: Callable, touts:
     return tuple(bind(py_function_p, *primals, *ts, func=pushed, touts=touts, tensors=True))
 
 
-def _batch(prim: Primitive) -> Callable:
-    def rule(vals: tuple, dims: tuple, **params: Any) -> tuple:
-        size = dims.size  # also when no input is batched: a stateful op runs per example
-        per = []
-        for b in range(size):
-            args = [v if d is None else v[(slice(None),) * d + (b,)]
-                    for v, d in zip(vals, dims, strict=True)]
-            per.append(bind(prim, *args, **params))
-        outs = tuple(stack([p[k] for p in per]) for k in range(len(per[0])))
-        return outs, (0,) * len(outs)
-    return rule
+# A host callback cannot be vectorized: once per example (batching.by_loop). Python code:
+# any output may depend on any input.
+_CALLBACK = (STATEFUL, HOST_CALLBACK, CALLS_USER_CODE)
+py_function_p = define(
+    Primitive("py_function", lambda *v, func, touts, tensors: _run(
+        *v, func=func, touts=touts, tensors=tensors), multiple_results=True,
+        effects=_CALLBACK),
+    batch_by_loop, vjp=_py_vjp, jvp=_py_jvp, sparsity=dense_deps)
 
-
-py_function_p = Primitive("py_function", lambda *v, func, touts, tensors: _run(
-    *v, func=func, touts=touts, tensors=tensors), multiple_results=True, stateful=True,
-    per_example=False)
-py_function_p.vjp = _py_vjp
-py_function_p.jvp = _py_jvp
-py_function_p.batch = _batch(py_function_p)
-py_function_p.sparsity = dense_deps  # Python code: any output may depend on any input
-
-numpy_function_p = Primitive("numpy_function", lambda *v, func, touts, tensors: _run(
-    *v, func=func, touts=touts, tensors=tensors), multiple_results=True, stateful=True,
-    per_example=False, differentiable=False)
-numpy_function_p.batch = _batch(numpy_function_p)
+numpy_function_p = define(
+    Primitive("numpy_function", lambda *v, func, touts, tensors: _run(
+        *v, func=func, touts=touts, tensors=tensors), multiple_results=True,
+        effects=_CALLBACK + (NO_DERIVATIVE,)),
+    batch_by_loop)
 
 
 def _call(prim: Primitive, func: Callable, inp: Sequence[Any], Tout: Any, name: str,

@@ -25,8 +25,9 @@ import numpy as np
 
 from .batching import vmap
 from .graph import function
-from .graph.ir import Assign, Guard
-from .patterns import Abstract, Pattern, sorted_unique
+from .graph.sparsity import graph_pattern
+from .optional import required
+from .patterns import Pattern, sorted_unique
 from .tensor import Tensor, convert_to_tensor
 from .transforms import jvp as _jvp
 from .transforms import vjp as _vjp
@@ -36,46 +37,6 @@ __all__ = ["sparse_jacobian", "SparseJacobian", "SparseJacobianInfo", "jacobian_
 
 
 # ---------------------------------------------------------------------------- detection
-def _graph_pattern(graph: Any) -> Pattern | None:
-    """Run every node's dependency rule over a traced graph; its first input is the one
-    differentiated in, the others (extra arguments) change between calls."""
-    x_slot = graph.inputs[0]
-    pats: dict[int, Pattern] = {x_slot: Pattern.identity(graph.avals[x_slot][0])}
-    fixed: dict[int, Any] = dict(graph.constants)
-    written: dict[int, int] = {}  # variable index -> the slot last assigned to it
-    for node in graph.nodes:
-        if isinstance(node, Guard):
-            continue
-        if isinstance(node, Assign):
-            written[node.var] = node.slot
-            continue
-        prim = node.prim
-        if prim.reads_variable:
-            src = written.get(graph.var_slots.get(node.inputs[0]))
-            if src is not None and src in pats:
-                pats[node.outputs[0]] = pats[src]
-            continue
-        if all(s in fixed for s in node.inputs) and not prim.stateful:
-            # Computed from constants alone: the same at every input, so rules may read it.
-            out = prim.impl(*(fixed[s] for s in node.inputs), **node.params)
-            for o, v in zip(node.outputs, out if prim.multiple_results else (out,), strict=True):
-                fixed[o] = np.asarray(v)
-            continue
-        vals = tuple(fixed[s] if s in fixed else Abstract(*graph.avals[s]) for s in node.inputs)
-        if all(s not in pats for s in node.inputs):
-            continue
-        outs = tuple(Abstract(*graph.avals[o]) for o in node.outputs)
-        got = prim.sparsity(tuple(pats.get(s) for s in node.inputs), vals, outs, **node.params)
-        for o, aval, p in zip(node.outputs, outs, got, strict=True):
-            if p is not None:
-                if p.shape != aval.shape:  # a broken rule: never a silently wrong pattern
-                    raise AssertionError(f"{prim.name}'s dependency rule gave a pattern of "
-                                         f"shape {p.shape} for an output of shape {aval.shape}")
-                pats[o] = p
-    out = graph.outputs[0]
-    return None if out is None else pats.get(out)
-
-
 def _trace(f: Callable, x: Tensor, args: tuple = ()) -> tuple[Any, tuple, np.dtype]:
     cf = function(f).get_concrete_function(x, *args)
     graph = cf.graph
@@ -87,12 +48,7 @@ def _trace(f: Callable, x: Tensor, args: tuple = ()) -> tuple[Any, tuple, np.dty
 
 
 def _scipy_sparse() -> Any:
-    try:
-        import scipy.sparse  # optional: the result type (the scipy extra)
-    except ImportError:  # pragma: no cover - exercised without SciPy
-        raise ImportError("sparse Jacobians are scipy.sparse matrices: install SciPy "
-                          "(pip install 'tapeflow[scipy]').") from None
-    return scipy.sparse
+    return required("scipy.sparse", "scipy", "sparse Jacobians (scipy.sparse matrices)")
 
 
 def _detect(f: Callable, x: Tensor, args: tuple = ()) -> tuple[Pattern, tuple]:
@@ -100,7 +56,7 @@ def _detect(f: Callable, x: Tensor, args: tuple = ()) -> tuple[Pattern, tuple]:
     if out_dtype.kind not in "fc":
         raise TypeError(f"sparse_jacobian: `f` returns {out_dtype.name}; a Jacobian needs a "
                         "floating (or complex) output.")
-    pattern = _graph_pattern(graph)
+    pattern = graph_pattern(graph)
     m = int(np.prod(out_shape))
     if pattern is None:  # the output does not depend on x at all
         pattern = Pattern.from_entries((m,), x._value.size, np.zeros(0, np.int64),

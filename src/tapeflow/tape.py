@@ -18,18 +18,20 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import nest
-from .batching import one_hot_rows, rows_tensor, vmap_chunks
-from .core import (Husk, Primitive, Recorder, Zero, bind, dynamic_shapes, reading_records,
-                   recording)
-from .ops.creation import range_p
-from .ops.elementwise import equal_p
+from .batching import rows_tensor, vmap_chunks
+from .catalog import CUSTOM_GRADIENT, IDENTITY, NO_DERIVATIVE, READS_VARIABLE, STATEFUL
+from .core import Husk, Primitive, Recorder, Zero, bind, reading_records, recording
+from .ops.creation import basis
 from .ops.shape import concat_p
-from .ops.structural import (add_any, broadcast_dyn_p, cast_p, ones_of, reshape_dyn_p, reshape_p,
-                             shape_of, shape_p, size_p, transpose_p)
+from .ops.structural import (add_any, dtype_of, fill_p, ones_of, reshape_p, shape_of,
+                             shape_source, transpose_p, zeros_of)
 from .tensor import Tensor, TensorBase, Variable, convert_to_tensor, key_of, new_key
 
 __all__ = ["GradientTape", "UnconnectedGradients"]
 
+
+# A copy of an op with these effects is never merged with the first (NOTE(repeated-ops)).
+_NEVER_REPEATED = frozenset((STATEFUL, CUSTOM_GRADIENT, READS_VARIABLE, IDENTITY))
 
 # Ops whose inputs and outputs are all smaller than this keep them all (NOTE(saved-values)).
 HUSK_AT_BYTES = 64 * 1024
@@ -56,7 +58,7 @@ def _differentiable(x: Any) -> bool:
 
 def _fill_unconnected(result: Any, source: Any, mode: UnconnectedGradients) -> Any:
     if result is None and mode is UnconnectedGradients.ZERO:
-        return Tensor(np.zeros_like(source._value))
+        return zeros_of(source)
     return result
 
 
@@ -88,9 +90,7 @@ class GradientTape(Recorder):
         self._variables: dict[int, Variable] = {}
         self._paused = 0
         self._used = False
-        # keep every input and output (linearize replays JVP rules; a size-generic trace's
-        # rules read shapes from tensors, NOTE(dynamic-shapes) in ops/structural.py)
-        self._keep_all = dynamic_shapes()
+        self._keep_all = False  # keep every input and output (linearize replays JVP rules)
 
     # ---------------------------------------------------------------- context
     # ``with tape:`` enters and leaves the recorder stack (Recorder.__enter__/__exit__ in
@@ -171,7 +171,7 @@ class GradientTape(Recorder):
 
     def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
                 level: int) -> None:
-        if self._paused or not prim.differentiable:
+        if self._paused or NO_DERIVATIVE in prim.effects:
             return
         watched = self._watched
         keys = []
@@ -199,9 +199,9 @@ class GradientTape(Recorder):
                 out_keys.append(k)
             else:
                 out_keys.append(None)
-        vjp = prim.vjp
+        reads = prim.rules.get("reads")
         large = False
-        if not self._keep_all and hasattr(vjp, "reads"):
+        if not self._keep_all and reads is not None:
             for t in inputs:
                 if t._value.nbytes >= HUSK_AT_BYTES:
                     large = True
@@ -214,7 +214,8 @@ class GradientTape(Recorder):
         if not large:
             saved_in, saved_out = inputs, outputs
         else:
-            keep_in, keep_out = _kept(vjp, tuple(k is not None for k in keys), len(outputs))
+            keep_in, keep_out = _kept(prim, reads, tuple(k is not None for k in keys),
+                                      len(outputs))
             name = prim.name
             saved_in = tuple(x if keep else Husk(x, name) for x, keep in zip(inputs, keep_in))
             saved_out = tuple(o if keep else Husk(o, name) for o, keep in zip(outputs, keep_out))
@@ -305,7 +306,14 @@ class GradientTape(Recorder):
                 out_cts = tuple(Zero.like(o) if c is None else c
                                 for o, c in zip(outputs, found, strict=True))
             needs = tuple(map(in_reach, in_keys))
-            in_cts = prim.vjp(out_cts, outputs, inputs, needs, **params)
+            try:
+                vjp = prim.rules["vjp"]
+            except KeyError:
+                raise NotImplementedError(f"GradientTape.gradient: primitive {prim.name!r} has "
+                                          "no reverse-mode rule (its `vjp`, tapeflow.extend."
+                                          "define): it cannot be differentiated in reverse "
+                                          "mode.") from None
+            in_cts = vjp(out_cts, outputs, inputs, needs, **params)
             for k, c, need in zip(in_keys, in_cts, needs, strict=True):
                 if need and c is not None:
                     acc[k] = add_any(acc.get(k), c)
@@ -412,13 +420,9 @@ class GradientTape(Recorder):
         flat_s = self._flat_sources(sources)
         plan, reach = self._plan(flat_s)
         n = int(np.size(t._value))
-        dynamic = dynamic_shapes() and experimental_use_pfor and (
-            parallel_iterations is None or parallel_iterations >= n)
 
         def make(start: int, stop: int) -> Any:
-            if dynamic:  # its size read when the graph runs (NOTE(dynamic-shapes))
-                return _dynamic_basis(t)
-            return one_hot_rows(shape_of(t), t._value.dtype, start, stop)
+            return basis(t, start, None if start == 0 and stop == n else stop)
 
         if experimental_use_pfor:
             rows = self._rows_vectorized(plan, reach, [t], n, make, flat_s, parallel_iterations)
@@ -430,12 +434,9 @@ class GradientTape(Recorder):
             if not _differentiable(s):
                 out.append(None)
             elif r is None:
-                out.append(_fill_unconnected(None, _jac_like(t, s), mode))
-            elif dynamic:
-                shape = bind(concat_p, _shape_tensor(t), _shape_tensor(s), axis=0)
-                out.append(bind(reshape_dyn_p, r, shape, lead=0))
+                out.append(_jac_like(t, s) if mode is UnconnectedGradients.ZERO else None)
             else:
-                out.append(_reshape(r, shape_of(t) + shape_of(s)))
+                out.append(_reshape(r, shape_source(t) + shape_source(s)))
         return nest.pack_sequence_as(sources, out)
 
     def _rows_vectorized(self, plan: list, reach: set, targets: list, n: int, make: Any,
@@ -499,15 +500,12 @@ class GradientTape(Recorder):
                              f"(a batch of examples, as TensorFlow) and `target` {ts} rank >= 1, "
                              "with the same first (batch) dimension.")
         plan, reach = self._plan([s])
-        b, inner = ts[0], int(np.prod(ts[1:], dtype=np.int64))
-        dynamic = dynamic_shapes()
+        inner = int(np.prod(ts[1:], dtype=np.int64))
+
         # Cotangent j is 1 at element j of every example: rows [inner, b, *y].
         def make(start: int, stop: int) -> Any:
-            if dynamic:  # b read when the graph runs (NOTE(dynamic-shapes) in ops/structural)
-                rows = Tensor(one_hot_rows(ts[1:], t._value.dtype, start, stop))
-                return bind(broadcast_dyn_p, rows, _shape_tensor(t), lead=1,
-                            expand=(-len(ts),))
-            return one_hot_rows(ts, t._value.dtype, start, stop, repeat=b)
+            return basis(t, start, None if start == 0 and stop == inner else stop,
+                         per_example=True)
 
         if experimental_use_pfor:
             (rows,) = self._rows_vectorized(plan, reach, [t], inner, make, [s], parallel_iterations)
@@ -517,13 +515,12 @@ class GradientTape(Recorder):
         if not _differentiable(s):
             return None
         if rows is None:
-            zero = Tensor(np.zeros(ts + ss[1:], dtype=s._value.dtype))
-            return zero if mode is UnconnectedGradients.ZERO else None
+            if mode is not UnconnectedGradients.ZERO:
+                return None
+            return bind(fill_p, shape=shape_source(t) + shape_source(s)[1:], value=0,
+                        dtype=dtype_of(s))
         rows = bind(transpose_p, rows, perm=(1, 0) + tuple(range(2, len(ss) + 1)))  # [b, inner, *x]
-        if dynamic and len(ts) != 2:
-            shape = bind(concat_p, _shape_tensor(t), _shape_tensor(s, 1), axis=0)
-            return bind(reshape_dyn_p, rows, shape, lead=0)
-        return _reshape(rows, ts + ss[1:])
+        return _reshape(rows, shape_source(t) + shape_source(s)[1:])
 
 
 # NOTE(repeated-ops): code often computes the same thing twice (a determinant by cofactors
@@ -549,8 +546,7 @@ def _repeat_of(entry: tuple, seen: dict, fixed: tuple) -> tuple | None:
     the variables (no input of a copy) and of the sources (no output of one)."""
     prim, in_keys, out_keys = entry[0], entry[1], entry[2]
     variables, sources = fixed
-    if (prim.stateful or prim.user_gradient or prim.reads_variable or prim.is_identity
-            or None in in_keys or None in out_keys or not variables.isdisjoint(in_keys)
+    if (not prim.effects.isdisjoint(_NEVER_REPEATED) or None in in_keys or None in out_keys or not variables.isdisjoint(in_keys)
             or not sources.isdisjoint(out_keys)):
         return None
     params = entry[5]
@@ -566,48 +562,36 @@ def _repeat_of(entry: tuple, seen: dict, fixed: tuple) -> tuple | None:
 
 def vjp_reads(prim: Primitive, needs: tuple, n_out: int) -> tuple:
     """Which inputs and outputs `prim`'s VJP reads when the inputs in `needs` need
-    cotangents (two tuples of bools): what its rule's `reads` says, else all of them."""
-    vjp = prim.vjp
-    if vjp is None or not prim.differentiable or not any(needs):
+    cotangents (two tuples of bools): what its `reads` rule declares, else all of them."""
+    if "vjp" not in prim.rules or NO_DERIVATIVE in prim.effects or not any(needs):
         return (False,) * len(needs), (False,) * n_out
-    if hasattr(vjp, "reads"):
-        return _kept(vjp, needs, n_out)
+    reads = prim.rules.get("reads")
+    if reads is not None:
+        return _kept(prim, reads, needs, n_out)
     return (True,) * len(needs), (True,) * n_out
 
 
-def _kept(vjp: Any, needs: tuple, n_out: int) -> tuple:
-    """Which inputs and outputs a VJP rule with `reads` (ops/structural.rule_reads) reads
-    when the inputs in `needs` need cotangents: two tuples of bools, cached per rule."""
-    cache = vjp.kept
-    hit = cache.get((needs, n_out))
+_KEPT: dict = {}  # (primitive, needs, number of outputs) -> what its VJP reads
+
+
+def _kept(prim: Primitive, reads: tuple, needs: tuple, n_out: int) -> tuple:
+    """Which inputs and outputs a VJP that declares `reads` (catalog) reads when the inputs
+    in `needs` need cotangents: two tuples of bools, cached."""
+    key = (prim, needs, n_out)
+    hit = _KEPT.get(key)
     if hit is None:
         read_in, read_out = set(), set()
-        for need, (ins, outs) in zip(needs, vjp.reads, strict=True):
+        for need, (ins, outs) in zip(needs, reads, strict=True):
             if need:
                 read_in.update(ins)
                 read_out.update(outs)
-        hit = cache[needs, n_out] = (tuple(i in read_in for i in range(len(needs))),
-                                     tuple(i in read_out for i in range(n_out)))
+        hit = _KEPT[key] = (tuple(i in read_in for i in range(len(needs))),
+                            tuple(i in read_out for i in range(n_out)))
     return hit
 
 
 def _jac_like(t: Any, s: Any) -> Tensor:
-    return Tensor(np.zeros(shape_of(t) + shape_of(s), dtype=s._value.dtype))
-
-
-def _dynamic_basis(t: Tensor) -> Tensor:
-    """The one-hot basis of t's shape, [size(t), *shape(t)], made when the graph runs."""
-    size = bind(size_p, t, axis=None, dtype=np.dtype(np.int64))
-    index = bind(range_p, Tensor(np.int64(0)), size, Tensor(np.int64(1)),
-                 dtype=np.dtype(np.int64))
-    column = bind(reshape_p, index, shape=(-1, 1))
-    eye = bind(cast_p, bind(equal_p, column, index), dtype=t._value.dtype)
-    shape = bind(concat_p, Tensor(np.array([-1], np.int64)), _shape_tensor(t), axis=0)
-    return bind(reshape_dyn_p, eye, shape, lead=0)
-
-
-def _shape_tensor(x: Tensor, start: int = 0) -> Tensor:
-    return bind(shape_p, x, start=start, dtype=np.dtype(np.int64))
+    return bind(fill_p, shape=shape_source(t) + shape_source(s), value=0, dtype=dtype_of(s))
 
 
 def _reshape(x: Tensor, shape: tuple) -> Tensor:

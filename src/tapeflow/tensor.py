@@ -13,7 +13,6 @@ when first needed, not when it loads.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import threading
 import types
@@ -22,10 +21,11 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import dtypes as _dt
-from .errors import DTypeMismatchError, InaccessibleTensorError
+from . import scopes as _scopes
+from .errors import DTypeMismatchError
 
 __all__ = ["Tensor", "Variable", "TensorBase", "TensorShape", "constant", "convert_to_tensor",
-           "is_tensor", "newaxis", "OutOfScopeTensor", "seal"]
+           "is_tensor", "newaxis"]
 
 newaxis = None
 
@@ -120,51 +120,6 @@ class TensorShape(tuple):
             ("," if len(self) == 1 else "") + ")"
 
 
-class _ReadShape(TensorShape):
-    """A tensor's shape read by user code in a size-generic trace: each size read from it
-    (an index, iteration, comparison) is noted in `reads`, so the trace knows whether Python
-    computed anything from the sizes of None dimensions (NOTE(probe) in
-    graph/polymorphic.py)."""
-
-    _reads: list
-
-    def _note(self, what: Any) -> Any:
-        from .graph.trace import user_line  # noqa: PLC0415 - graph code imports this module
-        self._reads.append((user_line(), what))
-        return what
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._note(TensorShape.__getitem__(self._plain(), key))
-
-    def _plain(self) -> TensorShape:
-        return TensorShape(tuple.__getitem__(self, slice(None)))
-
-    def __iter__(self) -> Iterator:
-        return iter(self._note(tuple.__getitem__(self, slice(None))))
-
-    def as_list(self) -> list:
-        return list(self._note(tuple.__getitem__(self, slice(None))))
-
-    def num_elements(self) -> int | None:
-        return self._note(self._plain().num_elements())
-
-    def __eq__(self, other: Any) -> bool:
-        return TensorShape.__eq__(TensorShape(self._note(tuple(tuple.__iter__(self)))), other)
-
-    def __ne__(self, other: Any) -> bool:
-        return not self.__eq__(other)
-
-    __hash__ = tuple.__hash__
-
-
-def _read_shape(dims: tuple, reads: list | None) -> TensorShape:
-    if reads is None:
-        return tuple.__new__(TensorShape, dims)  # NumPy's dims are ints already
-    shape = _ReadShape(dims)
-    shape._reads = reads
-    return shape
-
-
 class Reference:
     """A hashable reference to a tensor or variable (`x.ref()`), comparing by identity."""
 
@@ -197,10 +152,10 @@ class TensorBase:
 
     @property
     def shape(self) -> TensorShape:
-        return _read_shape(np.shape(self._value), _core.size_reads(1))
+        return _core.python_shape(np.shape(self._value))
 
     def get_shape(self) -> TensorShape:
-        return _read_shape(np.shape(self._value), _core.size_reads(1))
+        return _core.python_shape(np.shape(self._value))
 
     @property
     def dtype(self) -> _dt.DType:
@@ -256,8 +211,7 @@ class TensorBase:
         shape = np.shape(self._value)
         if not shape:
             raise TypeError("Scalar tensor has no `len()`.")
-        reads = _core.size_reads(1)
-        return shape[0] if reads is None else _read_shape(shape, reads)[0]
+        return _core.python_shape(shape)[0]
 
     def __iter__(self) -> Iterator[Any]:
         shape = np.shape(self._value)
@@ -399,81 +353,6 @@ class Tensor(TensorBase):
         return (Tensor, (self._read_for_python("pickle"),))
 
 
-# ---------------------------------------------------------------------------- finished traces
-# NOTE(out-of-scope): tracing runs a function on real tensors, so a tensor made while
-# tracing and kept by the user (on `self`, in a global) would hold the traced call's value
-# forever: later calls replay the graph and never make it again. When a trace ends, each
-# tensor it made becomes an OutOfScopeTensor, whose value cannot be read (TensorFlow's
-# symbolic tensors cannot either). Only code that replays what a recorder wrote down while
-# the trace ran (a tape around the first call, its backward pass, a linearized JVP) reads
-# it, inside `core.reading_records()`: those values are exactly that call's.
-
-_raw_value = Tensor._value  # the slot itself, under OutOfScopeTensor's guard
-
-
-class OutOfScopeTensor(Tensor):
-    """A tensor made while tracing a function, after that trace ended (NOTE(out-of-scope)):
-    its shape and dtype are known; using its value raises InaccessibleTensorError."""
-
-    __slots__ = ()
-    _made_in = "a traced function"
-
-    @property
-    def _value(self) -> Any:
-        if _core.records_open():
-            return _raw_value.__get__(self)
-        value = _raw_value.__get__(self)
-        raise InaccessibleTensorError(
-            f"A tensor of shape {tuple(np.shape(value))} and dtype "
-            f"{_dt.from_numpy(value.dtype).name} was made while tracing tapeflow.function "
-            f"{self._made_in!r} and is used after that trace ended (it was kept on an object, "
-            "in a global or in a closure). It holds only the traced call's value: later calls "
-            "replay the graph without making it again. As in TensorFlow, it cannot be used "
-            "outside: return it from the function, or keep its value in a tf.Variable "
-            "(v.assign(...) inside the function).")
-
-    def value(self) -> Tensor:
-        self._value  # noqa: B018 - raises outside reading_records()
-        return self
-
-    @property
-    def shape(self) -> TensorShape:
-        return TensorShape(np.shape(_raw_value.__get__(self)))
-
-    @property
-    def dtype(self) -> _dt.DType:
-        return _dt.from_numpy(_raw_value.__get__(self).dtype)
-
-    def __repr__(self) -> str:
-        return (f"<tapeflow.Tensor made while tracing {self._made_in!r}: shape={self.shape}, "
-                f"dtype={self.dtype.name} (out of scope: its trace has ended)>")
-
-    __str__ = __repr__
-
-    def __eq__(self, other):  # type: ignore[override]
-        self._value  # noqa: B018 - raises here, not inside Tensor.__eq__'s fallback
-        return super().__eq__(other)
-
-    def __ne__(self, other):  # type: ignore[override]
-        self._value  # noqa: B018
-        return super().__ne__(other)
-
-    __hash__ = TensorBase.__hash__
-
-
-@functools.lru_cache(maxsize=256)
-def _out_of_scope_class(name: str) -> type:
-    return type("OutOfScopeTensor", (OutOfScopeTensor,), {"__slots__": (), "_made_in": name})
-
-
-def seal(tensors: Any, name: str) -> None:
-    """Make the tensors a trace of function `name` made out of scope (NOTE(out-of-scope))."""
-    cls = _out_of_scope_class(name)
-    for t in tensors:
-        if type(t) is Tensor:
-            t.__class__ = cls
-
-
 _variable_ids = itertools.count()
 _keys = itertools.count()  # next() is atomic: threads never share a key
 _keying = threading.Lock()
@@ -539,7 +418,7 @@ class Variable(TensorBase):
         self._trainable = bool(trainable)
         self._id = next(_variable_ids)
         self._key = None
-        self._name = _core.name_scope_prefix() + (name or "Variable")  # tf.name_scope's prefix
+        self._name = _scopes.name_scope_prefix() + (name or "Variable")  # tf.name_scope's prefix
         # Held by every update (assign_add reads, adds and writes under it; a traced call
         # that writes the variable holds it for the whole replay): updates are atomic.
         self._lock = threading.RLock()

@@ -16,11 +16,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import nest
-from .batching import one_hot_rows, vmap_chunks
+from .batching import vmap_chunks
 from .core import Zero, bind, reading_records
 from .forward import ForwardAccumulator
 from .ops.convert import as_tensor
 from .ops.shape import identity_p
+from .ops.creation import basis
 from .ops.structural import reshape_p, shape_of, transpose_p
 from .tape import GradientTape, UnconnectedGradients
 from .tensor import Tensor, TensorBase, convert_to_tensor
@@ -260,7 +261,8 @@ def linearize(f: Callable, *primals: Any) -> tuple:
                     continue
                 ts = tuple(Zero.like(x) if t is None else t
                            for x, t in zip(inputs, found, strict=True))
-                for k, t in zip(o_keys, prim.jvp(ts, outputs, inputs, **params), strict=True):
+                for k, t in zip(o_keys, _jvp_rule(prim)(ts, outputs, inputs, **params),
+                                strict=True):
                     if type(t) is not Zero and k is not None:
                         tan[k] = t
         return nest.map_structure(lambda o, k: _zero_if_none(tan.get(k), o), out, out_keys)
@@ -268,12 +270,20 @@ def linearize(f: Callable, *primals: Any) -> tuple:
     return out, f_jvp
 
 
+def _jvp_rule(prim: Any) -> Callable:
+    rule = prim.rules.get("jvp")
+    if rule is None:
+        raise NotImplementedError(f"linearize: primitive {prim.name!r} has no forward-mode "
+                                  "rule (its `jvp`, tapeflow.extend.define).")
+    return rule
+
+
 # ---------------------------------------------------------------------------- jacobians
 def _over_basis(fn: Callable, x: Tensor, chunks: tuple, out_axes: Any = 0) -> Any:
     """vmap `fn` over the one-hot basis of x, made chunk by chunk (never whole when
     chunked); `chunks` is (chunk_size, show_progress)."""
-    return vmap_chunks(fn, int(np.size(x._value)),
-                       lambda a, b: one_hot_rows(shape_of(x), x._value.dtype, a, b),
+    n = int(np.size(x._value))
+    return vmap_chunks(fn, n, lambda a, b: basis(x, a, None if a == 0 and b == n else b),
                        chunks[0], out_axes, show_progress=chunks[1])
 
 

@@ -533,7 +533,7 @@ def test_a_method_with_an_input_signature():
 def test_the_tensors_only_call_key_is_the_general_one():
     # Function._key's fast path for calls of tensors only must key as _walk does: a
     # ConcreteFunction (keyed by _walk) and later calls must find the same graphs.
-    from tapeflow.graph.function import _walk
+    from tapeflow.graph.signature import walk as _walk
 
     f = tf.function(lambda *a: a)
     for args in [(), (tf.constant(1.0),), (tf.constant([1.0, 2.0]), tf.constant(np.int64(3))),

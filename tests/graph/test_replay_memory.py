@@ -43,8 +43,8 @@ def test_small_buffers_are_not_dropped_one_by_one():
     f = tf.function(lambda a: tf.sin(tf.sin(a)) * 2.)
     small = f.get_concrete_function(tf.ones([8]))
     large = f.get_concrete_function(tf.ones([replay.FREE_AT_BYTES // 4]))
-    assert "del " not in small._replay.compiled().source
-    assert "del " in large._replay.compiled().source
+    assert "del " not in small.executable.inner.compiled().source
+    assert "del " in large.executable.inner.compiled().source
 
 
 def test_dropping_buffers_keeps_the_values(inputs):

@@ -11,7 +11,7 @@ import numpy as np
 
 import tapeflow as tf
 from tapeflow.core import bind
-from tapeflow.ops.creation import range_p
+from tapeflow.ops.creation import basis, range_p
 from op_table import NondiffRow, Row, args, normal, uniform
 
 ROWS: list = [
@@ -31,6 +31,12 @@ NONDIFF_ROWS: list = [
                args(uniform(-1.99, 4.99, 6)),
                lambda x: (np.arange(4)[:, None] == np.trunc(x).astype(int)).astype(np.float32),
                prims=("equal", "select", "cast", "reshape")),
+    # rows 1.. of the one-hot basis of x's shape; per example, repeated along x's first axis
+    NondiffRow("basis", lambda x: basis(x, 1), args(normal(2, 3)),
+               lambda x: np.eye(6)[1:].reshape(5, 2, 3)),
+    NondiffRow("basis_per_example", lambda x: basis(x, 0, 2, per_example=True),
+               args(normal(2, 3)),
+               lambda x: np.broadcast_to(np.eye(3)[:2, None], (2, 2, 3)), prims=("basis",)),
     # range(1, 3 * size(x), 3): bounds that are tensors (read when a graph runs)
     NondiffRow("range", lambda x: bind(range_p, tf.constant(1), tf.size(x) * 3, tf.constant(3),
                                        dtype=np.dtype(np.int32)),

@@ -1,9 +1,6 @@
-"""Op-table rows of the linear-algebra primitives (src/tapeflow/ops/linalg.py): matmul,
-matmul_rows and einsum.
-
-einsum's rows cover contraction, ellipsis broadcasting, repeated labels, summed-out
-labels and three operands; tensordot, diag_part and trace are here as composites of
-einsum.
+"""Op-table rows of the linear-algebra primitives (src/tapeflow/ops/linalg.py): matmul
+and matmul_rows; diag_part and trace as composites of einsum (whose own rows, with
+tensordot's, are in table_einsum.py), the matrix views, matvec and cross.
 """
 
 from __future__ import annotations
@@ -39,30 +36,7 @@ ROWS: list = [
         args(normal(1, 3), normal(9, 3)), lambda r, b: r @ b.T, prims=("matmul_rows",)),
     Row("matmul_transposed", lambda a, b: tf.matmul(a, b, transpose_a=True, transpose_b=True),
         args(normal(4, 3), normal(5, 4)), lambda a, b: a.T @ b.T, prims=("matmul", "transpose")),
-    # einsum: contraction, ellipsis broadcasting, repeated labels, summed-out labels, 3 operands
-    Row("einsum", lambda a, b: tf.einsum("ij,jk->ik", a, b), args(normal(3, 4), normal(4, 2)),
-        lambda a, b: a @ b),
-    Row("einsum_ellipsis_broadcast", lambda a, b: tf.einsum("...ij,...jk->...ik", a, b),
-        args(normal(2, 1, 3, 4), normal(3, 4, 2)),
-        lambda a, b: np.einsum("...ij,...jk->...ik", a, b), prims=("einsum", "reshape")),
-    Row("einsum_diagonal", lambda a, b: tf.einsum("iij,jk->ki", a, b),
-        args(normal(3, 3, 4), normal(4, 2)), lambda a, b: np.einsum("iij,jk->ki", a, b),
-        prims=("einsum",)),
-    Row("einsum_summed_out", lambda a, b: tf.einsum("ijk,lk->l", a, b),
-        args(normal(2, 3, 4), normal(2, 4)), lambda a, b: np.einsum("ijk,lk->l", a, b),
-        prims=("einsum",)),
-    Row("einsum_three_implicit", lambda a, b, c: tf.einsum("ab,bc,cd", a, b, c),
-        args(normal(2, 3), normal(3, 4), normal(4, 2)), lambda a, b, c: a @ b @ c,
-        prims=("einsum",)),
-    Row("einsum_trace", lambda a: tf.einsum("...ii", a), args(normal(2, 3, 3)),
-        lambda a: np.trace(a, axis1=-2, axis2=-1), prims=("einsum",)),
-    # composites on einsum
-    Row("tensordot", lambda a, b: tf.tensordot(a, b, axes=2),
-        args(normal(2, 3, 4), normal(3, 4, 2)),
-        lambda a, b: np.tensordot(a, b, axes=2), prims=("einsum",)),
-    Row("tensordot_pairs", lambda a, b: tf.tensordot(a, b, axes=[[0, 2], [2, 0]]),
-        args(normal(2, 3, 4), normal(4, 5, 2)),
-        lambda a, b: np.tensordot(a, b, axes=([0, 2], [2, 0])), prims=("einsum",)),
+    # composites on einsum_p (einsum's own rows: table_einsum.py)
     Row("diag_part", tf.linalg.diag_part, args(normal(2, 3, 3)),
         lambda a: np.diagonal(a, axis1=-2, axis2=-1), prims=("einsum",)),
     Row("diag_part_offset", lambda a: tf.linalg.diag_part(a, k=1), args(normal(3, 4)),

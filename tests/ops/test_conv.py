@@ -4,7 +4,7 @@ equal the one-block results (every geometry, one and several channels, batched f
 import numpy as np
 import pytest
 
-from tapeflow.ops import conv
+from tapeflow.ops import conv, windows
 
 GEOMETRIES = [  # (kernel, strides, dilations, pads, channels)
     (3, (1, 1), (1, 1), ((1, 1), (1, 1)), 1),
@@ -15,7 +15,7 @@ GEOMETRIES = [  # (kernel, strides, dilations, pads, channels)
 
 
 def _run(fn, monkeypatch, cache_bytes):
-    monkeypatch.setattr(conv, "_CACHE_BYTES", cache_bytes)
+    monkeypatch.setattr(windows, "CACHE_BYTES", cache_bytes)
     return fn()
 
 

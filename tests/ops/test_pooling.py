@@ -118,10 +118,10 @@ def _reference_argmax(x, ksize, strides, pads):
     """The argmax by the definition: np.argmax over every window's values, row-major
     (padding filled with the lowest value and never chosen, unless a window is padding
     and lowest values only: then its first unpadded element)."""
-    from tapeflow.ops import pooling
-    xp = pooling._pad_fill(x, pads, pooling._lowest(x.dtype))
-    oh, ow = pooling._out_hw(x.shape, ksize, strides, pads)
-    inside = pooling._pad_fill(np.ones(x.shape, bool), pads, False)
+    from tapeflow.ops import pooling, windows
+    xp = windows.pad(x, pads, pooling._lowest(x.dtype))
+    oh, ow = windows.out_hw(x.shape, ksize, strides, pads)
+    inside = windows.pad(np.ones(x.shape, bool), pads, False)
     out = np.zeros(x.shape[:-3] + (oh, ow, x.shape[-1]), np.intp)
     for idx in np.ndindex(*out.shape):
         *lead, r, c, ch = idx
@@ -177,14 +177,14 @@ def _reference_grad(x, g, ksize, strides, pads):
 @pytest.mark.parametrize("seed", range(4))
 def test_max_pool_gradient_matches_its_definition_apart_and_overlapping(seed):
     """Windows apart (stride >= window: written in place) and overlapping (added)."""
-    from tapeflow.ops import pooling
+    from tapeflow.ops import pooling, windows
     rng = np.random.default_rng(seed)
     for _ in range(15):
         ksize = tuple(int(k) for k in rng.integers(1, 4, 2))
         strides = tuple(int(k + rng.integers(-1, 2)) or 1 for k in ksize)
         pads = tuple((int(rng.integers(0, k)), int(rng.integers(0, k))) for k in ksize)
         x = rng.integers(-3, 4, (2, int(rng.integers(4, 8)), int(rng.integers(4, 8)), 2)) * 1.0
-        oh, ow = pooling._out_hw(x.shape, ksize, strides, pads)
+        oh, ow = windows.out_hw(x.shape, ksize, strides, pads)
         g = rng.standard_normal((2, oh, ow, 2))
         if seed % 2:
             g[0, 0, 0, 0] = np.inf
@@ -200,12 +200,12 @@ def test_window_sums_blocked_equal_one_block_and_the_definition(geom, lead, monk
     """The window sum (rows, then columns, over cache-sized blocks of examples) and its
     transpose: every block size gives the same result, which is the padded windows' sum
     by definition; <window_sum(x), g> = <x, transpose(g)>."""
-    from tapeflow.ops import conv, pooling
+    from tapeflow.ops import pooling, windows
     ksize, strides, pads = geom
     rng = np.random.default_rng(0)
     x = rng.standard_normal(lead + (5, 7, 6, 3))
     xp = np.pad(x, [(0, 0)] * (x.ndim - 3) + [pads[0], pads[1], (0, 0)])
-    oh, ow = pooling._out_hw(x.shape, ksize, strides, pads)
+    oh, ow = windows.out_hw(x.shape, ksize, strides, pads)
     want = np.zeros(x.shape[:-3] + (oh, ow, x.shape[-1]))
     for r in range(oh):  # by definition, one window at a time
         for c in range(ow):
@@ -214,7 +214,7 @@ def test_window_sums_blocked_equal_one_block_and_the_definition(geom, lead, monk
     g = rng.standard_normal(want.shape)
     results = []
     for cache in (1, 3 * x[..., :1, :, :, :].nbytes, 1 << 40):
-        monkeypatch.setattr(conv, "_CACHE_BYTES", cache)
+        monkeypatch.setattr(windows, "CACHE_BYTES", cache)
         results.append((pooling._window_sum_impl(x, ksize, strides, pads),
                         pooling._window_sum_transpose_impl(g, ksize, strides, pads, x.shape[-4:])))
     for s, t in results:
@@ -271,13 +271,20 @@ def test_kept_argmax_derivatives_equal_the_recomputed_ones(seed):
             y, arg = bind(pooling.max_pool2d_argmax_p, x, **p)
         np.testing.assert_array_equal(y.numpy(), y_plain.numpy())
         assert arg.dtype == tf.uint8
+        grad = tape.gradient(y, x, output_gradients=tf.constant(gv)).numpy()
         np.testing.assert_array_equal(
-            tape.gradient(y, x, output_gradients=tf.constant(gv)).numpy(),
-            bind(pooling.max_pool2d_grad_p, x, tf.constant(gv), **p).numpy())
+            grad, bind(pooling.max_pool2d_grad_p, x, tf.constant(gv), **p).numpy())
         with tf.autodiff.ForwardAccumulator(x, tf.constant(tv)) as acc:
             y, _ = bind(pooling.max_pool2d_argmax_p, x, **p)
         np.testing.assert_array_equal(
             acc.jvp(y).numpy(), bind(pooling.max_pool2d_grad_grad_p, x, tf.constant(tv), **p).numpy())
+        # max_pool2d's own rules, which a tape or an accumulator never runs (they bind the
+        # argmax form, catalog `form`), give the same, called here with no recorder.
+        rules = pooling.max_pool2d_p.rules
+        (own,) = rules["vjp"]((tf.constant(gv),), (y_plain,), (x,), (True,), **p)
+        np.testing.assert_array_equal(own.numpy(), grad)
+        (own,) = rules["jvp"]((tf.constant(tv),), (y_plain,), (x,), **p)
+        np.testing.assert_array_equal(own.numpy(), acc.jvp(y).numpy())
 
 
 def test_hessian_vector_products_through_a_kept_argmax():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
+from tapeflow.catalog import NO_DERIVATIVE, STATEFUL
 from tapeflow.core import registry
 from tapeflow.errors import InvalidArgumentError
 
@@ -100,8 +101,8 @@ def test_draws_are_stateful_primitives_without_derivatives():
     prims = registry()
     for name in DRAWS:
         p = prims[name]
-        assert p.stateful
-        assert not p.differentiable and p.batch is not None
+        assert STATEFUL in p.effects
+        assert NO_DERIVATIVE in p.effects and p.rules.get("batch") is not None
     x = tf.random.normal([3])
     with tf.GradientTape() as tape:
         tape.watch(x)

@@ -17,17 +17,17 @@ ops' argument conversion) call on tensors that are not exactly `Tensor`.
 NOTE(placed): a host tensor (an ordinary Tensor or a Variable) passed to a compiled
 call is copied to the device once, and the copy is kept on the tensor (its `_placed`
 slot, with the value it copies): the same weights or data passed again cost no
-transfer. The copy of 4 MB took 0.6 ms a call, more than the wide 8 x 4096 Jacobian's
-whole computation. The copy is kept only while it is the tensor's value: a variable
-assigned since is copied again. On the CPU, where JAX's array and a NumPy view of it
-share memory, the tensor's value becomes that view, so the tensor's memory is not
-doubled (the values are equal; both are read-only, as every tensor's value is). A
-variable's value is swapped under its lock, only if no assignment came in between and
-the lock is free (a compiled call holds the locks of the variables it writes).
-A variable a compiled call assigns keeps the computation's array as its device copy.
-A tensor's first call passes its NumPy value as it is (JAX's C++ dispatch copies it in,
-32 us for 200 KB, where `jax.device_put` took ~100 us); only a tensor passed again is
-placed: an input made for one call (`f(tf.constant(batch))`) never pays for placing.
+transfer. Copied at every call, a few MB of weights cost more than a small program's
+whole computation (docs/performance-notes.md, #placed). The copy is kept only while it
+is the tensor's value: a variable assigned since is copied again. On the CPU, where
+JAX's array and a NumPy view of it share memory, the tensor's value becomes that view,
+so the tensor's memory is not doubled (the values are equal; both are read-only, as
+every tensor's value is). A variable's value is swapped under its lock, only if no
+assignment came in between and the lock is free (a compiled call holds the locks of the
+variables it writes). A variable a compiled call assigns keeps the computation's array
+as its device copy. A tensor's first call passes its NumPy value as it is (JAX's C++
+dispatch copies it in, faster than `jax.device_put` would); only a tensor passed again
+is placed: an input made for one call (`f(tf.constant(batch))`) never pays for placing.
 
 Nothing here imports JAX: any array with `shape`, `dtype` and `__array__` will do, so
 the core imports with NumPy alone (`placed` gets the jax module from its caller).

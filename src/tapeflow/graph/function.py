@@ -1,5 +1,9 @@
 """tapeflow.function: trace a Python function once per signature, replay the graph after.
 
+This module is the function, its cache of traces and its retracing policy; a trace's
+graph and the executable that runs it are a ConcreteFunction's (graph/concrete.py,
+graph/executables.py), a call's signature graph/signature.py's.
+
 The first call with a new signature (tensor shapes and dtypes, Python argument
 values, structure) runs the function under a Tracer and keeps the graph;
 later calls replay it without running the Python body. Tapes, accumulators,
@@ -22,234 +26,38 @@ from __future__ import annotations
 import collections
 import gc
 import functools
-import inspect
 import sys
 import threading
 import warnings
-import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import config as _config
-from .. import dtypes as _dt
 from .. import nest
-from ..core import bind, recording, substack
+from ..core import bind, substack
 from ..ops.shape import identity_p
-from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor, seal
-from .device import DeviceTensor, array_of
+from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor
+from .concrete import ConcreteFunction
+from .device import array_of
 from .ir import Graph, Guard
-from .lean import MISS as _MISS, lean_call
+from .lean import MISS as _MISS
 from .passes import optimize
 from .polymorphic import (ProbeTracer, calls_python, first_size_read, generalize, generic_key,
-                          probe_arrays, probe_effects, resolved)
-from .replay import GuardFailed, Replay, interpret, plan_runner
-from .xla import XlaReplay, require_jax
+                          probe_arrays, probe_effects)
+from .replay import GuardFailed
+from .scope import seal
+from .signature import (TensorSpec, argument_names, output_leaf, positional_keys, rebuild,
+                        tensor_key, walk)
 from .trace import Tracer, TracingError
+from .xla import require_jax
 
 __all__ = ["function", "Function", "ConcreteFunction", "TensorSpec", "TracingError"]
 
 MAX_SIGNATURES = 64        # traced signatures kept per function (least recently used dropped)
 MAX_BRANCHES = 16          # guarded graphs kept per signature
-MAX_SIZES = 32             # replays kept per size-generic graph, one per set of sizes
 _PLACEHOLDER_SIZE = 8      # get_concrete_function(TensorSpec): the size of a None dimension
 RETRACE_WARN_AFTER = 5     # traces of one function before the retracing warning
-_SIZED_LOCK = threading.Lock()
-
-
-class TensorSpec:
-    """Shape (None for any size) and dtype of a tensor argument, for `input_signature`.
-
-    Example:
-        >>> import tapeflow as tf
-        >>> tf.TensorSpec([None, 3], tf.float32).is_compatible_with(tf.zeros([2, 3]))
-        True
-    """
-
-    def __init__(self, shape: Any, dtype: Any = _dt.float32, name: str | None = None) -> None:
-        self.shape = TensorShape(shape)
-        self.dtype = _dt.as_dtype(dtype)
-        self.name = name
-
-    def is_compatible_with(self, x: Any) -> bool:
-        # array_of: a DeviceTensor's shape and dtype without copying it to the host
-        value = array_of(x) if isinstance(x, Tensor) else \
-            x._value if isinstance(x, TensorBase) else np.asarray(x)
-        return self.dtype._np == value.dtype and self.shape.is_compatible_with(np.shape(value))
-
-    def __repr__(self) -> str:
-        return f"TensorSpec(shape={self.shape}, dtype={self.dtype!r}, name={self.name!r})"
-
-
-def _walk(x: Any, leaves: list) -> Any:
-    """A hashable key of an argument structure; tensor leaves are appended to `leaves`."""
-    if isinstance(x, Tensor):  # one of a finished trace raises here (NOTE(out-of-scope))
-        leaves.append(x)
-        # A DeviceTensor's device array: its key needs no host copy (array_of, inlined:
-        # this runs for every tensor argument of every call).
-        value = x._device if type(x) is DeviceTensor else x._value
-        return ("T", np.shape(value), value.dtype.str)
-    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
-        t = convert_to_tensor(x)  # a copy: the caller may write into the array later
-        leaves.append(t)
-        return ("T", np.shape(x), x.dtype.str)
-    if isinstance(x, Variable):
-        return ("V", id(x))  # captured by reference: the graph reads it at each replay
-    if isinstance(x, (list, tuple)):
-        return (type(x).__name__,) + tuple(_walk(c, leaves) for c in x)
-    if isinstance(x, dict):
-        return ("dict",) + tuple((k, _walk(x[k], leaves)) for k in sorted(x))
-    if isinstance(x, (bool, int, float, complex, str, bytes, type(None))):
-        return ("P", type(x).__name__, x)
-    return ("O", _object_key(x))  # any other object (a layer, `self`), as TensorFlow
-
-
-def _object_key(x: Any) -> Any:
-    """An object by identity without keeping it alive (a weak reference hashes as its
-    object), so a new object that reuses a dead one's id never matches its graphs."""
-    try:
-        return weakref.ref(x)
-    except TypeError:
-        return x if getattr(type(x), "__hash__", None) is not None else ("id", id(x))
-
-
-def _rebuild(x: Any, leaves: list, pos: list) -> Any:
-    """The argument structure with its tensor leaves replaced, in `_walk` order."""
-    if isinstance(x, (Tensor, np.ndarray, np.generic)):
-        pos[0] += 1
-        return leaves[pos[0] - 1]
-    if isinstance(x, (list, tuple)) and not isinstance(x, Variable):
-        items = [_rebuild(c, leaves, pos) for c in x]
-        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
-    if isinstance(x, dict):
-        out = {}
-        for k in sorted(x):
-            out[k] = _rebuild(x[k], leaves, pos)
-        return type(x)((k, out[k]) for k in x)
-    return x
-
-
-class ConcreteFunction:
-    """One traced graph of a function (one signature, one branch of its guards).
-
-    Callable with arguments of that signature; `.graph` prints, inspects
-    (`get_operations()`, `.inputs`, `.outputs`) and draws (`.graph.to_dot()`).
-    """
-
-    def __init__(self, graph: Graph, arg_template: tuple, pass_stats: dict,
-                 jit_compile: bool = False, keep_on_device: bool = False) -> None:
-        self.graph = graph
-        self.pass_stats = pass_stats
-        self._template = arg_template
-        self._jit_compile = jit_compile
-        self._keep_on_device = keep_on_device
-        # jit_compile: one XLA computation through JAX (graph/xla.py), else the NumPy replay
-        self._replay = self._make_replay(graph)
-        # A graph that serves every size of its signature's None dimensions
-        # (graph/polymorphic.py): its specs, its generic key, and a replay per set of sizes.
-        self._specs: list | None = None
-        self._generic_key: tuple | None = None
-        self._sized: collections.OrderedDict = collections.OrderedDict()
-
-    def _make_replay(self, graph: Graph) -> Any:
-        return XlaReplay(graph, self._keep_on_device) if self._jit_compile else Replay(graph)
-
-    def _serve_all_sizes(self, specs: list, key: tuple, graph: Graph) -> None:
-        """Serve every size of `specs` with `graph` (the traced graph, its sizes read when
-        it runs where they differ: NOTE(sized-params)); the traced sizes keep the replay
-        of the traced graph."""
-        self._specs, self._generic_key = specs, key
-        self._sized[tuple(self.graph.avals[s][0] for s in self.graph.inputs)] = self._replay
-        self.graph = graph
-
-    @property
-    def serves_all_sizes(self) -> bool:
-        """Whether this graph serves every size of its input_signature's None dimensions
-        (NOTE(probe) in graph/polymorphic.py), not only the sizes it was traced at."""
-        return self._generic_key is not None
-
-    def _sized_replay(self, tensors: list) -> tuple[Any, list | None]:
-        """(the replay for these input sizes, None), or (None, the results) after running
-        the first call at new sizes here: that run finds every array's shape, from which
-        the replay for those sizes makes its choices (buffer reuse, specialized impls)."""
-        shapes = tuple(np.shape(array_of(t)) for t in tensors)
-        replay = self._sized.get(shapes)
-        if replay is not None:
-            return replay, None
-        avals: dict = {}
-        results = plan_runner(self.graph, avals)(*[t._value for t in tensors])
-        replay = self._make_replay(resolved(self.graph, {**self.graph.avals, **avals}))
-        with _SIZED_LOCK:  # calls at new sizes from several threads
-            self._sized[shapes] = replay
-            while len(self._sized) > MAX_SIZES:
-                self._sized.popitem(last=False)
-        return None, results
-
-    @property
-    def inputs(self) -> list[int]:
-        return list(self.graph.inputs)
-
-    @property
-    def outputs(self) -> list:
-        return list(self.graph.outputs)
-
-    def _run(self, tensors: list) -> Any:
-        if recording():
-            outs = interpret(self.graph, tensors)  # recorders are active: let them see every op
-            return nest.pack_sequence_as(self.graph.output_structure, outs)
-        replay, first = self._replay, None
-        if self._generic_key is not None:
-            replay, first = self._sized_replay(tensors)
-        if first is not None:
-            outs = [None if a is None else Tensor(a) for a in first]
-        elif self._jit_compile:
-            # A DeviceTensor's device array goes into the XLA computation as it is, and a
-            # host tensor its kept device copy (NOTE(placed)); a graph that replays with
-            # NumPy (no lowering) reads host values, which the tensor keeps.
-            results = replay.run_tensors(tensors) if replay.compiled else \
-                replay(*[t._value for t in tensors])
-            if self._keep_on_device:
-                outs = [None if a is None else _wrap_result(a, True) for a in results]
-            else:
-                outs = [None if a is None else Tensor(a) for a in results]
-        else:
-            outs = [None if a is None else Tensor(a)
-                    for a in replay(*[t._value for t in tensors])]
-        return nest.pack_sequence_as(self.graph.output_structure, outs)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        leaves: list = []
-        key = _walk((list(args), kwargs), leaves)
-        if len(leaves) != len(self.graph.inputs):
-            raise TypeError(f"ConcreteFunction {self.graph.name}: expected "
-                            f"{len(self.graph.inputs)} tensor arguments, got {len(leaves)}.")
-        sizes_served = self._generic_key is not None and self._generic_key == generic_key(
-            self._specs, [np.shape(array_of(t)) for t in leaves],
-            [array_of(t).dtype for t in leaves])
-        for i, (t, s) in enumerate(zip(leaves, self.graph.inputs, strict=True)):
-            shape, dtype = self.graph.avals[s]
-            value = array_of(t)  # shape and dtype only: a DeviceTensor stays on its device
-            if not sizes_served and (np.shape(value) != shape or value.dtype != dtype):
-                raise TypeError(f"ConcreteFunction {self.graph.name}: tensor argument {i} has "
-                                f"shape {np.shape(value)} and dtype {np.dtype(value.dtype)}; "
-                                f"this graph was traced for shape {shape} and dtype "
-                                f"{np.dtype(dtype)}.")
-        flat = not kwargs and all(isinstance(a, (Tensor, np.ndarray, np.generic)) for a in args)
-        if key != self._template and not flat:
-            # Only the tensor arguments, in order, with the Python values baked in at
-            # tracing (as TensorFlow's concrete functions take them), are accepted too.
-            raise TypeError(f"ConcreteFunction {self.graph.name}: the non-tensor arguments (Python "
-                            "values, structure, variables) differ from those it was traced with; "
-                            "call the Function itself to trace them, or pass only the tensor "
-                            "arguments.")
-        return self._run(leaves)
-
-    def __reduce__(self) -> Any:
-        # Its replay is generated code over this process's arrays; the Function it came
-        # from pickles, and traces again where it is loaded.
-        raise TypeError(f"ConcreteFunction {self.graph.name}: a traced graph does not pickle; "
-                        "pickle the tf.function it came from instead (it traces again on its "
-                        "first call where it is loaded).")
 
 
 class Function:
@@ -293,13 +101,12 @@ class Function:
         if self._input_signature is not None:
             args = self._check_signature(args, kwargs)
         elif not kwargs and not bound and all(type(a) is Tensor for a in args):
-            # The common call, tensors only: `_walk`'s key without its recursion.
-            return ("tuple", ("list",) + tuple(
-                ("T", a._value.shape, a._value.dtype.str) for a in args), ("dict",)), \
+            # The common call, tensors only: `walk`'s key without its recursion.
+            return ("tuple", ("list",) + tuple(tensor_key(a) for a in args), ("dict",)), \
                 list(args), args
         args = bound + tuple(args)
         leaves: list = []
-        key = _walk((list(args), kwargs), leaves)
+        key = walk((list(args), kwargs), leaves)
         return key, leaves, args
 
     def _generic_key(self, leaves: list) -> tuple | None:
@@ -351,7 +158,7 @@ class Function:
                 self._lean_tried = key
                 lean = self._leans.get(key)
                 if lean is None:
-                    lean = _lean_of(self, key)
+                    lean = self._lean_of(key)
                     if lean is not None:
                         self._leans[key] = lean
                 self._lean = lean or self._lean
@@ -362,6 +169,16 @@ class Function:
             if done:
                 return result
             return self._trace(key, leaves, args, kwargs, again or failed, generic)
+
+    def _lean_of(self, key: Any) -> Callable[[tuple], Any] | None:
+        """The lean call of a call signature `key` (NOTE(lean-call)): its executable's, where
+        one graph serves it (no input_signature to check, no guard branches) and its
+        positional arguments are tensors or lists and tuples of them; else None."""
+        branches = self._cache.get(key, ())
+        if self._input_signature is not None or len(branches) != 1:
+            return None
+        arg_keys = positional_keys(key)
+        return None if arg_keys is None else branches[0].executable.lean(arg_keys)
 
     def _replay(self, key: Any, generic: tuple | None,
                 leaves: list) -> tuple[bool, Any, Guard | None]:
@@ -386,7 +203,7 @@ class Function:
         inputs = [bind(identity_p, t) for t in leaves]
         tracer = Tracer(graph, inputs, self._guards)
         tracer.dynamic = generic is not None  # NOTE(dynamic-shapes) in ops/structural.py
-        tracer.input_names = _argument_names(self._fn, args, kwargs, len(leaves))
+        tracer.input_names = argument_names(self._fn, args, kwargs, len(leaves))
         specs = self._input_signature if specs is None else specs
         if specs is not None and len(specs) == len(leaves):
             tracer.input_shapes = [
@@ -395,7 +212,7 @@ class Function:
                 if spec.shape.rank is not None else TensorShape([None] * np.ndim(t._value))
                 for spec, t in zip(specs, leaves)]
         pos = [0]
-        call_args, call_kwargs = _rebuild((list(args), kwargs), inputs, pos)
+        call_args, call_kwargs = rebuild((list(args), kwargs), inputs, pos)
         # A trace allocates a few objects per op and frees none until it ends: the cyclic
         # collector would scan the growing graph again and again (quadratic in its size).
         collecting = gc.isenabled()
@@ -403,7 +220,7 @@ class Function:
         try:
             with tracer:
                 result = self._fn(*call_args, **call_kwargs)
-                flat = [_output_leaf(o, i) for i, o in enumerate(nest.flatten(result))]
+                flat = [output_leaf(o, i) for i, o in enumerate(nest.flatten(result))]
             if tracer.created and self._trace_count:
                 # The first trace's variables are captured by every graph of the function;
                 # one made by a later trace would be a second variable where the code means
@@ -419,7 +236,6 @@ class Function:
             outs = [None if o is None else bind(identity_p, o) for o in flat]
             graph.output_structure = result
             stats = optimize(graph)
-            cf = ConcreteFunction(graph, key, stats, self._jit_compile, self._keep_on_device)
         finally:
             # NOTE(out-of-scope) in tensor.py: the living ones (a dead one cannot leak)
             seal([t for t in (r() for r in tracer.made) if t is not None], self.__name__)
@@ -427,8 +243,9 @@ class Function:
                 gc.enable()
         general = None if generic is None else self._serves_all_sizes(
             generic, graph, tracer, args, kwargs, leaves, specs)
+        cf = ConcreteFunction(graph, key, stats, self._jit_compile, self._keep_on_device,
+                              None if general is None else (specs, generic, general))
         if general is not None:
-            cf._serve_all_sizes(specs, generic, general)
             key = generic
         # A new graph: the lean calls are made again
         self._lean = self._lean_tried = None
@@ -479,13 +296,13 @@ class Function:
         inputs = [Tensor(a) for a in arrays]
         written: dict = {}
         tracer = ProbeTracer(graph, inputs, self._guards, written)
-        call_args, call_kwargs = _rebuild((list(args), kwargs), inputs, [0])
+        call_args, call_kwargs = rebuild((list(args), kwargs), inputs, [0])
         collecting = gc.isenabled()
         gc.disable()
         try:
             with probe_effects(first, written), substack(lambda r: False, extra=(tracer,)):
                 result = self._fn(*call_args, **call_kwargs)
-                flat = [_output_leaf(o, i) for i, o in enumerate(nest.flatten(result))]
+                flat = [output_leaf(o, i) for i, o in enumerate(nest.flatten(result))]
                 if tracer.created:
                     return None, tracer.size_reads
                 graph.outputs = [None if o is None else tracer.slot_of(o) for o in flat]
@@ -575,7 +392,7 @@ class Function:
             args = self._check_signature(tuple(args), kwargs)
         args = bound + tuple(args)
         leaves: list = []
-        key = _walk((list(args), kwargs), leaves)
+        key = walk((list(args), kwargs), leaves)
         specs = [spec_of.get(id(t)) or TensorSpec(np.shape(t._value), t.dtype) for t in leaves]
         generic = generic_key(specs, [np.shape(t._value) for t in leaves],
                               [t._value.dtype for t in leaves])
@@ -625,22 +442,6 @@ class _Method:
         return getattr(self._function, name)
 
 
-def _argument_names(fn: Callable, args: tuple, kwargs: dict, n: int) -> list[str]:
-    """The names of a call's tensor arguments, for printed graph tensors ("x:0", as
-    TensorFlow): the parameters' names where each of the `n` tensors is an argument."""
-    if kwargs:
-        return []
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return []
-    if len(params) < len(args) or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                                      for p in params[:len(args)]):
-        return []
-    names = [p.name for p, a in zip(params, args) if isinstance(a, TensorBase)]
-    return names if len(names) == n else []
-
-
 def _attribute(obj: Any, dotted: str) -> Any:
     """obj.a.b for dotted = "a.b"; None where there is no such attribute."""
     for name in dotted.split("."):
@@ -648,60 +449,11 @@ def _attribute(obj: Any, dotted: str) -> Any:
     return obj
 
 
-def _lean_of(fn: "Function", key: Any) -> Callable[[tuple], Any] | None:
-    """The lean call (graph/lean.py) of a call signature `key` (`_key`'s), if one compiled
-    graph serves it with nothing to check around it (no input_signature, guards, draws,
-    written variables; results to the host) and its positional arguments are tensors or
-    lists and tuples of them; else None."""
-    branches = fn._cache.get(key, ())
-    if fn._input_signature is not None or len(branches) != 1:
-        return None
-    cf = branches[0]
-    replay = cf._replay
-    if not (cf._jit_compile and cf._generic_key is None and getattr(replay, "compiled", False)
-            and replay.simple):
-        return None
-    # _key's key of a call with positional arguments only: ("tuple", ("list", *args),
-    # ("dict",)), each argument a tensor or a list or tuple of them
-    if not (isinstance(key, tuple) and len(key) == 3 and key[2] == ("dict",)
-            and all(_lean_key(k) for k in key[1][1:])):
-        return None
-    return lean_call(replay, cf.graph, key[1][1:])
-
-
-def _lean_key(k: Any) -> bool:
-    """Whether `_walk`'s key `k` is of a tensor, or a list or tuple of such."""
-    if k[0] == "T":
-        return True
-    return k[0] in ("list", "tuple") and all(_lean_key(c) for c in k[1:])
-
-
-def _wrap_result(array: Any, keep_on_device: bool) -> Tensor:
-    """A compiled call's result as a tensor: a DeviceTensor for a device array kept on
-    its device; a NumPy array (keep_on_device=False, or a call that ran on NumPy: a
-    primitive without a lowering, an input the impl refuses) as an ordinary Tensor."""
-    if keep_on_device and not isinstance(array, (np.ndarray, np.generic)):
-        return DeviceTensor(array)
-    return Tensor(array)
-
-
 def _check_keep_on_device(jit_compile: Any, keep_on_device: bool) -> None:
     if keep_on_device and not jit_compile:
         raise ValueError("function: keep_on_device=True keeps the results of XLA-compiled calls "
                          "on the device, so it needs jit_compile=True; got jit_compile="
                          f"{jit_compile!r}. Pass jit_compile=True too, or drop keep_on_device.")
-
-
-def _output_leaf(o: Any, i: int) -> Any:
-    if o is None or isinstance(o, Tensor):
-        return o
-    if isinstance(o, Variable):
-        return o.value()
-    if isinstance(o, (bool, int, float, complex, np.ndarray, np.generic)):
-        return convert_to_tensor(o)
-    raise TracingError(f"tapeflow.function: output {i} of the traced function is a "
-                       f"{type(o).__name__}; a traced function returns tensors, Python numbers, "
-                       "None, or lists/tuples/dicts of them.")
 
 
 def function(fn: Callable | None = None, *, input_signature: Sequence[TensorSpec] | None = None,

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..core import Primitive
 
-__all__ = ["Graph", "Node", "CustomBackward", "Guard", "Assign", "Operation", "SizeOf", "resolve"]
+__all__ = ["Graph", "Node", "CustomBackward", "Guard", "Assign", "Operation", "SizeOf", "resolve",
+           "size_slots", "renamed_sizes"]
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Node:
     outputs: list[int]
     backward: "CustomBackward | None" = None
     phase: str = "forward"  # "backward": recorded during a tape's backward pass (for pictures)
+    sized: bool = False     # its params hold sizes read when the graph runs (SizeOf)
 
 
 @dataclass
@@ -117,6 +119,18 @@ def resolve(params: Any, size: Any) -> Any:
     return params
 
 
+def size_slots(params: Any) -> set:
+    """The slots whose sizes `params` read (a sized node's uses beyond its inputs)."""
+    found: set = set()
+    resolve(params, lambda slot, axis: found.add(slot))
+    return found
+
+
+def renamed_sizes(params: Any, alias: dict) -> Any:
+    """`params` with each SizeOf's slot renamed by `alias` (a graph pass merged it)."""
+    return resolve(params, lambda slot, axis: SizeOf(alias.get(slot, slot), axis))
+
+
 @dataclass
 class Assign:
     """`variable.assign(slot)`: the variable's value from here on, committed at the end."""
@@ -139,9 +153,13 @@ class Graph:
     var_slots: dict[int, int] = field(default_factory=dict)  # slot -> variable index
     avals: dict[int, tuple] = field(default_factory=dict)    # slot -> (shape, dtype)
     next_slot: int = 0
-    # Indices of the nodes whose params hold sizes read when the graph runs (SizeOf, in a
-    # graph that serves every size of its inputs' None dimensions: graph/polymorphic.py).
-    sized: frozenset = frozenset()
+
+    @property
+    def sized(self) -> frozenset:
+        """Indices of the nodes whose params hold sizes read when the graph runs (SizeOf, in
+        a graph that serves every size of its inputs' None dimensions: NOTE(sized-params)
+        in graph/polymorphic.py)."""
+        return frozenset(k for k, n in enumerate(self.nodes) if type(n) is Node and n.sized)
 
     def new_slot(self, value: Any) -> int:
         slot = self.next_slot

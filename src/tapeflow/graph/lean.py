@@ -2,15 +2,15 @@
 
 NOTE(lean-call) in graph/xla.py: Python run around a compiled program runs several times
 slower than warm, and each kind of step costs: timed around a one-op program, a loop
-over one argument (zip, unpacking, a list built and spread into the call) added 3 us
-that the same checks written out do not. So a signature that one compiled graph serves
-with nothing to check around it gets a function of its own, generated as straight-line
-code: one block per tensor argument (its type, shape and dtype checked, its device copy
-taken as `device.placed` would), one per captured variable, the jitted computation
-called, the results wrapped. The code depends only on the signature's skeleton (the
-nesting of the arguments, the number of variables, the form of the results); each
-skeleton is compiled once, and a signature's shapes, dtypes and variables are the
-constants of the function made from it.
+over one argument (zip, unpacking, a list built and spread into the call) added time
+that the same checks written out do not (docs/performance-notes.md, #lean-call). So a
+signature that one compiled graph serves with nothing to check around it gets a
+function of its own, generated as straight-line code: one block per tensor argument (its
+type, shape and dtype checked, its device copy taken as `device.placed` would), one per
+captured variable, the jitted computation called, the results wrapped. The code depends
+only on the signature's skeleton (the nesting of the arguments, the number of variables,
+the form of the results); each skeleton is compiled once, and a signature's shapes,
+dtypes and variables are the constants of the function made from it.
 """
 
 from __future__ import annotations
@@ -141,7 +141,8 @@ def source(skeleton: tuple, n_variables: int, outputs: tuple, form: str, bare: b
             return Tensor(asarray(out))
     """
     if _count_leaves(skeleton) + n_variables > unroll:
-        # Written out, each tensor costs CPython ~0.2 ms to compile: a loop walks them
+        # Written out, each tensor adds its block to what CPython compiles
+        # (docs/performance-notes.md, #lean-call): past `unroll`, a loop walks them
         lines = ["def lean(args):",
                  "    if stack() or eagerly():",
                  "        return MISS",

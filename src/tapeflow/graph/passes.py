@@ -16,14 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from .ir import Assign, Graph, Guard, Node
+from ..catalog import READS_VARIABLE, STATEFUL
+from .ir import Assign, Graph, Guard, Node, SizeOf, renamed_sizes, size_slots
 from .transposes import swap_transposes
 
 __all__ = ["optimize", "eliminate_dead_code"]
 
 def _is_effectful(node: Node) -> bool:
     """Stateful primitives (random draws): skipping or merging two draws changes the sequence."""
-    return node.prim.stateful
+    return STATEFUL in node.prim.effects
 
 
 def _hashable(v: Any) -> Any:
@@ -35,14 +36,14 @@ def _hashable(v: Any) -> Any:
         return ("slice", v.start, v.stop, v.step)
     if isinstance(v, np.dtype):
         return ("dtype", v.str)
-    if isinstance(v, (int, float, str, bool, type(None), np.generic)):
+    if isinstance(v, (int, float, str, bool, type(None), np.generic, SizeOf)):
         return v
     return ("id", id(v))
 
 
 def _simplified(g: Graph, n: Node) -> int | None:
     """An input slot the node's single output equals exactly, if its primitive says so."""
-    rule = n.prim.simplify
+    rule = n.prim.rules["passes"].simplify
     if rule is None or n.prim.multiple_results:
         return None
     shape, dtype = g.avals[n.outputs[0]]
@@ -68,30 +69,34 @@ def _fold_simplify_cse(g: Graph) -> None:
         if type(n) is Node:
             if alias:
                 n.inputs = [alias.get(i, i) for i in n.inputs]
+                if n.sized:
+                    n.params = renamed_sizes(n.params, alias)
                 if n.backward is not None:
                     n.backward.refs = [alias.get(r, r) for r in n.backward.refs]
             prim = n.prim
-            if prim.stateful:  # random draws: never folded, dropped or merged
+            if STATEFUL in prim.effects:  # random draws: never folded, dropped or merged
                 kept.append(n)
                 continue
-            if n.inputs and all(i in constants for i in n.inputs):
+            # Constants in, a constant out (a node without inputs, a `fill`, too), unless
+            # its params hold sizes read when the graph runs.
+            if not n.sized and all(i in constants for i in n.inputs):
                 values = prim.impl(*[constants[i] for i in n.inputs], **n.params)
                 values = values if prim.multiple_results else [values]
                 for o, v in zip(n.outputs, values, strict=True):
                     # A folded transpose is a strided view: made contiguous once here,
-                    # the products that read it at every replay run at full speed (a
-                    # [4096, 256] weight transposed into a GEMM: 0.51 -> 0.35 ms).
+                    # the products that read it at every replay run at full speed
+                    # (docs/performance-notes.md, #contiguous-constants).
                     if isinstance(v, np.ndarray) and v.ndim > 1 and not v.flags.c_contiguous:
                         v = np.ascontiguousarray(v)
                     constants[o] = v
                 continue
-            if prim.simplify is not None:
+            if "passes" in prim.rules and prim.rules["passes"].simplify is not None:
                 same = _simplified(g, n)
                 if same is not None:
                     alias[n.outputs[0]] = same
                     continue
             # A variable read is not merged with an earlier one: a write may lie between.
-            if not prim.reads_variable:
+            if READS_VARIABLE not in prim.effects:
                 params = n.params
                 key = (prim, tuple(n.inputs), _hashable(params) if params else ())
                 prev = seen.get(key)
@@ -115,9 +120,11 @@ def _dce(g: Graph) -> None:
             live.add(n.slot)
             kept.append(n)
         elif _is_effectful(n) or any(o in live for o in n.outputs):
-            if n.prim.prune is not None:
+            if "passes" in n.prim.rules and n.prim.rules["passes"].prune is not None:
                 _prune(n, live)
             live.update(n.inputs)
+            if n.sized:  # the sizes it reads are uses too
+                live.update(size_slots(n.params))
             if n.backward is not None:
                 live.update(n.backward.refs)
             kept.append(n)
@@ -129,7 +136,7 @@ def _dce(g: Graph) -> None:
 def _prune(n: Node, live: set) -> None:
     """The node without the outputs nobody reads and the inputs it then needs no more, if
     its primitive's `prune` rule can drop them (a loop's unread per-step results)."""
-    pruned = n.prim.prune(n.params, [o in live for o in n.outputs])
+    pruned = n.prim.rules["passes"].prune(n.params, [o in live for o in n.outputs])
     if pruned is None:
         return
     params, keep_inputs, keep_outputs = pruned

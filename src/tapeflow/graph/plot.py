@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+from ..optional import module_or_none
 from .function import ConcreteFunction, Function, function
 from .ir import Graph
 
@@ -62,10 +63,9 @@ def plot_graph(fn: Callable | Any, *args: Any, path: str = "graph.svg", **kwargs
         with open(path, "w") as fh:
             fh.write(dot)
         return path
-    try:
-        import graphviz  # optional: the plot extra
-    except ImportError:
-        raise ImportError(_INSTALL) from None
+    graphviz = module_or_none("graphviz")
+    if graphviz is None:
+        raise ImportError(_INSTALL)
     try:
         data = graphviz.Source(dot).pipe(format=fmt)
     except graphviz.ExecutableNotFound:

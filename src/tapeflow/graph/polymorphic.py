@@ -36,7 +36,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from .. import nest
-from ..core import quiet, quieted
+from ..catalog import CALLS_USER_CODE
+from ..scopes import quiet, quieted
 from ..ops.random import _seeds
 from ..ops.structural import broadcast_to_p
 from ..tensor import Tensor
@@ -46,8 +47,6 @@ from .trace import Tracer
 __all__ = ["generic_key", "probe_arrays", "difference", "generalize",
            "probe_effects", "resolved", "first_size_read",
            "calls_python", "ProbeTracer"]
-
-_PYTHON_CALLBACKS = ("py_function", "numpy_function")
 
 
 def generic_key(specs: list, shapes: list[tuple], dtypes: list) -> tuple | None:
@@ -88,19 +87,17 @@ def resolved(g: Graph, avals: dict) -> Graph:
     dtype)): a graph of those sizes alone, which every replay can run."""
     if not g.sized:
         return dataclasses.replace(g, avals=avals)
-    nodes = list(g.nodes)
-    for k in g.sized:
-        n = nodes[k]
-        params = resolve(n.params, lambda slot, axis: avals[slot][0][axis])
-        nodes[k] = Node(n.prim, n.inputs, params, n.outputs, n.backward, n.phase)
-    return dataclasses.replace(g, nodes=nodes, avals=avals, sized=frozenset())
+    nodes = [n if type(n) is not Node or not n.sized else
+             Node(n.prim, n.inputs, resolve(n.params, lambda slot, axis: avals[slot][0][axis]),
+                  n.outputs, n.backward, n.phase) for n in g.nodes]
+    return dataclasses.replace(g, nodes=nodes, avals=avals)
 
 
 def calls_python(g: Graph) -> bool:
     """Whether a replay of `g` calls back into user Python code."""
     for n in g.nodes:
         if isinstance(n, Node):
-            if n.prim.name in _PYTHON_CALLBACKS:
+            if CALLS_USER_CODE in n.prim.effects:
                 return True
             if n.backward is not None and calls_python(n.backward.graph):
                 return True
@@ -184,8 +181,8 @@ def generalize(a: Graph, b: Graph, python_read: str | None = None,
         scalar = next_slot
         next_slot += 1
         constants[scalar] = value.reshape(-1)[0][()]
-        fills.append(Node(broadcast_to_p, [scalar], {"shape": shape}, [s]))
-    nodes, sized = list(fills), set(range(len(fills)))
+        fills.append(Node(broadcast_to_p, [scalar], {"shape": shape}, [s], sized=True))
+    nodes, sized = list(fills), bool(fills)
     for k, (n, m) in enumerate(zip(a.nodes, b.nodes)):
         if type(n) is not type(m):
             return None, f"node {k} ({_describe(n)}), whose parameters depend on the sizes"
@@ -204,15 +201,15 @@ def generalize(a: Graph, b: Graph, python_read: str | None = None,
         if params is None:
             read = "" if python_read is None else f" (Python read a size at {python_read})"
             return None, f"node {k} ({_describe(n)}), whose parameters depend on the sizes{read}"
-        sized.add(len(nodes))
-        nodes.append(Node(n.prim, n.inputs, params, n.outputs, None, n.phase))
-    if not fills and not sized:
+        sized = True
+        nodes.append(Node(n.prim, n.inputs, params, n.outputs, None, n.phase, sized=True))
+    if not sized:
         return a, None
     avals = dict(a.avals)
     for n in fills:
         avals[n.inputs[0]] = ((), constants[n.inputs[0]].dtype)
     return dataclasses.replace(a, nodes=nodes, constants=constants, avals=avals,
-                               next_slot=next_slot, sized=frozenset(sized)), None
+                               next_slot=next_slot), None
 
 
 def _strides_over_a_varying_size(n: Node, a: Graph, b: Graph) -> bool:

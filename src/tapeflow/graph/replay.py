@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..catalog import IDENTITY, READS_VARIABLE
 from ..core import bind, reading_records
 from ..tensor import Tensor
 from .ir import Assign, Graph, Guard, Node, resolve
@@ -97,9 +98,10 @@ def _reusable_buffers(g: Graph) -> dict[int, int]:
 
 FREE_AT_BYTES = 1 << 16  # a replay drops a buffer this large as soon as its last use is done
 # Replays of a graph run by the plan interpreter before it is compiled to Python code.
-# CPython compiles about 20 us a node; the interpreter costs about 0.2 us a node more per
-# call than compiled code: compiling after this many calls bounds the overhead of either
-# choice by about the cost of the other.
+# CPython's compile of a node costs once about what the interpreter's extra cost per call
+# over compiled code adds up to in this many calls: compiling after them bounds the
+# overhead of either choice by about the cost of the other (docs/performance-notes.md,
+# #compile-after).
 COMPILE_AFTER = 64
 
 
@@ -152,7 +154,7 @@ def compile_graph(g: Graph) -> Callable[..., list]:
             for o in n.outputs:
                 ref[o] = f"v{o}"
             outs = ", ".join(ref[o] for o in n.outputs)
-            if n.prim.is_identity:
+            if IDENTITY in n.prim.effects:
                 lines.append(f"    {outs} = {args}")
                 continue
             ns[f"f{k}"] = node_impl(g, n)
@@ -209,9 +211,9 @@ def plan_runner(g: Graph, avals: dict | None = None) -> Callable[..., list]:
         if isinstance(n, Node):
             fn = node_impl(g, n, specialize=not recording)
             ins, outs = tuple(n.inputs), tuple(n.outputs)
-            if k in g.sized:  # params read from the shapes of this run (NOTE(sized-params))
+            if n.sized:  # params read from the shapes of this run (NOTE(sized-params))
                 steps.append((_SIZED, n, ins, outs))
-            elif n.prim.is_identity:
+            elif IDENTITY in n.prim.effects:
                 steps.append((_PASS, None, ins[0], outs[0]))
             elif n.prim.multiple_results:
                 steps.append((_MULTI, fn, ins, outs))
@@ -293,7 +295,8 @@ def plan_runner(g: Graph, avals: dict | None = None) -> Callable[..., list]:
 class Replay:
     """Runs a graph on arrays: by `plan_runner` while cold, then (after COMPILE_AFTER
     calls) by the code `compile_graph` generates. Tracing pays neither code generation
-    nor CPython's compile(), which cost more than a short-lived graph ever replays."""
+    nor CPython's compile(), which cost more than a short-lived graph ever replays. An
+    executable (graph/executables.py): `run` takes and gives tensors."""
 
     def __init__(self, g: Graph) -> None:
         self.graph = g
@@ -307,6 +310,13 @@ class Replay:
             if self.calls > COMPILE_AFTER:
                 return self.compiled()(*arrays)
         return self._fn(*arrays)
+
+    def run(self, tensors: list) -> list:
+        """The executable's interface (graph/executables.py): tensors in, tensors out."""
+        return [None if a is None else Tensor(a) for a in self(*[t._value for t in tensors])]
+
+    def lean(self, arg_keys: tuple) -> None:
+        return None  # a NumPy replay's call path is its own generated code
 
     def compiled(self) -> Callable[..., list]:
         """The generated code (compiled now if not yet); `.source` holds its text."""
@@ -370,11 +380,11 @@ def _interpret(g: Graph, inputs: list[Tensor], env: dict) -> list:
     pending: dict[int, Tensor] = {}
     for k, n in enumerate(g.nodes):
         if isinstance(n, Node):
-            if n.prim.reads_variable and g.var_slots.get(n.inputs[0]) in pending:
+            if READS_VARIABLE in n.prim.effects and g.var_slots.get(n.inputs[0]) in pending:
                 env[n.outputs[0]] = pending[g.var_slots[n.inputs[0]]]
                 continue
             params = n.params
-            if k in g.sized:  # NOTE(sized-params) in graph/polymorphic.py
+            if n.sized:  # NOTE(sized-params) in graph/polymorphic.py
                 params = resolve(params, lambda slot, axis: np.shape(env[slot]._value)[axis])
             if n.backward is not None:
                 params = dict(params, grad_fn=_replayed_grad_fn(n, env))

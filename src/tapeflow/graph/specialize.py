@@ -8,7 +8,8 @@ elements, bit for bit); it only changes how NumPy walks the memory.
 The one choice today: a binary ufunc that broadcasts a small operand over a large one
 along its trailing dims (a bias added to NHWC activations, [128, 24, 24, 6] + [6]).
 NumPy then runs its inner loop over the 6 elements of a row and pays its per-loop
-overhead every 6 elements: five times the cost of adding two whole arrays. Tiling the
+overhead every 6 elements: several times the cost of adding two whole arrays
+(docs/performance-notes.md, #tiled-broadcast). Tiling the
 small operand to a row of up to 1,024 elements and viewing the large one as rows of that
 width gives the ufunc long inner loops.
 """
@@ -26,7 +27,8 @@ from .ir import Graph, Node
 # A broadcast operand of fewer elements than this makes NumPy's inner loop short enough
 # for its per-loop overhead to dominate; rows are tiled up to _ROW_WIDTH elements, and
 # only where NumPy would run at least _MIN_ROWS of those short loops does that overhead
-# outweigh the tile's few microseconds (fewer: up to 1.8x slower, [625, 32] + [32]).
+# outweigh the tile's own cost (with fewer, the tiled form is slower:
+# docs/performance-notes.md, #tiled-broadcast).
 _SHORT_ROW = 64
 _ROW_WIDTH = 1024
 _MIN_ROWS = 2048

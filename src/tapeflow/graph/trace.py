@@ -22,14 +22,15 @@ import linecache
 import os
 import sys
 import weakref
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
+from ..catalog import CUSTOM_GRADIENT
 from ..core import Primitive, Recorder, records_open, substack
 from ..custom import call_grad_fn
 from ..tensor import Tensor, TensorShape, Variable, key_of, new_key
-from .ir import Assign, CustomBackward, Graph, Guard, Node
+from .ir import Assign, CustomBackward, Graph, Guard, Node, SizeOf
 from .passes import optimize
 
 __all__ = ["Tracer", "TracingError", "user_line"]
@@ -54,6 +55,78 @@ def user_line() -> str:
 
 _READ_KINDS = {"bool()": "bool", "float()": "float", "int()": "int", "__index__": "index",
                "complex()": "complex", "numpy()": "array", "__array__": "array"}
+
+
+class ReadShape(TensorShape):
+    """A tensor's shape read by user code in a size-generic trace: each size read from it
+    (an index, iteration, comparison) is noted in `reads`, so the trace knows whether Python
+    computed anything from the sizes of None dimensions (NOTE(probe) in
+    graph/polymorphic.py)."""
+
+    _reads: list
+
+    def _note(self, what: Any) -> Any:
+        self._reads.append((user_line(), what))
+        return what
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._note(TensorShape.__getitem__(self._plain(), key))
+
+    def _plain(self) -> TensorShape:
+        return TensorShape(tuple.__getitem__(self, slice(None)))
+
+    def __iter__(self) -> Iterator:
+        return iter(self._note(tuple.__getitem__(self, slice(None))))
+
+    def as_list(self) -> list:
+        return list(self._note(tuple.__getitem__(self, slice(None))))
+
+    def num_elements(self) -> int | None:
+        return self._note(self._plain().num_elements())
+
+    def __eq__(self, other: Any) -> bool:
+        return TensorShape.__eq__(TensorShape(self._note(tuple(tuple.__iter__(self)))), other)
+
+    def __ne__(self, other: Any) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = tuple.__hash__
+
+
+class Dim(int):
+    """A size a size-generic trace handed out (`Tracer.sizes`): axis `axis` of the value in
+    slot `slot` of `tracer`'s graph, equal to its traced size. An op's params holding it
+    become a size read when the graph runs (`SizeOf`); Python arithmetic on it gives a
+    plain int, the traced size's (which the probe then finds: NOTE(probe))."""
+
+    def __new__(cls, value: int, tracer: "Tracer", slot: int, axis: int) -> "Dim":
+        self = super().__new__(cls, value)
+        self.tracer, self.slot, self.axis = tracer, slot, axis
+        return self
+
+
+def _read_sizes(params: Any, tracer: "Tracer") -> tuple[Any, bool]:
+    """`params` with each Dim of `tracer` as a SizeOf, and whether there was one."""
+    if type(params) is Dim:
+        if params.tracer is tracer:
+            return SizeOf(params.slot, params.axis), True
+        return int(params), False
+    if isinstance(params, dict):
+        found = False
+        out = {}
+        for k, v in params.items():
+            out[k], hit = _read_sizes(v, tracer)
+            found |= hit
+        return (out, True) if found else (params, False)
+    if isinstance(params, (tuple, list)) and not hasattr(params, "_fields"):
+        items = [_read_sizes(v, tracer) for v in params]
+        if not any(hit for _, hit in items):
+            return params, False
+        return type(params)(v for v, _ in items), True
+    if isinstance(params, slice):
+        parts, found = _read_sizes((params.start, params.stop, params.step), tracer)
+        return (slice(*parts), True) if found else (params, False)
+    return params, False
 
 
 class Tracer(Recorder):
@@ -111,12 +184,25 @@ class Tracer(Recorder):
         self._slots[key_of(x)] = slot
         return slot
 
+    def sizes(self, tensor: Any) -> tuple | None:
+        """In a size-generic trace (`dynamic`), `tensor`'s shape as sizes that the params of
+        an op turn into sizes read when the graph runs (NOTE(sized-params) in
+        graph/polymorphic.py); None for a tensor this trace did not make or take in."""
+        key = tensor._key
+        slot = None if key is None else self._slots.get(key)
+        if slot is None or slot in self.graph.constants:
+            return None
+        return tuple(Dim(d, self, slot, k) for k, d in enumerate(self.graph.avals[slot][0]))
+
     def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
                 level: int) -> None:
         slots = self._slots
         ins = [slots.get(x._key) for x in inputs]
         if None in ins:
             ins = [self.slot_of(x) for x in inputs]
+        sized = False
+        if self.dynamic and params:
+            params, sized = _read_sizes(params, self)
         new_slot, made = self.graph.new_slot, self.made
         outs = []
         for o in outputs:
@@ -128,9 +214,9 @@ class Tracer(Recorder):
             outs.append(slot)
             made.append(weakref.ref(o))
         node = Node(prim, ins, dict(params), outs,
-                    phase="backward" if records_open() else "forward")
+                    phase="backward" if records_open() else "forward", sized=sized)
         self.graph.nodes.append(node)
-        if prim.user_gradient:
+        if CUSTOM_GRADIENT in prim.effects:
             node.backward = self._trace_backward(inputs, outputs, params)
 
     def _trace_backward(self, inputs: Any, outputs: tuple, params: dict) -> CustomBackward:
@@ -167,6 +253,13 @@ class Tracer(Recorder):
         else:
             expected = value.item() if hasattr(value, "item") else value
         self.graph.nodes.append(Guard(slot, kind, expected, where))
+
+    def python_shape(self, dims: tuple) -> TensorShape:
+        """The shape user code reads of a tensor in a size-generic trace: one that notes
+        each size read from it in `size_reads` (NOTE(probe) in graph/polymorphic.py)."""
+        shape = ReadShape(dims)
+        shape._reads = self.size_reads
+        return shape
 
     def symbolic_name(self, tensor: Any) -> tuple | None:
         slot = self._slots.get(tensor._key)

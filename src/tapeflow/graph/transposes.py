@@ -4,12 +4,12 @@ NOTE(swapped-layout): a forward-mode Jacobian is computed batch-major (vmap puts
 batch first) and transposed once at the end, [E, m] -> [m, E]: at a tall Jacobian's
 last layer, E rows times a^T, the tangent's elementwise factors, then the transpose.
 XLA fuses the transpose into the elementwise loop, which then reads one operand by
-columns, and keeps the product's layout (the 4096 x 8 jacfwd of a 256-wide MLP compiled:
-1.5x JAX jit's time). This pass moves such a transpose back through the chain: the
-product as a @ rows^T ([m, E], what JAX's jacfwd computes), the elementwise ops on
-swapped operands (a broadcast operand only reshaped), reshapes that add or drop unit
-axes, down to a transpose that it cancels or a constant it transposes once. The
-transpose is replaced by a reshape of the swapped chain's value. A chain is rewritten
+columns, and keeps the product's layout (a tall jacfwd compiled falls behind JAX's jit:
+docs/performance-notes.md, #swapped-layout). This pass moves such a transpose back
+through the chain: the product as a @ rows^T ([m, E], what JAX's jacfwd computes), the
+elementwise ops on swapped operands (a broadcast operand only reshaped), reshapes that
+add or drop unit axes, down to a transpose that it cancels or a constant it transposes
+once. The transpose is replaced by a reshape of the swapped chain's value. A chain is rewritten
 only when it reaches such a source with every value on the way read by the next op
 only (else the original values are still needed and the rewrite would compute both),
 and values keep exactly two axes of size above 1 (one Jacobian layout to another).
@@ -20,8 +20,9 @@ NOTE(example-grid): a per-example Jacobian (`batch_jacobian`) is computed as a v
 backward pass, the vmap axis (the target's element j) in front of the examples: [n, b,
 *x], transposed once at the end to [b, n, *x]. A conv's batching rule merges the two axes
 into its batch axis, n outer, so the whole backward pass runs on an [n * b] grid of
-examples and the transpose is a copy of the Jacobian (the seed problem's CNN compiled:
-7.5% of its time, which JAX's vmap(jacrev), nesting the examples outside, never spends).
+examples and the transpose is a copy of the Jacobian (a noticeable share of the time of
+the seed problem's compiled CNN, which JAX's vmap(jacrev), nesting the examples outside,
+never spends: docs/performance-notes.md, #example-grid).
 The grid's order does not matter to the ops on the way: a conv, a pooling or a row-wise
 product computes each example on its own (`Primitive.examples`), an elementwise op each
 element. So such a transpose, exchanging the first two axes [a, b, ...] -> [b, a, ...], is
@@ -38,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ..catalog import rule
 from ..ops.structural import elementwise_deps, reshape_p, transpose_p
 from .ir import Assign, Graph, Guard, Node
 
@@ -55,7 +57,7 @@ def _exchanged(shape: tuple, i: int, j: int) -> tuple:
 
 
 def _is_elementwise(prim: Any) -> bool:
-    return prim.elementwise or prim.sparsity is elementwise_deps
+    return rule(prim, "passes").elementwise or rule(prim, "sparsity") is elementwise_deps
 
 
 def _swaps(perm: tuple, shape: tuple) -> bool:
@@ -149,8 +151,9 @@ class _Rewrite:
                 return None
             inner = self.swapped(x)
             return None if inner is None else self.reshaped(inner, target)
-        if prim.swap is not None:
-            out = prim.swap(self.emit, self.shape, *n.inputs, **n.params)
+        swap = rule(prim, "passes").swap
+        if swap is not None:
+            out = swap(self.emit, self.shape, *n.inputs, **n.params)
             return None if out is None else self.reshaped(out, target)
         if _is_elementwise(prim) and not prim.multiple_results:
             return self._elementwise(n, shape, i, j, target)
@@ -208,15 +211,15 @@ class _Rewrite:
             return None
         if _is_elementwise(prim):
             inputs = self._broadcast(n.inputs, shape, k, a, b)
-        elif prim.examples is not None:
-            rule = prim.examples(self.shape, *n.inputs, **n.params)
-            if rule is None or rule[0] < k:
+        elif rule(prim, "passes").examples is not None:
+            found = rule(prim, "passes").examples(self.shape, *n.inputs, **n.params)
+            if found is None or found[0] < k:
                 return None
-            if rule[1] is None:  # broadcasting along those axes, as an elementwise op
+            if found[1] is None:  # broadcasting along those axes, as an elementwise op
                 inputs = self._broadcast(n.inputs, shape, k, a, b)
             else:
                 inputs = list(n.inputs)
-                for i in rule[1]:
+                for i in found[1]:
                     inputs[i] = self.regrouped(inputs[i], a, b)
                     if inputs[i] is None:
                         return None

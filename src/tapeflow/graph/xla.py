@@ -10,8 +10,8 @@ numbers whichever of those paths ran each call (the first call traces on NumPy, 
 around a call replays on NumPy, a first call at new sizes runs on NumPy); with JAX's own
 generators the paths would consume the sequences differently. The price: each call
 moves its draws to the device. On a CPU that is cheap: a compiled dropout (uniform mask)
-took 150-165 us per call on float32[128, 256] against 300-355 us with JAX's generators,
-41-74 against 97-123 on [640, 1], 2.9 ms against 2.5 ms on [1024, 1024].
+ran faster than with JAX's generators on small and mid-sized arrays, and only a little
+slower on a large one (docs/performance-notes.md, #host-draws).
 
 `XlaReplay` has the interface of `replay.Replay`: arrays in, arrays out, variables read
 at the start and written at the end (under their locks), guards checked before anything
@@ -38,11 +38,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .device import keep_placed, placed
+from ..catalog import HOST_CALLBACK, PER_EXAMPLE, STATEFUL
+from ..tensor import Tensor
+from .device import DeviceTensor, keep_placed, placed
 from .ir import Assign, Graph, Guard, Node, resolve
+from .lean import lean_call
 from .replay import Replay, VariableLocks, _written
 
-__all__ = ["XlaReplay", "require_jax", "missing_lowerings", "lower_graph", "checks"]
+__all__ = ["XlaReplay", "require_jax", "missing_lowerings", "lower_graph", "lower_node",
+           "checks"]
 
 _WARNED: set = set()
 
@@ -58,27 +62,67 @@ def require_jax() -> Any:
 
 
 def checks(g: Graph, n: Any) -> bool:
-    """Whether node `n` of `g` has a lower_check to compute (its primitive has one, and
-    needs it at the node's input dtypes and shapes)."""
-    if not isinstance(n, Node) or n.prim.lower_check is None:
+    """Whether node `n` of `g` has a lowering check to compute (its primitive's Lowering
+    has one, and needs it at the node's input dtypes and shapes)."""
+    if not isinstance(n, Node):
         return False
-    needed = n.prim.lower_check_needed
-    return needed is None or needed(*[g.avals[s] for s in n.inputs], **n.params)
+    low = n.prim.rules.get("lower")
+    if low is None or low.check is None:
+        return False
+    return low.check_needed is None or low.check_needed(*[g.avals[s] for s in n.inputs],
+                                                        **n.params)
+
+
+def _compiles(prim: Any) -> bool:
+    """Whether a primitive can run inside a compiled program: by its lowering, or (a pure
+    one without: a user's primitive) by its impl called back on the host."""
+    return "lower" in prim.rules or prim.effects.isdisjoint(_NEVER_CALLED_BACK)
+
+
+_NEVER_CALLED_BACK = frozenset((STATEFUL, HOST_CALLBACK))
 
 
 def missing_lowerings(g: Graph) -> list[str]:
-    """The primitives of `g` that have no lowering rule; a loop (a node with a `body`
-    graph) whose body holds one, a random draw or a check XLA cannot raise counts too."""
+    """The primitives of `g` that cannot run compiled (host callbacks, a stateful
+    primitive without a lowering); a loop (a node with a `body` graph) whose body holds
+    one, a random draw or a check XLA cannot raise counts too."""
     missing = set()
     for n in g.nodes:
         if not isinstance(n, Node):
             continue
         body = n.params.get("body")
-        if n.prim.lower is None or (isinstance(body, Graph) and (missing_lowerings(body) or any(
-                (isinstance(m, Node) and m.prim.stateful) or checks(body, m)
+        if not _compiles(n.prim) or (isinstance(body, Graph) and (missing_lowerings(body) or any(
+                (isinstance(m, Node) and STATEFUL in m.prim.effects) or checks(body, m)
                 for m in body.nodes))):
             missing.add(n.prim.name)
     return sorted(missing)
+
+
+def lower_node(jax: Any, g: Graph, n: Node, args: list, params: dict) -> Any:
+    """Node `n` of `g` lowered on JAX values: its primitive's lowering, or where it has
+    none (a user's primitive: the catalog's default) its impl called back on the host,
+    with the node's traced output shapes and dtypes."""
+    low = n.prim.rules.get("lower")
+    if low is not None:
+        return low.fn(jax, *args, **params)
+    if n.prim.name not in _WARNED:
+        _WARNED.add(n.prim.name)
+        warnings.warn(f"function(jit_compile=True): primitive {n.prim.name!r} has no XLA "
+                      "lowering; the compiled program calls its NumPy impl back on the host "
+                      "(give it a `lower` rule, tapeflow.extend.define, to compile it).",
+                      stacklevel=4)
+    avals = [g.avals[o] for o in n.outputs]
+    prim = n.prim
+
+    def call(*arrays: Any) -> tuple:
+        out = prim.impl(*[np.asarray(a) for a in arrays], **params)
+        outs = out if prim.multiple_results else (out,)
+        return tuple(np.asarray(o, np.dtype(dtype)) for o, (_, dtype) in zip(outs, avals,
+                                                                              strict=True))
+
+    shapes = tuple(jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype)) for shape, dtype in avals)
+    res = jax.pure_callback(call, shapes, *args)
+    return list(res) if prim.multiple_results else res[0]
 
 
 def lower_graph(jax: Any, g: Graph, inputs: list) -> list:
@@ -88,11 +132,11 @@ def lower_graph(jax: Any, g: Graph, inputs: list) -> list:
     for k, n in enumerate(g.nodes):
         args = [env[s] for s in n.inputs]
         params = n.params
-        if k in g.sized:  # sizes read from the values (NOTE(sized-params)): static in JAX
+        if n.sized:  # sizes read from the values (NOTE(sized-params)): static in JAX
             params = resolve(params, lambda slot, axis: np.shape(env[slot])[axis])
         out = _static(n, args, params)
         if out is None:
-            out = n.prim.lower(jax, *args, **params)
+            out = lower_node(jax, g, n, args, params)
         for o, v in zip(n.outputs, out if n.prim.multiple_results else (out,), strict=True):
             env[o] = v
     return [env[o] for o in g.outputs]
@@ -133,7 +177,7 @@ _STATIC_AT_MOST = 64
 def _static(n: Node, args: list, params: dict) -> Any:
     """The node's result computed with NumPy now, if its inputs are small NumPy values and
     so is its result; None otherwise."""
-    if n.prim.stateful or not all(isinstance(a, (np.ndarray, np.generic)) and
+    if STATEFUL in n.prim.effects or not all(isinstance(a, (np.ndarray, np.generic)) and
                                   a.size <= _STATIC_AT_MOST for a in args):
         return None
     out = n.prim.impl(*args, **params)
@@ -146,12 +190,13 @@ def _static(n: Node, args: list, params: dict) -> Any:
 # NOTE(generated-basis): a reverse-mode Jacobian's cotangents are rows of the one-hot basis
 # (batching.one_hot_rows), a constant of the traced graph: [m, m] for m outputs, 64 MB at
 # the 4096-output tall Jacobian in float32. As an XLA literal it is read from memory at
-# every call (1.05x JAX jit's time, whose jacrev builds the basis from iotas inside the
-# fusion that reads it) and embedded in the executable at compile time (5x JAX's first
-# call). So a large constant that is such a block of rows (row r is 1 at flat position
-# start + r and 0 elsewhere; with a repeat axis, the same for every example) is lowered as
-# iotas compared, which XLA fuses into its readers. Recognizing it costs two passes over
-# the constant, once per compile, and only constants of a MiB or more are examined.
+# every call (slower than JAX's jit, whose jacrev builds the basis from iotas inside the
+# fusion that reads it) and embedded in the executable at compile time (a first call
+# several times JAX's; docs/performance-notes.md, #generated-basis). So a large constant
+# that is such a block of rows (row r is 1 at flat position start + r and 0 elsewhere;
+# with a repeat axis, the same for every example) is lowered as iotas compared, which XLA
+# fuses into its readers. Recognizing it costs two passes over the constant, once per
+# compile, and only constants of a MiB or more are examined.
 _GENERATED_FROM = 1 << 20
 
 
@@ -217,8 +262,9 @@ class _X64Flag:
 
 def x64_flag(jax: Any) -> Any:
     """An object whose `value` is JAX's x64 setting as it is now (in this thread and
-    context): JAX's own holder of it where it has one (its C++ read takes a third of the
-    time of `jax.config.jax_enable_x64`), else a reader of the public name."""
+    context): JAX's own holder of it where it has one (its C++ read is faster than
+    `jax.config.jax_enable_x64`: docs/performance-notes.md, #x64-switch), else a reader
+    of the public name."""
     holder = getattr(jax.config, "_value_holders", {}).get("jax_enable_x64")
     return holder if holder is not None and isinstance(getattr(holder, "value", None), bool) \
         else _X64Flag(jax)
@@ -227,9 +273,9 @@ def x64_flag(jax: Any) -> Any:
 def x64_switch(jax: Any) -> tuple[Callable, Callable] | None:
     """(set, restore): `set(value)` makes JAX's x64 setting `value` in this thread and
     returns what `restore` takes back, as `jax.enable_x64(value)` entered and left; JAX's
-    holder's own two C++ calls (0.35 us against the context's 1.9 us: a benchmark's
-    float32 graphs called while the user's JAX runs in 64-bit mode enter it at every
-    call). None where the holder has no such calls or runs a hook on change: use the
+    holder's own two C++ calls, a fraction of the context's cost (a benchmark's float32
+    graphs called while the user's JAX runs in 64-bit mode enter it at every call;
+    docs/performance-notes.md, #x64-switch). None where the holder has no such calls or runs a hook on change: use the
     context then."""
     holder = x64_flag(jax)
     swap, restore = getattr(holder, "swap_local", None), getattr(holder, "set_local", None)
@@ -241,16 +287,19 @@ def x64_switch(jax: Any) -> tuple[Callable, Callable] | None:
 class XlaReplay:
     """Runs a graph as one XLA computation (see the module docstring)."""
 
-    def __init__(self, g: Graph, keep_on_device: bool = False) -> None:
+    def __init__(self, g: Graph, keep_on_device: bool = False,
+                 fallback: Replay | None = None) -> None:
         if g.sized:
             raise ValueError(f"internal error: graph {g.name} has sizes read at replay; "
                              "compile polymorphic.resolved(graph) instead.")
         self.graph = g
         self.keep_on_device = keep_on_device
+        # The NumPy replay: the whole graph's where some node cannot compile, a call's
+        # where its guard or a check fails.
+        self.fallback = Replay(g) if fallback is None else fallback
         missing = missing_lowerings(g)
         self._missing = bool(missing)
         self.compiled = not missing  # runs through XLA (takes device arrays as they are)
-        self._fallback = Replay(g) if missing else None
         for name in missing:
             if name not in _WARNED:
                 _WARNED.add(name)
@@ -261,31 +310,31 @@ class XlaReplay:
         self.jax = require_jax()
         self.x64 = _needs_x64(g)
         self.draws = [k for k, n in enumerate(g.nodes)
-                      if isinstance(n, Node) and n.prim.per_example]
+                      if isinstance(n, Node) and PER_EXAMPLE in n.prim.effects]
         self.guards = [n for n in g.nodes if isinstance(n, Guard)]
         written = _written(g)
         self.locks = VariableLocks(written) if written else None
         self.n_assigns = sum(isinstance(n, Assign) for n in g.nodes)
-        # Graphs without checks return no flag: reading one back is a device sync (~20 us).
+        # Graphs without checks return no flag: reading one back is a device sync
+        # (docs/performance-notes.md, #check-flag).
         self.checked = any(checks(g, n) for n in g.nodes)
         # NOTE(lean-call): Python run right after a compiled program runs several times
         # slower than warm (likely cold caches, the program's code and data having evicted
-        # the interpreter's; this machine has no cache counters to confirm it). Timed
-        # inside calls of the 2,000-op chain's program with JAX's asynchronous dispatch
-        # off, Tensor(v) takes 2.3 us and np.asarray of it 9 us (4 and 15 us with it on),
-        # against 0.4 and 1.5 us in a loop of their own; np.asarray of a minimal object
-        # with __array__ takes 8 us. So every Python step around a call costs several
-        # times its warm time, each kind of step its own: timed call by call against
-        # JAX's jit of a one-op program, a loop over the one argument cost 3 us more than
-        # the same checks written out, the two calls asking whether anything records 1.8
-        # us, the shape and dtype check 1.4, the placed-copy check 1.2, the x64 check 1.0.
-        # So a graph with nothing to check around its computation (no guards, draws,
-        # written variables or lower_checks; results to the host) takes the shortest path
-        # from tensors to results: `run_tensors`, and the lean call Function makes for each
-        # such signature, straight-line code generated for it (graph/lean.py), which calls
-        # the jitted computation itself. With it a call costs 6-7 us more than JAX's own
-        # (11-13 us with the loop it replaced) on the one-op program, 11-17 us (17-24) on
-        # the chain. The computation returns its outputs alone, a single one bare.
+        # the interpreter's; this machine has no cache counters to confirm it): wrapping a
+        # result in a Tensor and np.asarray of it, timed inside calls of a long chain's
+        # program, take several times what they take in a loop of their own. So every
+        # Python step around a call costs several times its warm time, each kind of step
+        # its own: timed call by call against JAX's jit of a one-op program, a loop over
+        # the one argument cost more than the same checks written out, and the calls
+        # asking whether anything records, the shape and dtype check, the placed-copy
+        # check and the x64 check each cost a share (docs/performance-notes.md,
+        # #lean-call). So a graph with nothing to check around its computation (no
+        # guards, draws, written variables or lower_checks; results to the host) takes the
+        # shortest path from tensors to results: `run_tensors`, and the lean call Function
+        # makes for each such signature, straight-line code generated for it
+        # (graph/lean.py), which calls the jitted computation itself and cuts what a call
+        # adds to JAX's own time. The computation returns its outputs alone, a single one
+        # bare.
         self.simple = not (self.draws or self.guards or self.locks or self.checked
                            or keep_on_device)
         self.bare = self.simple and len(g.outputs) == 1 and g.outputs[0] is not None
@@ -298,11 +347,23 @@ class XlaReplay:
             self._jitted = self.jax.jit(lowered)
         self.x64_flag, self.x64_switch = x64_flag(self.jax), x64_switch(self.jax)
 
-    def _numpy(self) -> Replay:
-        """The NumPy replay of this graph (made on first need: a failed lower_check)."""
-        if self._fallback is None:
-            self._fallback = Replay(self.graph)
-        return self._fallback
+    def run(self, tensors: list) -> list:
+        """The executable's interface (graph/executables.py): tensors in (each placed on the
+        device, NOTE(placed)), tensors out: DeviceTensors with keep_on_device, else host
+        tensors (the NumPy fallback's always)."""
+        if not self.compiled:
+            return self.fallback.run(tensors)
+        results = self.run_tensors(tensors)
+        if self.keep_on_device:
+            return [None if a is None else _wrap_result(a) for a in results]
+        return [None if a is None else Tensor(a) for a in results]
+
+    def lean(self, arg_keys: tuple) -> Callable[[tuple], Any] | None:
+        """The lean call of a signature (NOTE(lean-call), graph/lean.py) where this graph
+        compiled with nothing to check around its computation; else None."""
+        if not (self.compiled and self.simple):
+            return None
+        return lean_call(self, self.graph, arg_keys)
 
     def _lowered(self) -> Callable:
         g, jax = self.graph, self.jax
@@ -335,8 +396,8 @@ class XlaReplay:
                     out = _static(n, args, params)
                     if out is None:
                         if checked:
-                            flags.append(n.prim.lower_check(jax, *args, **params))
-                        out = n.prim.lower(jax, *args, **params)
+                            flags.append(n.prim.rules["lower"].check(jax, *args, **params))
+                        out = lower_node(jax, g, n, args, params)
                     outs = out if n.prim.multiple_results else (out,)
                     for o, v in zip(n.outputs, outs, strict=True):
                         env[o] = v
@@ -383,7 +444,7 @@ class XlaReplay:
 
     def __call__(self, *arrays: Any) -> list:
         if self._missing:
-            return self._fallback(*_on_host(arrays))
+            return self.fallback(*_on_host(arrays))
         if self.locks is None:
             return self._run(arrays)
         with self.locks:
@@ -414,9 +475,17 @@ class XlaReplay:
             # else its results are the call's.
             if states is not None:
                 _restore(states)
-            return self._numpy()(*_on_host(arrays))
+            return self.fallback(*_on_host(arrays))
         for i, value in assigned.items():
             keep_placed(g.variables[i], value)
         if self.keep_on_device:
             return list(outs)
         return [None if o is None else np.asarray(o) for o in outs]
+
+
+def _wrap_result(array: Any) -> Tensor:
+    """A compiled call's result kept on its device: a DeviceTensor for a device array, an
+    ordinary Tensor for a NumPy one (a call that ran on NumPy: an input the impl refuses)."""
+    if not isinstance(array, (np.ndarray, np.generic)):
+        return DeviceTensor(array)
+    return Tensor(array)

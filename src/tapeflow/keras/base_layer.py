@@ -1,11 +1,10 @@
-"""The Layer base class and the helpers every layer uses (shapes, names, input checks)."""
+"""The Layer base class and `InputSpec`; the helpers other keras modules share with it
+(names, input checks, the class registry) are in utils.py."""
 
 from __future__ import annotations
 
-import collections
-import inspect
 import re
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -17,28 +16,19 @@ from ..ops.convert import as_tensor
 from ..tensor import Tensor, TensorShape, Variable, TensorBase
 from . import initializers
 from .masks import get_mask, set_mask
+from .utils import LAYER_CLASSES, SYMBOLIC, call_accepts, check_input, dedup, unique_name
 
 __all__ = ["InputSpec", "Layer"]
 
 
 # ---------------------------------------------------------------- names
-_NAME_UIDS: collections.Counter = collections.Counter()
-
-
 def _to_snake_case(name: str) -> str:
     intermediate = re.sub("(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
     snake = re.sub("([a-z])([A-Z])", r"\1_\2", intermediate).lower()
     return snake if snake[0] != "_" else "private" + snake
 
 
-def _unique_name(base: str) -> str:
-    """Keras' default layer names: "dense", then "dense_1", "dense_2", ..."""
-    n = _NAME_UIDS[base]
-    _NAME_UIDS[base] += 1
-    return base if n == 0 else f"{base}_{n}"
-
-
-# ---------------------------------------------------------------- input checks
+# ---------------------------------------------------------------- input specs
 class InputSpec:
     """What a layer accepts: `ndim`, `min_ndim`, `max_ndim`, and `axes` ({axis: size}).
 
@@ -68,77 +58,7 @@ class InputSpec:
         return f"InputSpec({', '.join(parts)})"
 
 
-def _check_input(layer: "Layer", spec: InputSpec, shape: tuple) -> None:
-    """Raise Keras' ValueError when `shape` does not fit `spec`."""
-    ndim = len(shape)
-    head = f'Input 0 of layer "{layer.name}" ({type(layer).__name__}) is incompatible with the layer'
-    hint = f" {layer._input_hint}" if layer._input_hint else ""
-    for key, ok in (("ndim", spec.ndim is None or ndim == spec.ndim),
-                    ("min_ndim", spec.min_ndim is None or ndim >= spec.min_ndim),
-                    ("max_ndim", spec.max_ndim is None or ndim <= spec.max_ndim)):
-        if not ok:
-            raise ValueError(f"{head}: expected {key}={getattr(spec, key)}, found ndim={ndim}. "
-                             f"Full shape received: {tuple(shape)}.{hint}")
-    for axis, value in spec.axes.items():
-        if value is not None and -ndim <= axis < ndim and shape[axis] not in (value, None):
-            raise ValueError(f"{head}: expected axis {axis} of input shape to have value {value}, "
-                             f"but received input with shape {tuple(shape)}.")
-    if spec.shape is not None:
-        for want, got in zip(spec.shape, shape, strict=True):
-            if want is not None and got is not None and want != got:
-                raise ValueError(f"{head}: expected shape={spec.shape}, found shape={tuple(shape)}.")
-
-
 # ---------------------------------------------------------------- helpers
-def _normalize_tuple(value: Any, n: int, name: str, allow_zero: bool = False) -> tuple:
-    """Keras' conv_utils.normalize_tuple: an int or n ints, all positive (or >= 0)."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        values = (int(value),) * n
-    else:
-        try:
-            values = tuple(value)
-        except TypeError:
-            raise ValueError(f"The `{name}` argument must be a tuple of {n} integers. "
-                             f"Received: {value!r}") from None
-        if len(values) != n or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-                                       for v in values):
-            raise ValueError(f"The `{name}` argument must be a tuple of {n} integers. "
-                             f"Received: {value!r}")
-        values = tuple(int(v) for v in values)
-    bad = [v for v in values if (v < 0 if allow_zero else v <= 0)]
-    if bad:
-        req = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"The `{name}` argument must be a tuple of {n} integers. Received "
-                         f"{name}={value!r} including {set(bad)} that does not satisfy the "
-                         f"requirement `{req}`.")
-    return values
-
-
-def _normalize_padding(value: Any) -> str:
-    padding = value.lower() if isinstance(value, str) else value
-    if padding not in ("valid", "same", "causal"):
-        raise ValueError(f'The `padding` argument must be one of "valid", "same" (or "causal", '
-                         f"only for `Conv1D`). Received: {value!r}")
-    return padding
-
-
-def _normalize_data_format(value: Any) -> str:
-    data_format = "channels_last" if value is None else str(value).lower()
-    if data_format not in ("channels_first", "channels_last"):
-        raise ValueError(f'The `data_format` argument must be one of "channels_first", '
-                         f'"channels_last". Received: {value!r}')
-    return data_format
-
-
-def _conv_output_length(n: int | None, k: int, padding: str, stride: int,
-                        dilation: int = 1) -> int | None:
-    if n is None:
-        return None
-    span = (k - 1) * dilation + 1
-    out = n if padding == "same" else n - span + 1
-    return (out + stride - 1) // stride
-
-
 def _shape_of(x: Any) -> Any:
     if isinstance(x, TensorBase):
         return TensorShape(np.shape(x._value))
@@ -179,41 +99,6 @@ def _masks_of(x: Any) -> Any:
     return nest.pack_sequence_as(x, flat)
 
 
-def _dedup(variables: Iterable[Variable]) -> list[Variable]:
-    seen, out = set(), []
-    for v in variables:
-        if id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-    return out
-
-
-_CALL_ARGS: dict[Any, tuple[bool, bool]] = {}
-
-
-def _call_accepts(call: Callable) -> tuple[bool, bool]:
-    """Whether a `call` method takes `training` and `mask` (cached per function)."""
-    key = getattr(call, "__func__", call)
-    got = _CALL_ARGS.get(key)
-    if got is None:
-        try:
-            params = inspect.signature(call).parameters
-        except (TypeError, ValueError):
-            params = {}
-        varkw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-        got = _CALL_ARGS[key] = ("training" in params or varkw, "mask" in params or varkw)
-    return got
-
-
-# functional.py registers (is_symbolic, call_symbolic) here: a layer called on
-# KerasTensors records a node instead of computing, and this module cannot import
-# functional.py (which builds on it).
-_SYMBOLIC: list[Any] = [None]
-
-# class name -> class, for every public layer class of tapeflow.keras (Layer.__init_subclass__
-# fills it): what serialization.deserialize looks `class_name` up in.
-_LAYER_CLASSES: dict[str, type] = {}
-
 _LAYER_KWARGS = {"input_dim", "input_shape", "batch_input_shape", "batch_size", "weights",
                  "activity_regularizer", "autocast", "implementation", "dynamic"}
 
@@ -232,12 +117,12 @@ class Layer(Module):
 
     Example:
         >>> import tapeflow as tf
-        >>> class Scale(tf.keras.layers.Layer):
+        >>> class ScaleByWeight(tf.keras.layers.Layer):
         ...     def build(self, input_shape):
         ...         self.w = self.add_weight("w", shape=(input_shape[-1],), initializer="ones")
         ...     def call(self, inputs):
         ...         return inputs * self.w
-        >>> layer = Scale(name="scale")
+        >>> layer = ScaleByWeight(name="scale")
         >>> layer(tf.constant([[1., 2.]])).numpy()
         array([[1., 2.]], dtype=float32)
         >>> [v.name for v in layer.trainable_variables]
@@ -249,7 +134,7 @@ class Layer(Module):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__module__.startswith("tapeflow.keras.") and not cls.__name__.startswith("_"):
-            _LAYER_CLASSES.setdefault(cls.__name__, cls)
+            LAYER_CLASSES.setdefault(cls.__name__, cls)
 
     def __init__(self, trainable: bool = True, name: str | None = None, dtype: Any = None,
                  dynamic: bool = False, **kwargs: Any) -> None:
@@ -266,7 +151,7 @@ class Layer(Module):
             raise TypeError(f"A layer's `name` must be a string; got {name!r}.")
         # Not Module.__init__: Keras names need not be Python identifiers, and `name` is
         # Module's read-only property over `_name`.
-        d["_name"] = name or _unique_name(_to_snake_case(type(self).__name__))
+        d["_name"] = name or unique_name(_to_snake_case(type(self).__name__))
         try:
             with name_scope(d["_name"]) as scope:
                 d["_scope_name"] = scope
@@ -352,7 +237,7 @@ class Layer(Module):
         return v
 
     def _own_variables(self) -> list[Variable]:
-        return _dedup(self._own_weights + self._tracked_variables)
+        return dedup(self._own_weights + self._tracked_variables)
 
     @property
     def trainable_weights(self) -> list[Variable]:
@@ -362,7 +247,7 @@ class Layer(Module):
         out = [w for w in self._own_variables() if w.trainable]
         for child in self._children():
             out += child.trainable_weights
-        return _dedup(out)
+        return dedup(out)
 
     @property
     def non_trainable_weights(self) -> list[Variable]:
@@ -376,12 +261,12 @@ class Layer(Module):
             out = [w for w in own if w.trainable] + [w for w in own if not w.trainable]
             for child in self._children():
                 out += child.weights
-        return _dedup(out)
+        return dedup(out)
 
     @property
     def weights(self) -> list[Variable]:
         """All weights: the trainable ones, then the others."""
-        return _dedup(self.trainable_weights + self.non_trainable_weights)
+        return dedup(self.trainable_weights + self.non_trainable_weights)
 
     @property
     def variables(self) -> list[Variable]:
@@ -489,12 +374,12 @@ class Layer(Module):
             self.set_weights(initial)
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
-        symbolic = _SYMBOLIC[0]
+        symbolic = SYMBOLIC[0]
         if symbolic is not None and type(inputs) is not Tensor and (
                 symbolic[0](inputs) or (args or kwargs) and symbolic[0]((args, kwargs))):
             return symbolic[1](self, inputs, args, kwargs)
         x = _convert_inputs(inputs, self.name)
-        takes_training, takes_mask = _call_accepts(self.call)
+        takes_training, takes_mask = call_accepts(self.call)
         masking = self.supports_masking
         # NOTE(masks): an explicit `mask=` wins; otherwise the inputs' own masks (tf_keras'
         # `_keras_mask`) reach a `call` that takes `mask` and this layer's `compute_mask`.
@@ -510,11 +395,11 @@ class Layer(Module):
             kwargs.pop("training", None)
         single = isinstance(x, TensorBase)
         if single and self.input_spec is not None:
-            _check_input(self, self.input_spec, np.shape(x._value))
+            check_input(self, self.input_spec, np.shape(x._value))
         if not self.built:
             self._maybe_build(_shape_of(x))
             if single and self.input_spec is not None:  # build may have narrowed the spec
-                _check_input(self, self.input_spec, np.shape(x._value))
+                check_input(self, self.input_spec, np.shape(x._value))
         if self._autocast:
             x = self._cast(x)
         outputs = self.call(x, *args, **kwargs)

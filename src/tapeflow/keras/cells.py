@@ -9,7 +9,8 @@ Each cell's step is written as two parts: `_project` (the input's matrix product
 input bias) and `_step` (the rest, which needs the previous state). `RNN` projects every
 time step in one matrix product up front and loops over `_step` only, which gives the
 same numbers as calling the cell at each step, with one large product in place of many
-small ones.
+small ones. `has_builtin_step(cell)` tells `RNN` whether a cell's step is these
+formulas' (so `_project` and `_step` can stand for its `call`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..tensor import TensorShape
 from . import activations, initializers
 from .base_layer import Layer
 
-__all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell"]
+__all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell", "has_builtin_step"]
 
 
 def _check_units(units: Any) -> int:
@@ -342,3 +343,19 @@ def _check_implementation(value: Any, who: str) -> int:
     if value not in (1, 2):
         raise ValueError(f"{who}: `implementation` must be 1 or 2; received {value!r}.")
     return int(value)
+
+
+def has_builtin_step(cell: Any) -> bool:
+    """Whether `cell` steps by the built-in formulas of this module: it is a
+    `SimpleRNNCell`, `LSTMCell` or `GRUCell` (or a subclass) whose `call` is not
+    overridden. `RNN` then runs the cell's input projection once for all time steps and
+    loops over its step alone; any other cell's own `call` runs at every step.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> has_builtin_step(tf.keras.layers.LSTMCell(4, name="cell"))
+        True
+        >>> has_builtin_step(tf.keras.layers.Dense(4, name="not_a_cell"))
+        False
+    """
+    return isinstance(cell, _GateCell) and type(cell).call is _GateCell.call

@@ -7,11 +7,7 @@ the masks reproducible.
 
 from __future__ import annotations
 
-import codecs
 import inspect
-import marshal
-import sys
-import types
 from typing import Any, Callable
 
 import numpy as np
@@ -21,6 +17,7 @@ from ..tensor import TensorShape
 from . import initializers
 from .base_layer import Layer
 from .masks import set_mask
+from .utils import function_config, function_from_config
 
 __all__ = ["Dropout", "Lambda", "Embedding", "Masking"]
 
@@ -136,14 +133,14 @@ class Lambda(Layer):
         """tf_keras' Lambda config: a Python function as its marshalled code, defaults and
         closure (``function_type="lambda"``), another callable by name (``"function"``),
         and `output_shape` and `mask` the same way."""
-        function, function_type, module = _function_config(self.function)
-        shape, shape_type, shape_module = _function_config(self._output_shape_arg,
-                                                           allow_raw=True)
+        function, function_type, module = function_config(self.function)
+        shape, shape_type, shape_module = function_config(self._output_shape_arg,
+                                                          allow_raw=True)
         config = {"function": function, "function_type": function_type, "module": module,
                   "output_shape": shape, "output_shape_type": shape_type,
                   "output_shape_module": shape_module}
         if self.mask is not None:
-            mask, mask_type, mask_module = _function_config(self.mask)
+            mask, mask_type, mask_module = function_config(self.mask)
             config.update(mask=mask, mask_type=mask_type, mask_module=mask_module)
         config["arguments"] = self.arguments
         return dict(super().get_config(), **config)
@@ -154,52 +151,14 @@ class Lambda(Layer):
         its module's globals (and `custom_objects`): as in tf_keras, load configs you
         trust only, since the code runs when the layer is called."""
         config = dict(config)
-        config["function"] = _function_from_config(config, custom_objects, "function",
-                                                   "module", "function_type")
-        config["output_shape"] = _function_from_config(config, custom_objects, "output_shape",
-                                                       "output_shape_module",
-                                                       "output_shape_type")
-        config["mask"] = _function_from_config(config, custom_objects, "mask", "mask_module",
-                                               "mask_type") if "mask" in config else None
+        config["function"] = function_from_config(config, custom_objects, "function",
+                                                  "module", "function_type")
+        config["output_shape"] = function_from_config(config, custom_objects, "output_shape",
+                                                      "output_shape_module",
+                                                      "output_shape_type")
+        config["mask"] = function_from_config(config, custom_objects, "mask", "mask_module",
+                                              "mask_type") if "mask" in config else None
         return cls(**config)
-
-
-def _function_config(fn: Any, allow_raw: bool = False) -> tuple[Any, str, str | None]:
-    """(value, type, module) for a function in a config, as tf_keras' Lambda writes it."""
-    if isinstance(fn, types.FunctionType):  # tf_keras' func_dump: code, defaults, closure
-        code = codecs.encode(marshal.dumps(fn.__code__), "base64").decode("ascii")
-        closure = tuple(c.cell_contents for c in fn.__closure__) if fn.__closure__ else None
-        return (code, fn.__defaults__, closure), "lambda", fn.__module__
-    if callable(fn):
-        return fn.__name__, "function", getattr(fn, "__module__", None)
-    if allow_raw:
-        return fn, "raw", None
-    raise ValueError(f"Invalid input for serialization, type: {type(fn)} ")
-
-
-def _function_from_config(config: dict, custom_objects: dict | None, key: str,
-                          module_key: str, type_key: str) -> Any:
-    """The function `_function_config` saved under `key` (popping its type and module)."""
-    module = config.pop(module_key, None)
-    kind = config.pop(type_key, "raw")
-    value = config.get(key)
-    if kind == "raw":
-        return value
-    scope = dict(vars(sys.modules[module])) if module in sys.modules else {}
-    scope.update(custom_objects or {})
-    if kind == "function":
-        if value not in scope:
-            raise ValueError(f"Lambda.from_config: unknown function {value!r} (module "
-                             f"{module!r}); pass it in custom_objects={{{value!r}: fn}}.")
-        return scope[value]
-    if kind == "lambda":
-        code, defaults, closure = value
-        cells = None if closure is None else tuple(types.CellType(v) for v in closure)
-        code = marshal.loads(codecs.decode(code.encode("ascii"), "base64"))
-        return types.FunctionType(code, scope, code.co_name,
-                                  None if defaults is None else tuple(defaults), cells)
-    raise TypeError(f"Unsupported value for `{type_key}` argument. Received: "
-                    f"{type_key}={kind}. Expected one of ['function', 'lambda', 'raw']")
 
 
 class Embedding(Layer):

@@ -28,8 +28,7 @@ import numpy as np
 from .. import ops
 from ..tensor import TensorShape, Variable
 from . import activations, initializers
-from .base_layer import (InputSpec, Layer, _conv_output_length, _normalize_data_format,
-                         _normalize_padding, _normalize_tuple)
+from .base_layer import InputSpec, Layer
 from .cells import GRUCell, LSTMCell, SimpleRNNCell
 from .core_layers import Dropout, Embedding, Lambda, Masking
 from .functional import Input, InputLayer
@@ -38,6 +37,7 @@ from .merge import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, 
 from .normalization import BatchNormalization
 from .recurrent import GRU, LSTM, RNN, SimpleRNN
 from .serialization import deserialize, serialize
+from .utils import conv_output_length, normalize_data_format, normalize_padding, normalize_tuple
 
 __all__ = ["InputSpec", "Layer", "Dense", "Conv2D", "Convolution2D", "MaxPooling2D", "MaxPool2D",
            "AveragePooling2D", "AvgPool2D", "Flatten", "Activation", "Dropout", "Lambda",
@@ -193,13 +193,13 @@ class Conv2D(Layer):
         if self.groups < 1 or self.filters % self.groups != 0:
             raise ValueError(f"The number of filters must be evenly divisible by the number of "
                              f"groups. Received: groups={groups}, filters={filters}.")
-        self.kernel_size = _normalize_tuple(kernel_size, 2, "kernel_size")
-        self.strides = _normalize_tuple(strides, 2, "strides")
-        self.padding = _normalize_padding(padding)
+        self.kernel_size = normalize_tuple(kernel_size, 2, "kernel_size")
+        self.strides = normalize_tuple(strides, 2, "strides")
+        self.padding = normalize_padding(padding)
         if self.padding == "causal":
             raise ValueError("Causal padding is only supported for `Conv1D` and `SeparableConv1D`.")
-        self.data_format = _normalize_data_format(data_format)
-        self.dilation_rate = _normalize_tuple(dilation_rate, 2, "dilation_rate")
+        self.data_format = normalize_data_format(data_format)
+        self.dilation_rate = normalize_tuple(dilation_rate, 2, "dilation_rate")
         if max(self.strides) > 1 and max(self.dilation_rate) > 1:
             raise ValueError(f"`strides > 1` not supported in conjunction with `dilation_rate > 1`."
                              f" Received: strides={self.strides} and "
@@ -249,8 +249,8 @@ class Conv2D(Layer):
         hw = (-3, -2) if self.data_format == "channels_last" else (-2, -1)
         dims = list(shape)
         for i, ax in enumerate(hw):
-            dims[ax] = _conv_output_length(shape[ax], self.kernel_size[i], self.padding,
-                                           self.strides[i], self.dilation_rate[i])
+            dims[ax] = conv_output_length(shape[ax], self.kernel_size[i], self.padding,
+                                          self.strides[i], self.dilation_rate[i])
         dims[self._channel_axis] = self.filters
         if any(d is not None and d <= 0 for d in dims[-3:]):
             raise ValueError(f"One of the dimensions in the output is <= 0 due to downsampling "
@@ -314,13 +314,13 @@ class _Pooling2D(Layer):
         super().__init__(**kwargs)
         if strides is None:
             strides = pool_size
-        self.pool_size = _normalize_tuple(pool_size, 2, "pool_size")
-        self.strides = _normalize_tuple(strides, 2, "strides")
-        self.padding = _normalize_padding(padding)
+        self.pool_size = normalize_tuple(pool_size, 2, "pool_size")
+        self.strides = normalize_tuple(strides, 2, "strides")
+        self.padding = normalize_padding(padding)
         if self.padding == "causal":
             raise ValueError(f"{type(self).__name__}: `padding` must be 'valid' or 'same'; "
                              f"got {padding!r}.")
-        self.data_format = _normalize_data_format(data_format)
+        self.data_format = normalize_data_format(data_format)
         self.input_spec = InputSpec(ndim=4)
         name = type(self).__name__
         self._input_hint = (f"{name} expects inputs of shape (batch, height, width, channels); "
@@ -335,8 +335,8 @@ class _Pooling2D(Layer):
         hw = (1, 2) if self.data_format == "channels_last" else (2, 3)
         dims = list(shape)
         for i, ax in enumerate(hw):
-            dims[ax] = _conv_output_length(shape[ax], self.pool_size[i], self.padding,
-                                           self.strides[i])
+            dims[ax] = conv_output_length(shape[ax], self.pool_size[i], self.padding,
+                                          self.strides[i])
         if any(d is not None and d <= 0 for d in dims):
             raise ValueError(f"Layer \"{self.name}\" ({type(self).__name__}): the input's "
                              f"spatial size {tuple(shape[a] for a in hw)} is smaller than the "
@@ -419,7 +419,7 @@ class Flatten(Layer):
 
     def __init__(self, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.data_format = _normalize_data_format(data_format)
+        self.data_format = normalize_data_format(data_format)
         self.input_spec = InputSpec(min_ndim=1)
 
     def compute_output_shape(self, input_shape: Any) -> TensorShape:

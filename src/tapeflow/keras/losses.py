@@ -17,8 +17,10 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import ops
-from ..core import dynamic_shapes
+from ..core import bind
 from ..ops.convert import as_tensor
+from ..ops.structural import (shape_source)
+from ..ops.sizes import size_p
 from ..tensor import Tensor
 
 __all__ = ["Loss", "MeanSquaredError", "MeanAbsoluteError", "BinaryCrossentropy",
@@ -243,11 +245,10 @@ def _weighted_reduce(losses: Tensor, sample_weight: Any, reduction: str, who: st
     total = ops.reduction.reduce_sum(losses)
     if reduction == Reduction.SUM:
         return total
-    if dynamic_shapes():  # the count read when the graph runs (NOTE(dynamic-shapes))
-        count = ops.elementwise.maximum(ops.creation.size(losses, out_type="int64"), 1)
-        return total / ops.elementwise.cast(count, losses.dtype)
-    count = int(np.prod(losses.shape, dtype=np.int64))
-    return total / count if count else total * 0.0
+    # The count, read when a size-generic graph runs (NOTE(dynamic-shapes)): at least 1
+    # (an empty batch's sum is 0, and so is its mean).
+    return total / bind(size_p, sizes=shape_source(losses), dtype=losses._value.dtype,
+                        at_least=1)
 
 
 class _Wrapper(Loss):

@@ -9,11 +9,12 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import TensorShape, Variable, TensorBase
-from .base_layer import _SYMBOLIC, Layer, _call_accepts, _check_input
+from .base_layer import Layer
 from .functional import InputLayer, KerasTensor
 from .masks import get_mask
 from .serialization import deserialize, serialize
 from .training import Model
+from .utils import SYMBOLIC, call_accepts, check_input
 
 __all__ = ["Model", "Sequential"]
 
@@ -189,7 +190,7 @@ class Sequential(Model):
         shape = TensorShape(input_shape)
         for layer in self._layers:
             if layer.input_spec is not None:
-                _check_input(layer, layer.input_spec, shape)
+                check_input(layer, layer.input_spec, shape)
             if not layer.built:
                 layer._maybe_build(shape)
             shape = layer.compute_output_shape(shape)
@@ -200,7 +201,7 @@ class Sequential(Model):
 
     def __call__(self, inputs: Any, training: Any = None, mask: Any = None,
                  **kwargs: Any) -> Any:
-        symbolic = _SYMBOLIC[0]
+        symbolic = SYMBOLIC[0]
         if symbolic is not None and symbolic[0](inputs):
             if training is not None:
                 kwargs["training"] = training
@@ -215,7 +216,7 @@ class Sequential(Model):
                                     and not self._input_shape.is_compatible_with(np.shape(value)))
         for layer in self._layers:
             kwargs = {}
-            if _call_accepts(layer.call)[0] and training is not None:
+            if call_accepts(layer.call)[0] and training is not None:
                 kwargs["training"] = training
             if mask is not None:  # the model's mask is its first layer's input mask
                 kwargs["mask"] = mask

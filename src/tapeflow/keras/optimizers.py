@@ -14,7 +14,7 @@ creates them in its first trace and its replays only update them.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from .. import ops
 from ..core import no_recorders
 from ..ops.convert import as_tensor
 from ..tape import GradientTape
-from ..tensor import Tensor, TensorBase, Variable
+from ..tensor import Tensor, Variable
 from . import schedules
 from .schedules import LearningRateSchedule
 

@@ -22,14 +22,15 @@ from typing import Any
 import numpy as np
 
 from .. import ops
-from ..control_flow import _scan as _scan_loop
+from ..loops import bind_scan as _scan_loop
 from ..module import name_scope
 from ..ops.convert import as_tensor
 from ..tensor import TensorShape
-from .base_layer import InputSpec, Layer, _call_accepts
-from .cells import GRUCell, LSTMCell, SimpleRNNCell, _GateCell
+from .base_layer import InputSpec, Layer
+from .cells import GRUCell, LSTMCell, SimpleRNNCell, has_builtin_step
 from .serialization import deserialize as _deserialize_layer
 from .serialization import serialize as _serialize_layer
+from .utils import call_accepts
 
 __all__ = ["RNN", "SimpleRNN", "LSTM", "GRU"]
 
@@ -144,9 +145,9 @@ class RNN(Layer):
     def _step_fn(self, training: Any) -> tuple[Any, Any]:
         """(project, step): the projection of all inputs and one step of the recurrence."""
         cell = self.cell
-        if isinstance(cell, _GateCell) and type(cell).call is _GateCell.call:
+        if has_builtin_step(cell):
             return cell._project, cell._step
-        kwargs = {"training": training} if _call_accepts(cell.call)[0] else {}
+        kwargs = {"training": training} if call_accepts(cell.call)[0] else {}
 
         def step(x: Any, states: list) -> tuple[Any, list]:
             output, new_states = cell.call(x, states, **kwargs)
@@ -208,8 +209,7 @@ class RNN(Layer):
     def _builtin_step(self) -> bool:
         """Whether the step is a built-in cell's own (a user's cell keeps the Python loop:
         its call runs at every step, as in eager TensorFlow)."""
-        cell = self.cell
-        return isinstance(cell, _GateCell) and type(cell).call is _GateCell.call
+        return has_builtin_step(self.cell)
 
     def _scanned(self, projected: Any, mask: Any, states: list, step: Any) -> Any:
         """The recurrence as one loop op (tf.scan's primitive, as tf_keras' symbolic loop

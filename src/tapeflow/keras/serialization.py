@@ -15,7 +15,8 @@ import inspect
 from typing import Any
 
 from ..tensor import TensorShape
-from .base_layer import _LAYER_CLASSES, Layer
+from .base_layer import Layer
+from .utils import LAYER_CLASSES
 
 __all__ = ["serialize", "deserialize"]
 
@@ -67,9 +68,9 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Layer:
         raise ValueError(f"keras.layers.deserialize: expected a dict with 'class_name' and "
                          f"'config' (from keras.layers.serialize); received {config!r:.200}.")
     name = config["class_name"]
-    cls = (custom_objects or {}).get(name) or _LAYER_CLASSES.get(name)
+    cls = (custom_objects or {}).get(name) or LAYER_CLASSES.get(name)
     if cls is None:
-        raise ValueError(f"Unknown layer: {name!r}. Known layers: {sorted(_LAYER_CLASSES)}. "
+        raise ValueError(f"Unknown layer: {name!r}. Known layers: {sorted(LAYER_CLASSES)}. "
                          f"Pass a custom layer class in `custom_objects={{{name!r}: cls}}`.")
     inner = dict(config.get("config") or {})
     if "custom_objects" in inspect.signature(cls.from_config).parameters:

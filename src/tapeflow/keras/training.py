@@ -14,7 +14,8 @@ from .. import dtypes as _dt
 from ..core import no_recorders
 from ..module import name_scope
 from ..tensor import Tensor, TensorShape, Variable
-from .base_layer import Layer, _call_accepts, _dedup
+from .base_layer import Layer
+from .utils import call_accepts, dedup
 
 __all__ = ["Model"]
 
@@ -174,7 +175,7 @@ class Model(Layer):
         if input_shape is None:
             raise ValueError(f"{self.name}.build: `input_shape` is None; expected the shape of "
                              f"the inputs, e.g. (None, features).")
-        kwargs = {"training": False} if _call_accepts(self.call)[0] else {}
+        kwargs = {"training": False} if call_accepts(self.call)[0] else {}
         with no_recorders(), self._scope():
             self.call(_probe(input_shape, self.dtype), **kwargs)
         self._build_input_shape = input_shape
@@ -239,7 +240,7 @@ class Model(Layer):
         out = []
         for layer in self._children():
             out += layer.weights
-        return _dedup(out + self._own_variables())
+        return dedup(out + self._own_variables())
 
     def count_params(self) -> int:
         """The number of scalars in the model's weights (the model must be built)."""

@@ -2,10 +2,13 @@
 one block, and the public ops (the TensorFlow functions) built on them.
 
 - structural: the bottom. The structural primitives (add, multiply, conj, cast,
-  select, reshape, transpose, broadcast_to, reduce_sum), the helpers built only from
-  them (unbroadcast, move_axis, ...) and the rule families (defjvp, defvjp, linear,
-  unary, batch_*).
+  select, reshape, transpose, broadcast_to, fill, reduce_sum), the helpers built only
+  from them (unbroadcast, move_axis, ...) and the rule families (per_input, linear,
+  unary, binary, batch_*), which catalog.define takes.
 - convert: argument conversion for public ops (as_tensor, binary_args, static_shape).
+- windows: window geometry conv and pooling share (sizes, padding, strides).
+- sizes: shapes as tensors (shape, size) and the ops that take their shape from one
+  (broadcast_dyn, sum_dyn, reshape_dyn), NOTE(dynamic-shapes).
 - elementwise: arithmetic, comparison, logic, cast, where, rounding.
 - transcendental: pow, exp, log, trigonometric and hyperbolic functions, sigmoid,
   softplus, erf.
@@ -16,7 +19,8 @@ one block, and the public ops (the TensorFlow functions) built on them.
 - reduction: reduce_*, argmax/argmin, cumsum, cumprod.
 - creation: zeros, ones, zeros_like, ones_like, fill, eye, range, linspace, one_hot,
   shape, size, rank.
-- linalg: matmul, einsum, tensordot, matrix_transpose, adjoint, diag_part, trace.
+- einsum: einsum (the primitive, its rules and the subscript parsing), tensordot.
+- linalg: matmul, matvec, matrix_transpose, adjoint, diag_part, trace, cross.
 - decompositions: inv, det, slogdet, solve, triangular_solve, cholesky, eigh, norm.
 - nn: relu and the other activations, softmax, the cross-entropies, bias_add, l2_loss.
 - conv: conv2d and its two transposes.
@@ -39,14 +43,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import structural, convert  # noqa: F401 - the bottom, imported by every family
-from . import (complex, conv, creation, decompositions, elementwise, indexing, linalg, nn,
-               pooling, random, reduction, shape, transcendental)
+from . import structural, convert, windows  # noqa: F401 - the bottom and the helpers of families
+from . import (complex, conv, creation, decompositions, einsum, elementwise, indexing, linalg,
+               nn, pooling, random, reduction, shape, sizes, transcendental)
 
 __all__ = ["FAMILIES", "NAMESPACES", "namespace", "public_ops"]
 
-FAMILIES = (elementwise, transcendental, complex, indexing, shape, reduction, creation, linalg,
-            decompositions, nn, conv, pooling, random)
+FAMILIES = (sizes, elementwise, transcendental, complex, indexing, shape, reduction, creation,
+            einsum, linalg, decompositions, nn, conv, pooling, random)
 NAMESPACES = ("tf", "math", "linalg", "nn", "random")
 
 

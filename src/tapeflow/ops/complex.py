@@ -19,12 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from ..catalog import Hints, define
 from ..core import Primitive, bind
 from ..tensor import Tensor
 from .convert import as_tensor, binary_args, check_dtype
 from .elementwise import NUMERIC, abs_p, divide, doc, greater, multiply, square, subtract, unary_op
-from .structural import (add_p, batch_elementwise, batch_unary, conj_if_complex, conj_p, defjvp,
-                         defvjp, elementwise_deps, linear, ones_of, select_p, zeros_of)
+from .structural import (add_p, batch_elementwise, batch_unary, conj_if_complex, conj_p,
+                         elementwise_deps, linear, ones_of, per_input, select_p, twin, zeros_of)
 
 
 # ------------------------------------------------------------------ complex(a, b)
@@ -37,16 +38,6 @@ def _complex_impl(re: np.ndarray, im: np.ndarray) -> np.ndarray:
     return out
 
 
-complex_p = Primitive("complex", _complex_impl)
-# d complex(a, b) = da + i db; cotangent g -> (real g, imag g).
-defjvp(complex_p, lambda t, ans, a, b: bind(complex_p, t, zeros_of(t)),
-       lambda t, ans, a, b: bind(complex_p, zeros_of(t), t), broadcasting=True)
-defvjp(complex_p, lambda g, ans, a, b: bind(real_p, g),
-       lambda g, ans, a, b: bind(imag_p, g), broadcasting=True)
-batch_elementwise(complex_p)
-complex_p.sparsity = elementwise_deps
-
-
 def _complex_lower(jax: Any, re: Any, im: Any) -> Any:
     # lax.complex sets the parts (exact inf parts, as the impl), on broadcast operands.
     jnp = jax.numpy
@@ -55,21 +46,27 @@ def _complex_lower(jax: Any, re: Any, im: Any) -> Any:
     return jax.lax.complex(re, im)
 
 
-complex_p.lower = _complex_lower
+# d complex(a, b) = da + i db; cotangent g -> (real g, imag g).
+complex_p = define(
+    Primitive("complex", _complex_impl),
+    per_input(jvp=(lambda t, ans, a, b: bind(complex_p, t, zeros_of(t)),
+                   lambda t, ans, a, b: bind(complex_p, zeros_of(t), t)),
+              vjp=(lambda g, ans, a, b: bind(real_p, g), lambda g, ans, a, b: bind(imag_p, g)),
+              reads=("", ""), broadcasting=True),
+    batch_elementwise, sparsity=elementwise_deps, lower=_complex_lower,
+    passes=Hints(elementwise=True))
 
 # ------------------------------------------------------------------ real, imag
 # Both are real-linear: JVP real(t); the transpose puts g back as g + 0i (or 0 + ig).
-real_p = Primitive("real", np.real)
-linear(real_p, lambda g, z: bind(complex_p, g, zeros_of(g)))
-batch_unary(real_p)
-real_p.sparsity = elementwise_deps
-real_p.lower = lambda jax, z: jax.numpy.real(z)
+real_p = define(Primitive("real", np.real),
+                linear(lambda g, z: bind(complex_p, g, zeros_of(g)), reads=""),
+                batch_unary, sparsity=elementwise_deps, lower=twin("real"),
+                passes=Hints(elementwise=True))
 
-imag_p = Primitive("imag", np.imag)
-linear(imag_p, lambda g, z: bind(complex_p, zeros_of(g), g))
-batch_unary(imag_p)
-imag_p.sparsity = elementwise_deps
-imag_p.lower = lambda jax, z: jax.numpy.imag(z)
+imag_p = define(Primitive("imag", np.imag),
+                linear(lambda g, z: bind(complex_p, zeros_of(g), g), reads=""),
+                batch_unary, sparsity=elementwise_deps, lower=twin("imag"),
+                passes=Hints(elementwise=True))
 
 
 # ------------------------------------------------------------------ complex_abs: |z|, real
@@ -81,16 +78,6 @@ def _complex_sign(z: Tensor, r: Tensor) -> Tensor:
     return bind(select_p, nonzero, ratio, zeros_of(ratio))
 
 
-# JVP real(conj(z/|z|) t); VJP (g + 0i) z/|z|.
-complex_abs_p = Primitive("complex_abs", np.abs)
-defjvp(complex_abs_p, lambda t, ans, z: bind(
-    real_p, multiply(conj_if_complex(_complex_sign(z, ans)), t)))
-defvjp(complex_abs_p, lambda g, ans, z: multiply(bind(complex_p, g, zeros_of(g)),
-                                                 _complex_sign(z, ans)))
-batch_unary(complex_abs_p)
-complex_abs_p.sparsity = elementwise_deps
-
-
 def _complex_abs_lower(jax: Any, z: Any) -> Any:
     # np.abs is C99's hypot: inf when a part is infinite, even if the other is nan (XLA: nan).
     jnp = jax.numpy
@@ -98,7 +85,16 @@ def _complex_abs_lower(jax: Any, z: Any) -> Any:
     return jnp.where(jnp.isinf(z.real) | jnp.isinf(z.imag), jnp.asarray(jnp.inf, r.dtype), r)
 
 
-complex_abs_p.lower = _complex_abs_lower
+# JVP real(conj(z/|z|) t); VJP (g + 0i) z/|z|.
+complex_abs_p = define(
+    Primitive("complex_abs", np.abs),
+    per_input(jvp=(lambda t, ans, z: bind(
+                  real_p, multiply(conj_if_complex(_complex_sign(z, ans)), t)),),
+              vjp=(lambda g, ans, z: multiply(bind(complex_p, g, zeros_of(g)),
+                                              _complex_sign(z, ans)),),
+              reads=("ans z",)),
+    batch_unary, sparsity=elementwise_deps, lower=_complex_abs_lower,
+    passes=Hints(elementwise=True))
 
 
 # ================================================================== public ops

@@ -19,23 +19,20 @@ offsets (9 for a 3x3 kernel), never over pixels.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from .. import blas
+from ..catalog import Hints, define
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..patterns import Pattern
 from ..tensor import Tensor
 from .convert import binary_args, check_dtype
-from .structural import (defjvp, defvjp, dense_deps, move_axis, move_to_front, per_example_deps,
+from .structural import (dense_deps, move_axis, move_to_front, per_example_deps, per_input,
                          reshape_p, shape_of)
-
-
-def _out_size(n: int, k: int, stride: int, dilation: int, pad: tuple) -> int:
-    span = (k - 1) * dilation + 1
-    return (n + pad[0] + pad[1] - span) // stride + 1
+from .windows import block_size, out_size, pad, pads_for, pair
 
 
 def _windows(xp: np.ndarray, kh: int, kw: int, oh: int, ow: int, strides: tuple,
@@ -72,34 +69,19 @@ def _windows_t(xp: np.ndarray, kh: int, kw: int, oh: int, ow: int, strides: tupl
 _FEW_CHANNELS = 2
 
 
-def _pad(x: np.ndarray, pads: tuple) -> np.ndarray:
-    if not any(pads[0] + pads[1]):
-        return x
-    width = [(0, 0)] * (x.ndim - 3) + [pads[0], pads[1], (0, 0)]
-    return np.pad(x, width)
-
-
 # The three implementations run over blocks of examples whose im2col matrix (or, for the
-# input gradient, kernel-offset blocks and output) stays in cache, about 2 MiB at once:
-# one block for small batches, and time linear in the batch size beyond (no cache cliff).
-_CACHE_BYTES = 1 << 21
-
-
-def _block_size(n: int, per_example_bytes: int) -> int:
-    return max(1, min(n, _CACHE_BYTES // max(1, per_example_bytes)))
-
-
+# input gradient, kernel-offset blocks and output) stays in cache (windows.block_size).
 def _conv_impl(x: np.ndarray, w: np.ndarray, strides: tuple, dilations: tuple,
                pads: tuple) -> np.ndarray:
     kh, kw, c, o = w.shape[-4:]
     n = x.shape[-4]
-    oh = _out_size(x.shape[-3], kh, strides[0], dilations[0], pads[0])
-    ow = _out_size(x.shape[-2], kw, strides[1], dilations[1], pads[1])
-    xp = _pad(x, pads)
+    oh = out_size(x.shape[-3], kh, strides[0], dilations[0], pads[0])
+    ow = out_size(x.shape[-2], kw, strides[1], dilations[1], pads[1])
+    xp = pad(x, pads)
     wm = w.reshape(w.shape[:-4] + (kh * kw * c, o))
     lead = np.broadcast_shapes(x.shape[:-4], w.shape[:-4])
     out = np.empty(lead + (n, oh, ow, o), np.result_type(x, w))
-    step = _block_size(n, oh * ow * kh * kw * c * x.itemsize)
+    step = block_size(n, oh * ow * kh * kw * c * x.itemsize)
     for start in range(0, n, step):
         stop = min(n, start + step)
         block = xp[..., start:stop, :, :, :]
@@ -117,9 +99,9 @@ def _filter_grad_impl(x: np.ndarray, g: np.ndarray, strides: tuple, dilations: t
                       pads: tuple, filter_shape: tuple) -> np.ndarray:
     kh, kw, c, o = filter_shape
     n, oh, ow = g.shape[-4], g.shape[-3], g.shape[-2]
-    xp = _pad(x, pads)
+    xp = pad(x, pads)
     out = None
-    step = _block_size(n, oh * ow * kh * kw * c * x.itemsize)
+    step = block_size(n, oh * ow * kh * kw * c * x.itemsize)
     for start in range(0, n, step):
         stop = min(n, start + step)
         block = xp[..., start:stop, :, :, :]
@@ -151,7 +133,7 @@ def _input_grad_impl(g: np.ndarray, w: np.ndarray, strides: tuple, dilations: tu
         wt = np.ascontiguousarray(np.swapaxes(w.reshape(w.shape[:-4] + (kh * kw, c, o)), -1, -2))
     else:
         wt = w.reshape(w.shape[:-4] + (kh * kw, o))
-    step = _block_size(n, (kh * kw * oh * ow + hp * wp) * c * out.itemsize * math.prod(lead))
+    step = block_size(n, (kh * kw * oh * ow + hp * wp) * c * out.itemsize * math.prod(lead))
     for start in range(0, n, step):
         stop = min(n, start + step)
         _input_grad_block(g[..., start:stop, :, :, :], wt, out[..., start:stop, :, :, :],
@@ -184,11 +166,6 @@ def _input_grad_block(g: np.ndarray, wt: np.ndarray, out: np.ndarray, kernel: tu
                 taps[..., i, j, :, :, :, :]
 
 
-conv2d_p = Primitive("conv2d", _conv_impl)
-conv2d_input_grad_p = Primitive("conv2d_input_grad", _input_grad_impl)
-conv2d_filter_grad_p = Primitive("conv2d_filter_grad", _filter_grad_impl)
-
-
 def _geom(p: dict) -> dict:
     return {"strides": p["strides"], "dilations": p["dilations"], "pads": p["pads"]}
 
@@ -203,27 +180,6 @@ def _input_grad(g: Tensor, w: Tensor, input_shape: tuple, **p: Any) -> Tensor:
 
 def _filter_grad(x: Tensor, g: Tensor, filter_shape: tuple, **p: Any) -> Tensor:
     return bind(conv2d_filter_grad_p, x, g, filter_shape=filter_shape, **_geom(p))
-
-
-# conv(x, w): d = conv(dx, w) + conv(x, dw); x-bar = input_grad(g, w), w-bar = filter_grad(x, g)
-defjvp(conv2d_p, lambda t, ans, x, w, **p: _conv(t, w, **p),
-       lambda t, ans, x, w, **p: _conv(x, t, **p))
-defvjp(conv2d_p, lambda g, ans, x, w, **p: _input_grad(g, w, shape_of(x)[-4:], **p),
-       lambda g, ans, x, w, **p: _filter_grad(x, g, shape_of(w)[-4:], **p))
-
-# input_grad(g, w) is conv's transpose in x: <conv(x, w), g> = <x, input_grad(g, w)>
-defjvp(conv2d_input_grad_p, lambda t, ans, g, w, input_shape, **p: _input_grad(t, w, input_shape, **p),
-       lambda t, ans, g, w, input_shape, **p: _input_grad(g, t, input_shape, **p))
-defvjp(conv2d_input_grad_p, lambda c, ans, g, w, input_shape, **p: _conv(c, w, **p),
-       lambda c, ans, g, w, input_shape, **p: _filter_grad(c, g, shape_of(w)[-4:], **p))
-
-# filter_grad(x, g) is conv's transpose in w: <conv(x, w), g> = <w, filter_grad(x, g)>
-defjvp(conv2d_filter_grad_p,
-       lambda t, ans, x, g, filter_shape, **p: _filter_grad(t, g, filter_shape, **p),
-       lambda t, ans, x, g, filter_shape, **p: _filter_grad(x, t, filter_shape, **p))
-defvjp(conv2d_filter_grad_p,
-       lambda c, ans, x, g, filter_shape, **p: _input_grad(g, c, shape_of(x)[-4:], **p),
-       lambda c, ans, x, g, filter_shape, **p: _conv(x, c, **p))
 
 
 # XLA (graph/xla.py): the forward is lax.conv_general_dilated at the impl's geometry;
@@ -279,31 +235,22 @@ def _input_grad_lower(jax: Any, g: Any, w: Any, strides: tuple, dilations: tuple
     return _xla_leading(jax, one, g, w)
 
 
-# NOTE(conv-input-grad): which lowering of the input gradient, timed on XLA's CPU backend
-# (one thread; benchmarks/xla_conv_grad.py, medians). The transposed convolution (the
-# conv's VJP in x: lhs dilation by the stride, the kernel flipped; JAX's own lowering,
-# which it times equal to) runs in XLA's convolution kernels, which are slow with few
-# output features: images of 1-3 channels, undilated, take a product and a padded add
-# per kernel offset instead. Offsets against transposed: [640, 28, 28, 1] 3x3 stride 2
-# (the seed's first layer) 2.4 vs 4.0 ms, [128, 32, 32, 3] 3x3 3.2 vs 10.4 ms; with
-# channels, [640, 14, 14, 8] 3x3 stride 2 (its second) 3.5 vs 2.8 ms, LeNet's
-# [128, 12, 12, 6] 5x5 4.5 vs 2.9 ms, [64, 32, 32, 32] 3x3 85 vs 14.5 ms. Dilated ones
-# ([128, 32, 32, 16] 3x3 dilation 2: 72 ms by offsets before, 8.6 ms) always take the
-# transposed convolution. Stride-1 convolutions per phase of the stride, tried before,
-# were slower than the transposed convolution at the four shapes timed (the seed's
-# layers 6.6 vs 2.8 and 3.5 vs 2.4 ms, LeNet's 5.2 vs 2.8, [128, 32, 32, 3] 9.6 vs 8.2).
-# A sweep of 2,436 geometries (strides 1-3 per axis, kernels smaller and larger than the
-# stride, paddings, dilations 1-3), with a shared filter and with one per example, found
-# no geometry XLA's compiler rejects in the transposed one; the geometry test keeps a
-# sample.
-# Alone, the offsets win at the seed's first layer; inside the programs they belong to,
-# timed whole (both lowerings compiled in one process, interleaved with JAX), only
-# unstrided ones do. The seed's 64-input batch Jacobian: 10.4 ms by offsets, 8.2 ms
-# transposed, JAX 8.1 ms (minimums); an input gradient through [128, 32, 32, 3] 3x3
-# stride 1: 32.9 by offsets, 39.0 transposed, JAX 37.9 ms; with stride 2 there: 11.2,
-# 11.1, JAX 10.7 ms (medians 15.0, 13.5, 13.5). A strided kernel's offsets spread with
+# NOTE(conv-input-grad): which lowering of the input gradient on XLA's CPU backend. The
+# transposed convolution (the conv's VJP in x: lhs dilation by the stride, the kernel
+# flipped; JAX's own lowering, which it matches) runs in XLA's convolution kernels, which
+# are slow with few output features: images of 1-3 channels, undilated, take a product
+# and a padded add per kernel offset instead. With more channels the transposed
+# convolution wins, and dilated ones always take it (by offsets they were several times
+# slower). Stride-1 convolutions per phase of the stride, tried before, were slower than
+# the transposed convolution at every shape timed. A sweep of 2,436 geometries (strides
+# 1-3 per axis, kernels smaller and larger than the stride, paddings, dilations 1-3),
+# with a shared filter and with one per example, found no geometry XLA's compiler
+# rejects in the transposed one; the geometry test keeps a sample.
+# Alone, the offsets win at the seed's strided first layer too; inside the programs they
+# belong to, timed whole, only unstrided ones do: a strided kernel's offsets spread with
 # interior padding, which XLA fuses into the program's other loops at a loss. So the
-# offsets serve 1-3 channels, undilated and unstrided.
+# offsets serve 1-3 channels, undilated and unstrided. The timings, alone and in whole
+# programs: docs/performance-notes.md, #conv-input-grad.
 _TRANSPOSED_MIN_CHANNELS = 4
 
 
@@ -346,40 +293,38 @@ def _filter_grad_lower(jax: Any, x: Any, g: Any, strides: tuple, dilations: tupl
     return _xla_leading(jax, one, x, g)
 
 
-conv2d_p.lower = _conv_lower
-conv2d_input_grad_p.lower = _input_grad_lower
-conv2d_filter_grad_p.lower = _filter_grad_lower
+def _leading_batch(image_arg: int, mergeable: bool = True) -> Callable[[Primitive], dict]:
+    """Batching rule (a family): where images are independent, an image-only batch merges
+    into N; otherwise the batch is a leading dim (the implementations broadcast leading
+    dims). `image_arg` is the input that carries N."""
+    def family(prim: Primitive) -> dict:
+        def rule(vals: tuple, dims: tuple, **params: Any) -> tuple:
+            return _batch_leading(prim, image_arg, mergeable, vals, dims, **params)
+        return {"batch": rule}
+    return family
 
 
-def _leading_batch(prim: Primitive, image_arg: int, mergeable: bool = True) -> None:
-    """Batching rule: where images are independent, an image-only batch merges into N;
-    otherwise the batch is a leading dim (the implementations broadcast leading dims)."""
-    def rule(vals: tuple, dims: tuple, **params: Any) -> tuple:
-        other = 1 - image_arg
-        if mergeable and dims[other] is None:
-            # Merge the batch into N (images are independent): move it next to N first,
-            # since the per-example operand may itself carry leading dims.
-            x = vals[image_arg]
-            n_axis = len(shape_of(x)) - 5  # N's place in the batched value, batch just before
-            x = move_axis(x, dims[image_arg], n_axis)
-            s = shape_of(x)
-            merged = bind(reshape_p, x, shape=s[:n_axis] + (s[n_axis] * s[n_axis + 1],) + s[n_axis + 2:])
-            args = [None, None]
-            args[image_arg], args[other] = merged, vals[other]
-            if "input_shape" in params:
-                params = dict(params, input_shape=(s[n_axis] * s[n_axis + 1],) + params["input_shape"][1:])
-            out = bind(prim, *args, **params)
-            so = shape_of(out)
-            return bind(reshape_p, out, shape=so[:n_axis] + (s[n_axis], s[n_axis + 1]) + so[n_axis + 1:]), n_axis
-        moved = [v if d is None else move_to_front(v, d) for v, d in zip(vals, dims, strict=True)]
-        return bind(prim, *moved, **params), 0
-
-    prim.batch = rule
-
-
-_leading_batch(conv2d_p, 0)               # conv2d(x, w): x carries N
-_leading_batch(conv2d_input_grad_p, 0)    # input_grad(g, w): g carries N
-_leading_batch(conv2d_filter_grad_p, 0, mergeable=False)  # sums over N: never merge a batch in
+def _batch_leading(prim: Primitive, image_arg: int, mergeable: bool, vals: tuple, dims: tuple,
+                   **params: Any) -> tuple:
+    """`_leading_batch`'s rule for `prim`: (batched output, its batch axis)."""
+    other = 1 - image_arg
+    if mergeable and dims[other] is None:
+        # Merge the batch into N (images are independent): move it next to N first,
+        # since the per-example operand may itself carry leading dims.
+        x = vals[image_arg]
+        n_axis = len(shape_of(x)) - 5  # N's place in the batched value, batch just before
+        x = move_axis(x, dims[image_arg], n_axis)
+        s = shape_of(x)
+        merged = bind(reshape_p, x, shape=s[:n_axis] + (s[n_axis] * s[n_axis + 1],) + s[n_axis + 2:])
+        args = [None, None]
+        args[image_arg], args[other] = merged, vals[other]
+        if "input_shape" in params:
+            params = dict(params, input_shape=(s[n_axis] * s[n_axis + 1],) + params["input_shape"][1:])
+        out = bind(prim, *args, **params)
+        so = shape_of(out)
+        return bind(reshape_p, out, shape=so[:n_axis] + (s[n_axis], s[n_axis + 1]) + so[n_axis + 1:]), n_axis
+    moved = [v if d is None else move_to_front(v, d) for v, d in zip(vals, dims, strict=True)]
+    return bind(prim, *moved, **params), 0
 
 
 def _conv_deps(pats: tuple, vals: tuple, outs: tuple, strides: tuple, dilations: tuple,
@@ -395,7 +340,7 @@ def _conv_deps(pats: tuple, vals: tuple, outs: tuple, strides: tuple, dilations:
     if px is not None:
         kh, kw, c, o = w.shape[-4:]
         numbered = np.arange(1, int(np.prod(x.shape)) + 1).reshape(x.shape)
-        win = _windows(_pad(numbered, pads), kh, kw, shape[-3], shape[-2], strides, dilations)
+        win = _windows(pad(numbered, pads), kh, kw, shape[-3], shape[-2], strides, dilations)
         fixed = isinstance(w, np.ndarray) and w.ndim == 4
         taps, co = np.nonzero(w.reshape(kh * kw * c, o) != 0 if fixed else
                               np.ones((kh * kw * c, o), bool))
@@ -412,52 +357,46 @@ def _conv_deps(pats: tuple, vals: tuple, outs: tuple, strides: tuple, dilations:
     return (Pattern.from_entries(shape, n, np.concatenate(rows), np.concatenate(cols)),)
 
 
-# Dependencies: the image's windows (per example, exact), the filter reaching everything.
-conv2d_p.sparsity = _conv_deps
-conv2d_input_grad_p.sparsity = per_example_deps(0)
-conv2d_filter_grad_p.sparsity = dense_deps  # a sum over every example
 # Each example on its own, for a filter shared by all (NOTE(example-grid) in graph/transposes).
-conv2d_p.examples = conv2d_input_grad_p.examples = \
-    lambda shape, x, w, **p: (1, (0,)) if len(shape(w)) == 4 else None
+_SHARED_FILTER = Hints(examples=lambda shape, x, w, **p: (1, (0,)) if len(shape(w)) == 4 else None)
 
+# Dependencies (_conv_deps): the image's windows (per example, exact), the filter reaching
+# everything; for the transposes, per example (input_grad) and dense (filter_grad).
+# conv(x, w): d = conv(dx, w) + conv(x, dw); x-bar = input_grad(g, w), w-bar = filter_grad(x, g)
+conv2d_p = define(
+    Primitive("conv2d", _conv_impl),
+    per_input(jvp=(lambda t, ans, x, w, **p: _conv(t, w, **p),
+                   lambda t, ans, x, w, **p: _conv(x, t, **p)),
+              vjp=(lambda g, ans, x, w, **p: _input_grad(g, w, shape_of(x)[-4:], **p),
+                   lambda g, ans, x, w, **p: _filter_grad(x, g, shape_of(w)[-4:], **p)),
+              reads=("w", "x")),
+    _leading_batch(0),  # conv2d(x, w): x carries N
+    sparsity=_conv_deps, lower=_conv_lower, passes=_SHARED_FILTER)
 
-def _pair(value: Any, name: str, op: str) -> tuple[int, int]:
-    """TensorFlow's forms: an int, [h, w], or [1, h, w, 1]."""
-    v = [int(value)] if np.ndim(value) == 0 else [int(a) for a in np.asarray(value).reshape(-1)]
-    if len(v) == 1:
-        v = v * 2
-    elif len(v) == 4:
-        if v[0] != 1 or v[3] != 1:
-            raise InvalidArgumentError(f"{op}: `{name}` over the batch and channel dims must be 1 "
-                                       f"(NHWC); got {value!r}.")
-        v = v[1:3]
-    if len(v) != 2 or min(v) < 1:
-        raise InvalidArgumentError(f"{op}: `{name}` must be a positive int, 2 ints or 4 ints; "
-                                   f"got {value!r}.")
-    return v[0], v[1]
+# input_grad(g, w) is conv's transpose in x: <conv(x, w), g> = <x, input_grad(g, w)>
+conv2d_input_grad_p = define(
+    Primitive("conv2d_input_grad", _input_grad_impl),
+    per_input(jvp=(lambda t, ans, g, w, input_shape, **p: _input_grad(t, w, input_shape, **p),
+                   lambda t, ans, g, w, input_shape, **p: _input_grad(g, t, input_shape, **p)),
+              vjp=(lambda c, ans, g, w, input_shape, **p: _conv(c, w, **p),
+                   lambda c, ans, g, w, input_shape, **p: _filter_grad(c, g, shape_of(w)[-4:],
+                                                                       **p)),
+              reads=("w", "g")),
+    _leading_batch(0),  # input_grad(g, w): g carries N
+    sparsity=per_example_deps(0), lower=_input_grad_lower, passes=_SHARED_FILTER)
 
-
-def _padding(padding: Any, in_hw: tuple, k_hw: tuple, strides: tuple, dilations: tuple,
-             op: str) -> tuple:
-    """((top, bottom), (left, right)) for "SAME", "VALID" or explicit [[0,0],[t,b],[l,r],[0,0]]."""
-    if isinstance(padding, str):
-        mode = padding.upper()
-        if mode == "VALID":
-            return (0, 0), (0, 0)
-        if mode == "SAME":
-            pads = []
-            for n, k, s, d in zip(in_hw, k_hw, strides, dilations, strict=True):
-                out = -(-n // s)
-                total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
-                pads.append((total // 2, total - total // 2))
-            return tuple(pads)
-        raise InvalidArgumentError(f"{op}: `padding` must be 'SAME', 'VALID' or explicit "
-                                   f"[[0, 0], [top, bottom], [left, right], [0, 0]]; got {padding!r}.")
-    arr = np.asarray(padding)
-    if arr.shape != (4, 2) or arr[0].any() or arr[3].any() or (arr < 0).any():
-        raise InvalidArgumentError(f"{op}: explicit `padding` must be [[0, 0], [top, bottom], "
-                                   f"[left, right], [0, 0]] with non-negative ints; got {padding!r}.")
-    return (int(arr[1, 0]), int(arr[1, 1])), (int(arr[2, 0]), int(arr[2, 1]))
+# filter_grad(x, g) is conv's transpose in w: <conv(x, w), g> = <w, filter_grad(x, g)>
+conv2d_filter_grad_p = define(
+    Primitive("conv2d_filter_grad", _filter_grad_impl),
+    per_input(jvp=(lambda t, ans, x, g, filter_shape, **p: _filter_grad(t, g, filter_shape, **p),
+                   lambda t, ans, x, g, filter_shape, **p: _filter_grad(x, t, filter_shape, **p)),
+              vjp=(lambda c, ans, x, g, filter_shape, **p: _input_grad(g, c, shape_of(x)[-4:],
+                                                                       **p),
+                   lambda c, ans, x, g, filter_shape, **p: _conv(x, c, **p)),
+              reads=("g", "x")),
+    _leading_batch(0, mergeable=False),  # sums over N: never merge a batch in
+    sparsity=dense_deps,  # a sum over every example
+    lower=_filter_grad_lower)
 
 
 def conv2d(input: Any, filters: Any, strides: Any = 1, padding: Any = "VALID",  # noqa: A002
@@ -487,11 +426,11 @@ def conv2d(input: Any, filters: Any, strides: Any = 1, padding: Any = "VALID",  
     if sx[3] != sw[2]:
         raise InvalidArgumentError(f"{op}: `input` has {sx[3]} channels but `filters` expects "
                                    f"{sw[2]} (input shape {sx}, filters shape {sw}).")
-    st = _pair(strides, "strides", op)
-    dl = _pair(1 if dilations is None else dilations, "dilations", op)
-    pads = _padding(padding, sx[1:3], sw[:2], st, dl, op)
+    st = pair(strides, "strides", op)
+    dl = pair(1 if dilations is None else dilations, "dilations", op)
+    pads = pads_for(padding, sx[1:3], sw[:2], st, dl, op)
     for n, k, s, d, p, axis in zip(sx[1:3], sw[:2], st, dl, pads, ("height", "width"), strict=True):
-        if _out_size(n, k, s, d, p) < 1:
+        if out_size(n, k, s, d, p) < 1:
             raise InvalidArgumentError(f"{op}: the {axis} {n} (padded {n + sum(p)}) is smaller "
                                        f"than the dilated kernel {(k - 1) * d + 1}.")
     return bind(conv2d_p, x, w, strides=st, dilations=dl, pads=pads)

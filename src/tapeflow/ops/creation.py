@@ -16,14 +16,16 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..core import Primitive, bind, dynamic_shapes
+from ..catalog import NO_DERIVATIVE, define
+from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase, convert_to_tensor
 from .convert import as_tensor, binary_args, int_arg, int_list, int_tensor, static_shape
 from .elementwise import divide_p, equal_p, subtract_p
 from .indexing import getitem_p
 from .shape import broadcast_to, concat_p, expand_dims, shape_operand, stop_gradient
-from .structural import (add_p, broadcast_to_p, cast_p, dense_deps, filled, filled_like, multiply_p, reshape_p, select_p, shape_of, shape_p, size_p)
+from .structural import (add_p, batch_no_inputs, broadcast_to_p, cast_p, dense_deps, filled_like, multiply_p, reshape_p, select_p, shape_of, shape_source)
+from .sizes import filled, shape_p, size_p
 
 _brange = builtins.range  # this module defines TensorFlow's `range`
 
@@ -67,10 +69,7 @@ def zeros_like(input: Any, dtype: Any = None, name: str | None = None) -> Tensor
         array([0., 0.], dtype=float32)
     """
     x = as_tensor(input, "zeros_like", "input")
-    dt = None if dtype is None else _dt.as_dtype(dtype)._np
-    if dynamic_shapes():
-        return filled_like(x, 0, dt)
-    return Tensor(np.zeros_like(x._value, dtype=dt))
+    return filled_like(x, 0, None if dtype is None else _dt.as_dtype(dtype)._np)
 
 
 def ones_like(input: Any, dtype: Any = None, name: str | None = None) -> Tensor:  # noqa: A002
@@ -82,10 +81,7 @@ def ones_like(input: Any, dtype: Any = None, name: str | None = None) -> Tensor:
         array([1, 1], dtype=int32)
     """
     x = as_tensor(input, "ones_like", "input")
-    dt = None if dtype is None else _dt.as_dtype(dtype)._np
-    if dynamic_shapes():
-        return filled_like(x, 1, dt)
-    return Tensor(np.ones_like(x._value, dtype=dt))
+    return filled_like(x, 1, None if dtype is None else _dt.as_dtype(dtype)._np)
 
 
 
@@ -106,9 +102,8 @@ def shape(input: Any, out_type: Any = "int32", name: str | None = None) -> Tenso
         array([2, 3], dtype=int32)
     """
     x = as_tensor(input, "shape", "input")
-    if dynamic_shapes():  # read when the graph runs (NOTE(dynamic-shapes) in ops/structural)
-        return bind(shape_p, x, start=0, dtype=_query_dtype(out_type, "shape"))
-    return Tensor(np.array(shape_of(x), _query_dtype(out_type, "shape")).reshape(-1))
+    # sizes a size-generic graph reads when it runs (NOTE(dynamic-shapes) in ops/structural)
+    return bind(shape_p, sizes=shape_source(x), dtype=_query_dtype(out_type, "shape"))
 
 
 def size(input: Any, out_type: Any = "int32", name: str | None = None) -> Tensor:  # noqa: A002
@@ -120,9 +115,7 @@ def size(input: Any, out_type: Any = "int32", name: str | None = None) -> Tensor
         np.int32(6)
     """
     x = as_tensor(input, "size", "input")
-    if dynamic_shapes():
-        return bind(size_p, x, axis=None, dtype=_query_dtype(out_type, "size"))
-    return Tensor(_query_dtype(out_type, "size").type(np.size(x._value)))
+    return bind(size_p, sizes=shape_source(x), dtype=_query_dtype(out_type, "size"))
 
 
 def rank(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
@@ -211,7 +204,7 @@ def range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,  # n
         bounds.append(t)
     kind = want if want is not None else max((t._value.dtype for t in bounds),
                                              key=_RANGE_TYPES.index)
-    if dynamic_shapes() and any(isinstance(v, TensorBase) for v in (start, limit, delta)):
+    if any(isinstance(v, TensorBase) for v in (start, limit, delta)):
         # Bounds read when the graph runs (tf.range(tf.shape(x)[0])), not while tracing.
         return bind(range_p, *bounds, dtype=kind)
     return Tensor(_range_impl(*(np.asarray(t) for t in bounds), dtype=kind))
@@ -243,10 +236,64 @@ def _range_lower(jax: Any, start: Any, limit: Any, delta: Any, dtype: np.dtype) 
     return _range_impl(start, limit, delta, dtype)
 
 
-range_p = Primitive("range", _range_impl, differentiable=False)
-range_p.batch = _range_batch
-range_p.sparsity = dense_deps
-range_p.lower = _range_lower  # static bounds are NumPy values there (graph/xla.py)
+range_p = define(Primitive("range", _range_impl, effects=(NO_DERIVATIVE,)),
+                 batch=_range_batch, sparsity=dense_deps,
+                 lower=_range_lower)  # static bounds are NumPy values there (graph/xla.py)
+
+
+# ------------------------------------------------------------------ basis: one-hot rows
+# A vectorized Jacobian's cotangents (or tangents): rows of the one-hot basis of a value.
+# No inputs, its shape a param: a graph of fixed sizes folds it to a constant (which
+# graph/xla.py recognizes, NOTE(generated-basis)), a size-generic one makes it at each
+# run from the sizes it reads.
+def one_hot_rows(shape: tuple, dtype: Any, start: int, stop: int | None,
+                 repeat: int | None = None) -> np.ndarray:
+    """Rows start..stop (None: to the end) of the one-hot basis of `shape`: [rows,
+    *shape]; with `repeat`, each row is the one-hot of shape[1:] repeated along shape[0]
+    (the per-example basis of a batch Jacobian).
+
+    Example:
+        >>> from tapeflow.ops.creation import one_hot_rows
+        >>> one_hot_rows((3,), "float32", 1, None).tolist()
+        [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    """
+    inner = shape if repeat is None else shape[1:]
+    size = int(np.prod(inner, dtype=np.int64))
+    stop = size if stop is None else stop
+    rows = np.zeros((stop - start, size), dtype=dtype)
+    rows[np.arange(stop - start), np.arange(start, stop)] = 1
+    rows = rows.reshape((stop - start,) + tuple(inner))
+    if repeat is not None:
+        rows = np.ascontiguousarray(np.broadcast_to(rows[:, None], (stop - start, repeat)
+                                                    + tuple(inner)))
+    return rows
+
+
+def _basis_lower(jax: Any, shape: tuple, dtype: np.dtype, start: int, stop: int | None,
+                 repeat: int | None) -> Any:
+    lax = jax.lax
+    inner = tuple(shape) if repeat is None else tuple(shape[1:])
+    size = int(np.prod(inner, dtype=np.int64))
+    n = (size if stop is None else stop) - start
+    row = lax.broadcasted_iota(np.int32, (n, size), 0)
+    col = lax.broadcasted_iota(np.int32, (n, size), 1)
+    rows = (col == row + start).astype(dtype).reshape((n,) + inner)
+    if repeat is not None:
+        rows = jax.numpy.broadcast_to(rows[:, None], (n, repeat) + inner)
+    return rows
+
+
+basis_p = define(Primitive("basis", one_hot_rows, effects=(NO_DERIVATIVE,)), batch_no_inputs,
+                 lower=_basis_lower)
+
+
+def basis(x: Any, start: int = 0, stop: int | None = None, per_example: bool = False) -> Tensor:
+    """Rows start..stop (None: all) of the one-hot basis of x's shape, a tensor of x's
+    dtype; with `per_example`, of each example's shape (x's first axis), repeated for
+    every example: the cotangents of a vectorized Jacobian (GradientTape.jacobian)."""
+    shape = shape_source(x)
+    return bind(basis_p, shape=tuple(shape), dtype=np.dtype(x._value.dtype), start=start,
+                stop=stop, repeat=shape[0] if per_example else None)
 
 
 def linspace(start: Any, stop: Any, num: Any, name: str | None = None, axis: int = 0) -> Tensor:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..catalog import Lowering, define
 from ..core import Primitive, Zero, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase
@@ -27,9 +28,9 @@ from .elementwise import add, cast, divide, greater, multiply, negative, sqrt, s
 from .linalg import adjoint_of, diag_part, matmul_p, trace
 from .reduction import reduce_max, reduce_sum
 from .shape import reshape, transpose
-from .structural import (add_any, batch_elementwise, conj_if_complex, defjvp, defvjp, float_mask,
-                         instantiate, move_to_front, ones_of, per_matrix_deps, reshape_p,
-                         select_p, shape_of, unbroadcast)
+from .structural import (add_any, batch_elementwise, conj_if_complex, float_mask, instantiate,
+                         move_to_front, ones_of, per_input, per_matrix_deps, reshape_p, select_p,
+                         shape_of, unbroadcast)
 from .transcendental import pow as pow_
 
 
@@ -98,34 +99,64 @@ def _real(x: Tensor) -> Tensor:
     return cast(cast(x, x._value.real.dtype), x._value.dtype)
 
 
-def _batch_matrices(prim: Primitive) -> None:
-    """Batching rule of a one-input op on [..., n, n]: the batch axis joins the leading ones."""
+def _batch_matrices(prim: Primitive) -> dict:
+    """Batching rule (a family: catalog.define) of a one-input op on [..., n, n]: the batch
+    axis joins the leading ones."""
     def rule(vals: tuple, dims: tuple, **params: Any) -> tuple:
         out = bind(prim, move_to_front(vals[0], dims[0]), **params)
         return (out, [0] * len(out)) if prim.multiple_results else (out, 0)
-    prim.batch = rule
+    return {"batch": rule}
 
+
+def _finite_check(lower: Any) -> Any:
+    """The check of a factorization's lowering `lower` whose impl raises where XLA's
+    returns inf or nan (a singular matrix, one not positive definite): it fails where
+    finite inputs give a result that is not finite, and the call then reruns on NumPy,
+    which raises the impl's error (or, for an overflow, returns the same inf). XLA
+    computes the result once: the check's copy of the op is merged with the node's own."""
+    def check(jax: Any, *args: Any, **params: Any) -> Any:
+        jnp = jax.numpy
+        outs = lower(jax, *args, **params)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        finite_in = jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in args]))
+        finite_out = jnp.all(jnp.stack([jnp.all(jnp.isfinite(o)) for o in outs]))
+        return finite_out | ~finite_in
+    return check
+
+
+def _finite_checked(lower: Any) -> Lowering:
+    """The lowering `lower` with its `_finite_check`."""
+    return Lowering(lower, check=_finite_check(lower))
+
+
+# Every decomposition acts per matrix: its dependencies are block diagonal over the batch
+# (sparsity=per_matrix_deps(2) in each definition below).
 
 # ------------------------------------------------------------------ inv
 _SINGULAR = ("is not invertible: its LU factorization has an exact zero pivot (a singular "
              "matrix).")
-inv_p = Primitive("inv", lambda a: _lapack("inv", "`input` " + _SINGULAR, np.linalg.inv, a))
-# d(A^-1) = -A^-1 dA A^-1
-defjvp(inv_p, lambda t, ans, a: negative(_mm(ans, _mm(t, ans))))
-# gA = -A^-H G A^-H
-defvjp(inv_p, lambda g, ans, a: negative(_mm(adjoint_of(ans), _mm(g, adjoint_of(ans)))))
-_batch_matrices(inv_p)
-inv_p.lower = _lowered(lambda jax, a: jax.numpy.linalg.inv(a))  # singular: inf/nan
+inv_p = define(
+    Primitive("inv", lambda a: _lapack("inv", "`input` " + _SINGULAR, np.linalg.inv, a)),
+    # d(A^-1) = -A^-1 dA A^-1
+    per_input(jvp=(lambda t, ans, a: negative(_mm(ans, _mm(t, ans))),),
+              # gA = -A^-H G A^-H
+              vjp=(lambda g, ans, a: negative(_mm(adjoint_of(ans), _mm(g, adjoint_of(ans)))),),
+              reads=("ans",)),
+    _batch_matrices, sparsity=per_matrix_deps(2),
+    lower=_finite_checked(_lowered(lambda jax, a: jax.numpy.linalg.inv(a))))  # singular: inf/nan
 
 # ------------------------------------------------------------------ det
-det_p = Primitive("det", lambda a: _lapack("det", "", np.linalg.det, a))
-# d det A = det A * tr(A^-1 dA)
-defjvp(det_p, lambda t, ans, a: multiply(ans, trace(bind(solve_p, a, t))))
-# gA = g conj(det A) A^-H (TensorFlow's registered gradient omits the conjugate)
-defvjp(det_p, lambda g, ans, a: multiply(_trailing(multiply(g, conj_if_complex(ans)), (1, 1)),
-                                         bind(inv_p, adjoint_of(a))))
-_batch_matrices(det_p)
-det_p.lower = _lowered(lambda jax, a: jax.numpy.linalg.det(a))
+det_p = define(
+    Primitive("det", lambda a: _lapack("det", "", np.linalg.det, a)),
+    # d det A = det A * tr(A^-1 dA)
+    per_input(jvp=(lambda t, ans, a: multiply(ans, trace(bind(solve_p, a, t))),),
+              # gA = g conj(det A) A^-H (TensorFlow's registered gradient omits the conjugate)
+              vjp=(lambda g, ans, a: multiply(_trailing(multiply(g, conj_if_complex(ans)),
+                                                        (1, 1)),
+                                              bind(inv_p, adjoint_of(a))),),
+              reads=("ans a",)),
+    _batch_matrices, sparsity=per_matrix_deps(2),
+    lower=_lowered(lambda jax, a: jax.numpy.linalg.det(a)))
 
 
 # ------------------------------------------------------------------ slogdet: (sign, log|det|)
@@ -145,14 +176,13 @@ def _slogdet_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple) -> tuple
     return (multiply(_trailing(_real(g), (1, 1)), bind(inv_p, adjoint_of(primals[0]))),)
 
 
-slogdet_p = Primitive("slogdet", lambda a: _lapack("slogdet", "", np.linalg.slogdet, a),
-                      multiple_results=True)
-slogdet_p.jvp = _slogdet_jvp
-slogdet_p.vjp = _slogdet_vjp
-_batch_matrices(slogdet_p)
-# (sign, log|det|), both in the input dtype (a complex log|det| for complex input, as the
-# impl); a singular matrix gives (0, -inf) as NumPy.
-slogdet_p.lower = _lowered(lambda jax, a: tuple(jax.numpy.linalg.slogdet(a)))
+slogdet_p = define(
+    Primitive("slogdet", lambda a: _lapack("slogdet", "", np.linalg.slogdet, a),
+              multiple_results=True),
+    _batch_matrices, jvp=_slogdet_jvp, vjp=_slogdet_vjp, sparsity=per_matrix_deps(2),
+    # (sign, log|det|), both in the input dtype (a complex log|det| for complex input, as
+    # the impl); a singular matrix gives (0, -inf) as NumPy.
+    lower=_lowered(lambda jax, a: tuple(jax.numpy.linalg.slogdet(a))))
 
 
 # ------------------------------------------------------------------ solve: X = A^-1 B
@@ -165,15 +195,16 @@ def _solve_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple) -> tuple:
             unbroadcast(gb, shape_of(b)) if needs[1] else None)
 
 
-solve_p = Primitive("solve", lambda a, b: _lapack("solve", "`matrix` " + _SINGULAR,
-                                                  np.linalg.solve, a, b))
-# dX = A^-1 (dB - dA X)
-defjvp(solve_p, lambda t, ans, a, b: negative(bind(solve_p, a, _mm(t, ans))),
-       lambda t, ans, a, b: bind(solve_p, a, t), broadcasting=True)
-solve_p.vjp = _solve_vjp
-batch_elementwise(solve_p)
-# LU with partial pivoting, as LAPACK's gesv; singular: inf/nan.
-solve_p.lower = _lowered(lambda jax, a, b: jax.numpy.linalg.solve(*_broadcast_batch(jax, a, b)))
+solve_p = define(
+    Primitive("solve", lambda a, b: _lapack("solve", "`matrix` " + _SINGULAR,
+                                            np.linalg.solve, a, b)),
+    # dX = A^-1 (dB - dA X)
+    per_input(jvp=(lambda t, ans, a, b: negative(bind(solve_p, a, _mm(t, ans))),
+                   lambda t, ans, a, b: bind(solve_p, a, t)), broadcasting=True),
+    batch_elementwise, vjp=_solve_vjp, sparsity=per_matrix_deps(2),
+    # LU with partial pivoting, as LAPACK's gesv; singular: inf/nan.
+    lower=_finite_checked(_lowered(
+        lambda jax, a, b: jax.numpy.linalg.solve(*_broadcast_batch(jax, a, b)))))
 
 
 # ------------------------------------------------------------------ triangular_solve: op(T) X = B
@@ -188,7 +219,8 @@ _TRI_SINGULAR = "`matrix` is singular: its triangle has a zero on the diagonal."
 def _triangular_solve_impl(m: np.ndarray, b: np.ndarray, lower: bool,
                            adjoint: bool) -> np.ndarray:
     n = m.shape[-1]
-    # The blocked solve has a fixed cost (~0.1 ms): LU wins on a few small systems.
+    # The blocked solve has a fixed cost: LU wins on a few small systems
+    # (NOTE(triangular-blocks)).
     if n >= _TRI_BLOCKED_FROM and (n >= 128 or np.prod(m.shape[:-2]) * n >= 512):
         return _lapack("triangular_solve", _TRI_SINGULAR, _blocked_triangular_solve, m, b,
                        lower, adjoint)
@@ -198,14 +230,15 @@ def _triangular_solve_impl(m: np.ndarray, b: np.ndarray, lower: bool,
 
 
 # NOTE(triangular-blocks): NumPy has no triangular solver, and its LU solver calls LAPACK
-# once per matrix of a batch, about 110 us for a 64x64 one. Blocked substitution does
-# the same work in a few calls over the whole batch: the 16x16 diagonal blocks are
-# inverted by substitution (vectorized over the batch and the blocks), and each block
-# row of X is its right-hand side, less the rows already solved, times its block's
-# inverse. Only the small blocks are inverted, so the error stays that of substitution
-# (a few ulps of the solution in float32, as LU). 4-8x faster for batches of 64x64
-# systems, 3x for a single 500x500 one; its fixed cost (~0.1 ms) leaves fewer than 512
-# rows in all (8 systems of 32) to LU.
+# once per matrix of a batch, a slow call even for a mid-sized matrix. Blocked
+# substitution does the same work in a few calls over the whole batch: the 16x16 diagonal
+# blocks are inverted by substitution (vectorized over the batch and the blocks), and
+# each block row of X is its right-hand side, less the rows already solved, times its
+# block's inverse. Only the small blocks are inverted, so the error stays that of
+# substitution (a few ulps of the solution in float32, as LU). It is several times faster
+# for batches of mid-sized systems and for a single large one; its fixed cost leaves
+# fewer than 512 rows in all (8 systems of 32) to LU (docs/performance-notes.md,
+# #triangular-blocks).
 _TRI_BLOCK = 16
 _TRI_BLOCKED_FROM = 32
 
@@ -278,19 +311,6 @@ def _triangular_solve_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple,
     return gm, unbroadcast(gb, shape_of(b)) if needs[1] else None
 
 
-triangular_solve_p = Primitive("triangular_solve", _triangular_solve_impl)
-# dX = op(T)^-1 (dB - op(dT) X), dT the same triangle of dM
-defjvp(triangular_solve_p,
-       lambda t, ans, m, b, lower, adjoint: negative(bind(
-           triangular_solve_p, m, _mm(_op_triangle(t, lower, adjoint), ans), lower=lower,
-           adjoint=adjoint)),
-       lambda t, ans, m, b, lower, adjoint: bind(triangular_solve_p, m, t, lower=lower,
-                                                 adjoint=adjoint),
-       broadcasting=True)
-triangular_solve_p.vjp = _triangular_solve_vjp
-batch_elementwise(triangular_solve_p)
-
-
 def _triangular_solve_lower(jax: Any, m: Any, b: Any, lower: bool, adjoint: bool) -> Any:
     # Substitution on the triangle (the other one masked off, as the impl): the same
     # solution as the impl's LU of it; a zero on the diagonal gives inf/nan.
@@ -302,7 +322,17 @@ def _triangular_solve_lower(jax: Any, m: Any, b: Any, lower: bool, adjoint: bool
     return _lowered(solve)(jax, m, b)
 
 
-triangular_solve_p.lower = _triangular_solve_lower
+triangular_solve_p = define(
+    Primitive("triangular_solve", _triangular_solve_impl),
+    # dX = op(T)^-1 (dB - op(dT) X), dT the same triangle of dM
+    per_input(jvp=(lambda t, ans, m, b, lower, adjoint: negative(bind(
+                       triangular_solve_p, m, _mm(_op_triangle(t, lower, adjoint), ans),
+                       lower=lower, adjoint=adjoint)),
+                   lambda t, ans, m, b, lower, adjoint: bind(triangular_solve_p, m, t,
+                                                             lower=lower, adjoint=adjoint)),
+              broadcasting=True),
+    batch_elementwise, vjp=_triangular_solve_vjp, sparsity=per_matrix_deps(2),
+    lower=_finite_checked(_triangular_solve_lower))
 
 
 # ------------------------------------------------------------------ cholesky: A = L L^H
@@ -324,16 +354,16 @@ def _cholesky_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple) -> tupl
     return (multiply(add(y, adjoint_of(y)), 0.5),)
 
 
-cholesky_p = Primitive("cholesky", lambda a: _lapack(
-    "cholesky", "Cholesky decomposition was not successful: `input` is not (numerically) "
-    "positive definite.", np.linalg.cholesky, a))
-defjvp(cholesky_p, _cholesky_jvp)
-cholesky_p.vjp = _cholesky_vjp
-_batch_matrices(cholesky_p)
-# As NumPy: reads the lower triangle only (no symmetrizing), returns L with zeros above
-# the diagonal; not positive definite: nan.
-cholesky_p.lower = _lowered(lambda jax, a: jax.numpy.tril(
-    jax.lax.linalg.cholesky(a, symmetrize_input=False)))
+cholesky_p = define(
+    Primitive("cholesky", lambda a: _lapack(
+        "cholesky", "Cholesky decomposition was not successful: `input` is not (numerically) "
+        "positive definite.", np.linalg.cholesky, a)),
+    per_input(jvp=(_cholesky_jvp,)), _batch_matrices, vjp=_cholesky_vjp,
+    sparsity=per_matrix_deps(2),
+    # As NumPy: reads the lower triangle only (no symmetrizing), returns L with zeros above
+    # the diagonal; not positive definite: nan.
+    lower=_finite_checked(_lowered(lambda jax, a: jax.numpy.tril(
+        jax.lax.linalg.cholesky(a, symmetrize_input=False)))))
 
 
 # ------------------------------------------------------------------ eigh: A V = V diag(e)
@@ -378,12 +408,6 @@ def _eigh_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple) -> tuple:
     return (multiply(m, _mask(m, "half")),)
 
 
-eigh_p = Primitive("eigh", lambda a: _lapack("eigh", "the eigenvalue iteration did not converge.",
-                                             np.linalg.eigh, a), multiple_results=True)
-eigh_p.jvp = _eigh_jvp
-eigh_p.vjp = _eigh_vjp
-
-
 def _eigh_lower(jax: Any, a: Any) -> tuple:
     # As NumPy: the lower triangle read as is, eigenvalues ascending, eigenvectors in the
     # columns (each one's sign is LAPACK's choice, as in the impl).
@@ -391,32 +415,11 @@ def _eigh_lower(jax: Any, a: Any) -> tuple:
     return e, v
 
 
-eigh_p.lower = _lowered(_eigh_lower)
-
-# Every decomposition acts per matrix: its dependencies are block diagonal over the batch.
-for _prim in (inv_p, det_p, slogdet_p, solve_p, triangular_solve_p, cholesky_p, eigh_p):
-    _prim.sparsity = per_matrix_deps(2)
-
-
-def _finite_check(prim: Primitive) -> Any:
-    """A lower_check for a factorization whose impl raises where XLA's returns inf or nan
-    (a singular matrix, one not positive definite): it fails where finite inputs give a
-    result that is not finite, and the call then reruns on NumPy, which raises the impl's
-    error (or, for an overflow, returns the same inf). XLA computes the result once: the
-    check's copy of the op is merged with the node's own."""
-    def check(jax: Any, *args: Any, **params: Any) -> Any:
-        jnp = jax.numpy
-        outs = prim.lower(jax, *args, **params)
-        outs = outs if isinstance(outs, tuple) else (outs,)
-        finite_in = jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in args]))
-        finite_out = jnp.all(jnp.stack([jnp.all(jnp.isfinite(o)) for o in outs]))
-        return finite_out | ~finite_in
-    return check
-
-
-for _prim in (inv_p, solve_p, triangular_solve_p, cholesky_p, eigh_p):
-    _prim.lower_check = _finite_check(_prim)
-_batch_matrices(eigh_p)
+eigh_p = define(
+    Primitive("eigh", lambda a: _lapack("eigh", "the eigenvalue iteration did not converge.",
+                                        np.linalg.eigh, a), multiple_results=True),
+    _batch_matrices, jvp=_eigh_jvp, vjp=_eigh_vjp, sparsity=per_matrix_deps(2),
+    lower=_finite_checked(_lowered(_eigh_lower)))
 
 
 # ================================================================== public ops

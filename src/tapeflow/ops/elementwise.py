@@ -23,13 +23,14 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import dtypes as _dt
+from ..catalog import NO_DERIVATIVE, Hints, Lowering, define
 from ..core import Primitive, Zero, bind
 from ..errors import DTypeMismatchError, InvalidArgumentError
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, binary_args, check_dtype, convert_like
-from .structural import (add_p, batch_elementwise, batch_unary, cast_p, conj_if_complex, defjvp,
-                         defvjp, elementwise_deps, float_mask, is_one, is_plus_zero, linear, multiply_p,
-                         neutral_right, select_p, shape_of, unary, zeros_of)
+from .structural import (add_p, batch_elementwise, batch_unary, cast_p, conj_if_complex,
+                         elementwise_deps, float_mask, is_one, is_plus_zero, linear, multiply_p,
+                         neutral_right, per_input, select_p, shape_of, twin, unary, zeros_of)
 
 FLOAT = "fc"        # floating or complex
 NUMERIC = "fciu"    # any number
@@ -89,52 +90,56 @@ def _mul_no_nan(a: Tensor, d: Tensor) -> Tensor:
 
 # ================================================================== arithmetic
 # ------------------------------------------------------------------ subtract, negative
-subtract_p = Primitive("subtract", np.subtract)
-defjvp(subtract_p, lambda t, ans, x, y: t, lambda t, ans, x, y: negative(t), broadcasting=True)
-defvjp(subtract_p, lambda g, ans, x, y: g, lambda g, ans, x, y: negative(g), broadcasting=True)
-batch_elementwise(subtract_p)
-subtract_p.sparsity = elementwise_deps
-subtract_p.simplify = neutral_right(is_plus_zero)
-subtract_p.lower = lambda jax, x, y: jax.numpy.subtract(x, y)
+subtract_p = define(
+    Primitive("subtract", np.subtract),
+    per_input(jvp=(lambda t, ans, x, y: t, lambda t, ans, x, y: negative(t)),
+              vjp=(lambda g, ans, x, y: g, lambda g, ans, x, y: negative(g)),
+              reads=("", ""), broadcasting=True),
+    batch_elementwise, sparsity=elementwise_deps, lower=twin("subtract"),
+    passes=Hints(simplify=neutral_right(is_plus_zero), elementwise=True))
 
-negative_p = Primitive("negative", np.negative)
-linear(negative_p, lambda g, x: negative(g))
-batch_unary(negative_p)
-negative_p.sparsity = elementwise_deps
-negative_p.lower = lambda jax, x: jax.numpy.negative(x)
+negative_p = define(Primitive("negative", np.negative),
+                    linear(lambda g, x: negative(g), reads=""), batch_unary,
+                    sparsity=elementwise_deps, lower=twin("negative"),
+                    passes=Hints(elementwise=True))
 
 # ------------------------------------------------------------------ divide: d(x/y) = dx/y - (x/y) dy/y
-divide_p = Primitive("divide", np.true_divide)
-defjvp(divide_p, lambda t, ans, x, y: divide(t, y),
-       lambda t, ans, x, y: negative(multiply(t, divide(ans, y))), broadcasting=True)
-defvjp(divide_p, lambda g, ans, x, y: divide(g, conj_if_complex(y)),
-       lambda g, ans, x, y: negative(multiply(g, conj_if_complex(divide(ans, y)))),
-       broadcasting=True)
-batch_elementwise(divide_p)
-divide_p.sparsity = elementwise_deps
-divide_p.simplify = neutral_right(is_one)
-divide_p.lower = lambda jax, x, y: jax.numpy.true_divide(x, y)
+divide_p = define(
+    Primitive("divide", np.true_divide),
+    per_input(jvp=(lambda t, ans, x, y: divide(t, y),
+                   lambda t, ans, x, y: negative(multiply(t, divide(ans, y)))),
+              vjp=(lambda g, ans, x, y: divide(g, conj_if_complex(y)),
+                   lambda g, ans, x, y: negative(multiply(g, conj_if_complex(divide(ans, y))))),
+              reads=("y", "ans y"), broadcasting=True),
+    batch_elementwise, sparsity=elementwise_deps, lower=twin("true_divide"),
+    passes=Hints(simplify=neutral_right(is_one), elementwise=True))
 
 
 # ------------------------------------------------------------------ maximum / minimum
 # Ties send the whole gradient to x, as TensorFlow: max -> x where x >= y.
-maximum_p = Primitive("maximum", np.maximum)
-defjvp(maximum_p, lambda t, ans, x, y: multiply(t, float_mask(greater_equal(x, y), t)),
-       lambda t, ans, x, y: multiply(t, float_mask(less(x, y), t)), broadcasting=True)
-defvjp(maximum_p, lambda g, ans, x, y: multiply(g, float_mask(greater_equal(x, y), g)),
-       lambda g, ans, x, y: multiply(g, float_mask(less(x, y), g)), broadcasting=True)
-batch_elementwise(maximum_p)
-maximum_p.sparsity = elementwise_deps
-maximum_p.lower = lambda jax, x, y: jax.numpy.maximum(x, y)  # nan propagates, as NumPy
+# (Not `binary`: the VJP does not conjugate its mask, which a complex maximum would make a
+# conj node.)
+maximum_p = define(
+    Primitive("maximum", np.maximum),
+    per_input(jvp=(lambda t, ans, x, y: multiply(t, float_mask(greater_equal(x, y), t)),
+                   lambda t, ans, x, y: multiply(t, float_mask(less(x, y), t))),
+              vjp=(lambda g, ans, x, y: multiply(g, float_mask(greater_equal(x, y), g)),
+                   lambda g, ans, x, y: multiply(g, float_mask(less(x, y), g))),
+              reads=("x y", "x y"), broadcasting=True),
+    batch_elementwise, sparsity=elementwise_deps,
+    lower=twin("maximum"),  # nan propagates, as NumPy
+    passes=Hints(elementwise=True))
 
-minimum_p = Primitive("minimum", np.minimum)
-defjvp(minimum_p, lambda t, ans, x, y: multiply(t, float_mask(less_equal(x, y), t)),
-       lambda t, ans, x, y: multiply(t, float_mask(greater(x, y), t)), broadcasting=True)
-defvjp(minimum_p, lambda g, ans, x, y: multiply(g, float_mask(less_equal(x, y), g)),
-       lambda g, ans, x, y: multiply(g, float_mask(greater(x, y), g)), broadcasting=True)
-batch_elementwise(minimum_p)
-minimum_p.sparsity = elementwise_deps
-minimum_p.lower = lambda jax, x, y: jax.numpy.minimum(x, y)
+minimum_p = define(
+    Primitive("minimum", np.minimum),
+    per_input(jvp=(lambda t, ans, x, y: multiply(t, float_mask(less_equal(x, y), t)),
+                   lambda t, ans, x, y: multiply(t, float_mask(greater(x, y), t))),
+              vjp=(lambda g, ans, x, y: multiply(g, float_mask(less_equal(x, y), g)),
+                   lambda g, ans, x, y: multiply(g, float_mask(greater(x, y), g))),
+              reads=("x y", "x y"), broadcasting=True),
+    batch_elementwise, sparsity=elementwise_deps, lower=twin("minimum"),
+    passes=Hints(elementwise=True))
+
 
 def _checked_division(name: str, fn: np.ufunc) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """An integer division that raises on a zero divisor (as TensorFlow) instead of
@@ -146,28 +151,6 @@ def _checked_division(name: str, fn: np.ufunc) -> Callable[[np.ndarray, np.ndarr
     return impl
 
 
-# ------------------------------------------------------------------ floormod: x - floor(x/y) y
-floormod_p = Primitive("floormod", _checked_division("floormod", np.mod))
-defjvp(floormod_p, lambda t, ans, x, y: t,
-       lambda t, ans, x, y: negative(multiply(t, floordiv(x, y))), broadcasting=True)
-defvjp(floormod_p, lambda g, ans, x, y: g,
-       lambda g, ans, x, y: negative(multiply(g, floordiv(x, y))), broadcasting=True)
-batch_elementwise(floormod_p)
-floormod_p.sparsity = elementwise_deps
-
-
-def _floormod_lower(jax: Any, x: Any, y: Any) -> Any:
-    """np.mod's values: the sign of y, a zero result signed as y (an integer zero divisor
-    fails `_divisor_check`: the call reruns on NumPy, which raises)."""
-    r = jax.numpy.mod(x, y)
-    if r.dtype.kind != "f":
-        return r
-    return jax.numpy.where(r == 0, jax.numpy.copysign(jax.numpy.zeros_like(r), y), r)
-
-
-floormod_p.lower = _floormod_lower
-
-
 def _divisor_check(jax: Any, x: Any, y: Any) -> Any:
     # False where the impl raises (an integer zero divisor): the compiled call reruns on NumPy.
     return jax.numpy.all(y != 0)
@@ -177,15 +160,29 @@ def _integer_divisor(x: tuple, y: tuple) -> bool:
     return np.dtype(y[1]).kind in "iu"  # a float divisor never makes the impl raise
 
 
-floormod_p.lower_check = _divisor_check
-floormod_p.lower_check_needed = _integer_divisor
+# ------------------------------------------------------------------ floormod: x - floor(x/y) y
+def _floormod_lower(jax: Any, x: Any, y: Any) -> Any:
+    """np.mod's values: the sign of y, a zero result signed as y (an integer zero divisor
+    fails `_divisor_check`: the call reruns on NumPy, which raises)."""
+    r = jax.numpy.mod(x, y)
+    if r.dtype.kind != "f":
+        return r
+    return jax.numpy.where(r == 0, jax.numpy.copysign(jax.numpy.zeros_like(r), y), r)
+
+
+floormod_p = define(
+    Primitive("floormod", _checked_division("floormod", np.mod)),
+    per_input(jvp=(lambda t, ans, x, y: t,
+                   lambda t, ans, x, y: negative(multiply(t, floordiv(x, y)))),
+              vjp=(lambda g, ans, x, y: g,
+                   lambda g, ans, x, y: negative(multiply(g, floordiv(x, y)))),
+              reads=("", "x y"), broadcasting=True),
+    batch_elementwise, sparsity=elementwise_deps,
+    lower=Lowering(_floormod_lower, check=_divisor_check, check_needed=_integer_divisor),
+    passes=Hints(elementwise=True))
+
 
 # floordiv is piecewise constant: no derivative (as TensorFlow).
-floordiv_p = Primitive("floordiv", _checked_division("floordiv", np.floor_divide),
-                       differentiable=False)
-batch_elementwise(floordiv_p)
-
-
 def _floordiv_lower(jax: Any, x: Any, y: Any) -> Any:
     """np.floor_divide's values, a zero quotient signed as x / y (integers: as floormod)."""
     q = jax.numpy.floor_divide(x, y)
@@ -196,9 +193,11 @@ def _floordiv_lower(jax: Any, x: Any, y: Any) -> Any:
     return jax.numpy.where(q == 0, signed, q)
 
 
-floordiv_p.lower = _floordiv_lower
-floordiv_p.lower_check = _divisor_check
-floordiv_p.lower_check_needed = _integer_divisor
+floordiv_p = define(
+    Primitive("floordiv", _checked_division("floordiv", np.floor_divide),
+              effects=(NO_DERIVATIVE,)),
+    batch_elementwise,
+    lower=Lowering(_floordiv_lower, check=_divisor_check, check_needed=_integer_divisor))
 
 
 # ------------------------------------------------------------------ lowerings on a branch cut
@@ -222,17 +221,17 @@ def on_branch_cut(name: str, odd: bool = False) -> Callable[[Any, Any], Any]:
 
 
 # ------------------------------------------------------------------ square: 2x
-square_p = unary("square", np.square, lambda ans, x: multiply(x, 2))
-square_p.lower = lambda jax, x: jax.numpy.square(x)
+square_p = unary("square", np.square, lambda ans, x: multiply(x, 2), reads="x")
 
 # ------------------------------------------------------------------ sqrt: d sqrt(x) = dx / (2 sqrt x)
 # A zero (co)tangent stays zero at x = 0, as TensorFlow (see the module note).
-sqrt_p = Primitive("sqrt", np.sqrt)
-defjvp(sqrt_p, lambda t, ans, x: _mul_no_nan(t, divide(0.5, ans)))
-defvjp(sqrt_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(divide(0.5, ans))))
-batch_unary(sqrt_p)
-sqrt_p.sparsity = elementwise_deps
-sqrt_p.lower = on_branch_cut("sqrt")
+_sqrt_lower = on_branch_cut("sqrt")
+sqrt_p = define(
+    Primitive("sqrt", np.sqrt),
+    per_input(jvp=(lambda t, ans, x: _mul_no_nan(t, divide(0.5, ans)),),
+              vjp=(lambda g, ans, x: _mul_no_nan(g, conj_if_complex(divide(0.5, ans))),),
+              reads=("ans",)),
+    batch_unary, sparsity=elementwise_deps, lower=_sqrt_lower, passes=Hints(elementwise=True))
 
 
 # ------------------------------------------------------------------ rsqrt: -x^(-3/2) / 2
@@ -240,80 +239,75 @@ def _rsqrt_deriv(ans: Tensor) -> Tensor:
     return multiply(multiply(ans, square(ans)), -0.5)
 
 
-rsqrt_p = Primitive("rsqrt", lambda x: 1 / np.sqrt(x))
-defjvp(rsqrt_p, lambda t, ans, x: _mul_no_nan(t, _rsqrt_deriv(ans)))
-defvjp(rsqrt_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(_rsqrt_deriv(ans))))
-batch_unary(rsqrt_p)
-rsqrt_p.sparsity = elementwise_deps
-rsqrt_p.lower = lambda jax, x: 1 / sqrt_p.lower(jax, x)  # the impl's formula, not lax.rsqrt
+rsqrt_p = define(
+    Primitive("rsqrt", lambda x: 1 / np.sqrt(x)),
+    per_input(jvp=(lambda t, ans, x: _mul_no_nan(t, _rsqrt_deriv(ans)),),
+              vjp=(lambda g, ans, x: _mul_no_nan(g, conj_if_complex(_rsqrt_deriv(ans))),),
+              reads=("ans",)),
+    batch_unary, sparsity=elementwise_deps,
+    lower=lambda jax, x: 1 / _sqrt_lower(jax, x),  # the impl's formula, not lax.rsqrt
+    passes=Hints(elementwise=True))
 
 # ------------------------------------------------------------------ reciprocal: -1 / x^2
-reciprocal_p = Primitive("reciprocal", np.reciprocal)
-defjvp(reciprocal_p, lambda t, ans, x: _mul_no_nan(t, negative(square(ans))))
-defvjp(reciprocal_p, lambda g, ans, x: _mul_no_nan(g, conj_if_complex(negative(square(ans)))))
-batch_unary(reciprocal_p)
-reciprocal_p.sparsity = elementwise_deps
-reciprocal_p.lower = lambda jax, x: jax.numpy.reciprocal(x)
+reciprocal_p = define(
+    Primitive("reciprocal", np.reciprocal),
+    per_input(jvp=(lambda t, ans, x: _mul_no_nan(t, negative(square(ans))),),
+              vjp=(lambda g, ans, x: _mul_no_nan(g, conj_if_complex(negative(square(ans)))),),
+              reads=("ans",)),
+    batch_unary, sparsity=elementwise_deps, lower=twin("reciprocal"),
+    passes=Hints(elementwise=True))
 
 # ------------------------------------------------------------------ abs (real x): sign x, 0 at 0
-# Complex inputs go to complex_abs (ops/complex.py), whose output is real.
-abs_p = Primitive("abs", np.abs)
-defjvp(abs_p, lambda t, ans, x: multiply(t, sign(x)))
-defvjp(abs_p, lambda g, ans, x: multiply(g, sign(x)))
-batch_unary(abs_p)
-abs_p.sparsity = elementwise_deps
-abs_p.lower = lambda jax, x: jax.numpy.abs(x)
+# Complex inputs go to complex_abs (ops/complex.py), whose output is real. The lowering is
+# jnp.abs (np.abs is NumPy's `absolute`; jnp.abs is its alias).
+abs_p = unary("abs", np.abs, lambda ans, x: sign(x), reads="x", lower=twin("abs"))
 
 # ------------------------------------------------------------------ sign: piecewise constant
 # Its derivative is zero (TensorFlow returns zeros, not None).
-sign_p = Primitive("sign", np.sign)
-defjvp(sign_p, lambda t, ans, x: Zero.like(ans))
-defvjp(sign_p, lambda g, ans, x: zeros_of(x))
-batch_unary(sign_p)
-sign_p.sparsity = elementwise_deps
-sign_p.lower = lambda jax, x: jax.numpy.where(x == 0, jax.numpy.zeros_like(x), jax.numpy.sign(x))  # +0 at -0
+sign_p = define(
+    Primitive("sign", np.sign),
+    per_input(jvp=(lambda t, ans, x: Zero.like(ans),), vjp=(lambda g, ans, x: zeros_of(x),),
+              reads=("",)),  # its shape only
+    batch_unary, sparsity=elementwise_deps,
+    lower=lambda jax, x: jax.numpy.where(x == 0, jax.numpy.zeros_like(x), jax.numpy.sign(x)),  # +0 at -0
+    passes=Hints(elementwise=True))
 
 # ================================================================== no derivative
 # Comparisons and logic give bools; floor, ceil and round are piecewise constant and, as
 # TensorFlow, have no gradient (None).
-equal_p = Primitive("equal", np.equal, differentiable=False)
-not_equal_p = Primitive("not_equal", np.not_equal, differentiable=False)
-less_p = Primitive("less", np.less, differentiable=False)
-less_equal_p = Primitive("less_equal", np.less_equal, differentiable=False)
-greater_p = Primitive("greater", np.greater, differentiable=False)
-greater_equal_p = Primitive("greater_equal", np.greater_equal, differentiable=False)
-logical_and_p = Primitive("logical_and", np.bitwise_and, differentiable=False)
-logical_or_p = Primitive("logical_or", np.bitwise_or, differentiable=False)
-logical_xor_p = Primitive("logical_xor", np.bitwise_xor, differentiable=False)
-logical_not_p = Primitive("logical_not", np.invert, differentiable=False)
-for _p in (equal_p, not_equal_p, less_p, less_equal_p, greater_p, greater_equal_p,
-           logical_and_p, logical_or_p, logical_xor_p):
-    batch_elementwise(_p)
-equal_p.lower = lambda jax, x, y: jax.numpy.equal(x, y)
-not_equal_p.lower = lambda jax, x, y: jax.numpy.not_equal(x, y)
-less_p.lower = lambda jax, x, y: jax.numpy.less(x, y)
-less_equal_p.lower = lambda jax, x, y: jax.numpy.less_equal(x, y)
-greater_p.lower = lambda jax, x, y: jax.numpy.greater(x, y)
-greater_equal_p.lower = lambda jax, x, y: jax.numpy.greater_equal(x, y)
-logical_and_p.lower = lambda jax, x, y: jax.numpy.bitwise_and(x, y)  # bitwise for integers
-logical_or_p.lower = lambda jax, x, y: jax.numpy.bitwise_or(x, y)
-logical_xor_p.lower = lambda jax, x, y: jax.numpy.bitwise_xor(x, y)
-logical_not_p.lower = lambda jax, x: jax.numpy.invert(x)
+equal_p = define(Primitive("equal", np.equal, effects=(NO_DERIVATIVE,)),
+                 batch_elementwise, lower=twin("equal"))
+not_equal_p = define(Primitive("not_equal", np.not_equal, effects=(NO_DERIVATIVE,)),
+                     batch_elementwise, lower=twin("not_equal"))
+less_p = define(Primitive("less", np.less, effects=(NO_DERIVATIVE,)),
+                batch_elementwise, lower=twin("less"))
+less_equal_p = define(Primitive("less_equal", np.less_equal, effects=(NO_DERIVATIVE,)),
+                      batch_elementwise, lower=twin("less_equal"))
+greater_p = define(Primitive("greater", np.greater, effects=(NO_DERIVATIVE,)),
+                   batch_elementwise, lower=twin("greater"))
+greater_equal_p = define(Primitive("greater_equal", np.greater_equal, effects=(NO_DERIVATIVE,)),
+                         batch_elementwise, lower=twin("greater_equal"))
+logical_and_p = define(Primitive("logical_and", np.bitwise_and, effects=(NO_DERIVATIVE,)),
+                       batch_elementwise, lower=twin("bitwise_and"))  # bitwise for integers
+logical_or_p = define(Primitive("logical_or", np.bitwise_or, effects=(NO_DERIVATIVE,)),
+                      batch_elementwise, lower=twin("bitwise_or"))
+logical_xor_p = define(Primitive("logical_xor", np.bitwise_xor, effects=(NO_DERIVATIVE,)),
+                       batch_elementwise, lower=twin("bitwise_xor"))
+logical_not_p = define(Primitive("logical_not", np.invert, effects=(NO_DERIVATIVE,)),
+                       batch_unary, lower=twin("invert"))
 
-floor_p = Primitive("floor", np.floor, differentiable=False)
-ceil_p = Primitive("ceil", np.ceil, differentiable=False)
-round_p = Primitive("round", np.round, differentiable=False)  # half to even, as TensorFlow
-is_finite_p = Primitive("is_finite", np.isfinite, differentiable=False)
-is_nan_p = Primitive("is_nan", np.isnan, differentiable=False)
-is_inf_p = Primitive("is_inf", np.isinf, differentiable=False)
-for _p in (logical_not_p, floor_p, ceil_p, round_p, is_finite_p, is_nan_p, is_inf_p):
-    batch_unary(_p)
-floor_p.lower = lambda jax, x: jax.numpy.floor(x)
-ceil_p.lower = lambda jax, x: jax.numpy.ceil(x)
-round_p.lower = lambda jax, x: jax.numpy.round(x)  # half to even
-is_finite_p.lower = lambda jax, x: jax.numpy.isfinite(x)
-is_nan_p.lower = lambda jax, x: jax.numpy.isnan(x)
-is_inf_p.lower = lambda jax, x: jax.numpy.isinf(x)
+floor_p = define(Primitive("floor", np.floor, effects=(NO_DERIVATIVE,)),
+                 batch_unary, lower=twin("floor"))
+ceil_p = define(Primitive("ceil", np.ceil, effects=(NO_DERIVATIVE,)),
+                batch_unary, lower=twin("ceil"))
+round_p = define(Primitive("round", np.round, effects=(NO_DERIVATIVE,)),  # half to even,
+                 batch_unary, lower=twin("round"))  # as TensorFlow (jnp.round too)
+is_finite_p = define(Primitive("is_finite", np.isfinite, effects=(NO_DERIVATIVE,)),
+                     batch_unary, lower=twin("isfinite"))
+is_nan_p = define(Primitive("is_nan", np.isnan, effects=(NO_DERIVATIVE,)),
+                  batch_unary, lower=twin("isnan"))
+is_inf_p = define(Primitive("is_inf", np.isinf, effects=(NO_DERIVATIVE,)),
+                  batch_unary, lower=twin("isinf"))
 
 
 # ================================================================== public ops: arithmetic

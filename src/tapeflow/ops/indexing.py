@@ -19,13 +19,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes as _dt
+from ..catalog import NO_DERIVATIVE, Lowering, define
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, convert_like, int_arg, int_tensor, static_shape
-from .structural import (add_p, broadcast_to_p, cast_p, defjvp, defvjp, dtype_of, linear,
-                         move_to_front, moved_deps, multiply_p, reduce_sum_p, reshape_p,
-                         scatter_deps, shape_of, shape_p, shape_source, transpose_p)
+from .structural import (add_p, broadcast_to_p, cast_p, dtype_of, linear, move_to_front, moved_deps, multiply_p, per_input, reduce_sum_p, reshape_p, scatter_deps, shape_of, shape_source, transpose_p)
+from .sizes import shape_p
 
 _brange = builtins.range
 
@@ -42,21 +42,6 @@ def _slice_transpose(g: Tensor, shape: Any, key: tuple) -> Tensor:
         return bind(getitem_transpose_p, g, key=key, shape=shape)
     sizes = bind(shape_p, shape, start=0, dtype=np.dtype(np.int64))
     return bind(getitem_transpose_dyn_p, g, sizes, key=key, lead=0)
-
-
-getitem_p = Primitive("getitem", lambda x, key: x[key])
-# getitem_transpose(g) puts g into zeros at `key`: the transpose of slicing.
-getitem_transpose_p = Primitive("getitem_transpose", _scatter_into_zeros)
-linear(getitem_p, lambda g, x, key: _slice_transpose(g, shape_source(x), key))
-linear(getitem_transpose_p, lambda g, x, key, shape: bind(getitem_p, g, key=key))
-# Batched: the batch axis goes first and the key gets a leading `:`.
-getitem_p.batch = lambda vals, dims, key: (
-    bind(getitem_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key), 0)
-getitem_transpose_p.batch = lambda vals, dims, key, shape: (
-    bind(getitem_transpose_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key,
-         shape=(shape_of(vals[0])[dims[0]],) + shape), 0)
-moved_deps(getitem_p, 0)
-scatter_deps(getitem_transpose_p, lambda numbered, vals, key, shape: numbered[key])
 
 
 def _has_index_array(key: tuple) -> bool:
@@ -77,23 +62,29 @@ def _getitem_transpose_lower(jax: Any, g: Any, key: tuple, shape: tuple) -> Any:
     return zeros.reshape(-1).at[flat[last]].set(values, unique_indices=True).reshape(shape)
 
 
-getitem_p.lower = lambda jax, x, key: jax.numpy.asarray(x)[key]
-getitem_transpose_p.lower = _getitem_transpose_lower
+getitem_p = define(
+    Primitive("getitem", lambda x, key: x[key]),
+    linear(lambda g, x, key: _slice_transpose(g, shape_source(x), key)),
+    moved_deps(0),
+    # Batched: the batch axis goes first and the key gets a leading `:`.
+    batch=lambda vals, dims, key: (
+        bind(getitem_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key), 0),
+    lower=lambda jax, x, key: jax.numpy.asarray(x)[key])
+# getitem_transpose(g) puts g into zeros at `key`: the transpose of slicing.
+getitem_transpose_p = define(
+    Primitive("getitem_transpose", _scatter_into_zeros),
+    linear(lambda g, x, key, shape: bind(getitem_p, g, key=key)),
+    batch=lambda vals, dims, key, shape: (
+        bind(getitem_transpose_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key,
+             shape=(shape_of(vals[0])[dims[0]],) + shape), 0),
+    sparsity=scatter_deps(lambda numbered, vals, key, shape: numbered[key]),
+    lower=_getitem_transpose_lower)
 
 
 # The same with the zeros' shape read when the graph runs (NOTE(dynamic-shapes) in
 # ops/structural.py): `lead` leading axes of g (a batch axis) pass through.
 def _dyn_target(g: Any, sizes: Any, lead: int) -> tuple:
     return tuple(np.shape(g)[:lead]) + tuple(int(d) for d in np.asarray(sizes).reshape(-1))
-
-
-getitem_transpose_dyn_p = Primitive(
-    "getitem_transpose_dyn",
-    lambda g, sizes, key, lead: _scatter_into_zeros(g, key, _dyn_target(g, sizes, lead)))
-defjvp(getitem_transpose_dyn_p, lambda t, ans, g, sizes, key, lead: bind(
-    getitem_transpose_dyn_p, t, sizes, key=key, lead=lead), None)
-defvjp(getitem_transpose_dyn_p, lambda ct, ans, g, sizes, key, lead: bind(getitem_p, ct, key=key),
-       None)
 
 
 def _getitem_transpose_dyn_batch(vals: tuple, dims: tuple, key: tuple, lead: int) -> tuple:
@@ -104,10 +95,17 @@ def _getitem_transpose_dyn_batch(vals: tuple, dims: tuple, key: tuple, lead: int
                 key=(slice(None),) + key, lead=lead + 1), 0
 
 
-getitem_transpose_dyn_p.batch = _getitem_transpose_dyn_batch
-scatter_deps(getitem_transpose_dyn_p, lambda numbered, vals, key, lead: numbered[key])
-getitem_transpose_dyn_p.lower = lambda jax, g, sizes, key, lead: _getitem_transpose_lower(
-    jax, g, key, _dyn_target(g, sizes, lead))
+getitem_transpose_dyn_p = define(
+    Primitive("getitem_transpose_dyn",
+              lambda g, sizes, key, lead: _scatter_into_zeros(g, key, _dyn_target(g, sizes, lead))),
+    per_input(jvp=(lambda t, ans, g, sizes, key, lead: bind(
+                  getitem_transpose_dyn_p, t, sizes, key=key, lead=lead), None),
+              vjp=(lambda ct, ans, g, sizes, key, lead: bind(getitem_p, ct, key=key), None),
+              reads=("", "")),
+    batch=_getitem_transpose_dyn_batch,
+    sparsity=scatter_deps(lambda numbered, vals, key, lead: numbered[key]),
+    lower=lambda jax, g, sizes, key, lead: _getitem_transpose_lower(
+        jax, g, key, _dyn_target(g, sizes, lead)))
 
 
 # ------------------------------------------------------------------ gather along one axis
@@ -119,7 +117,8 @@ def _gather_transpose_impl(g: np.ndarray, indices: np.ndarray, axis: int, shape:
     flat = np.reshape(indices, -1)
     if flat.size > 1 and gm[0].size >= _WIDE_ROWS:
         # np.add.at handles one element at a time: for rows of many elements, sorting the
-        # indices and summing each run of equal ones (np.add.reduceat) is 2-4x faster.
+        # indices and summing each run of equal ones (np.add.reduceat) is faster
+        # (docs/performance-notes.md, #gather-transpose).
         flat = np.where(flat < 0, flat + shape[axis], flat)  # -1 and n-1: one row, one run
         order = np.argsort(flat, kind="stable")
         ranked = flat[order]
@@ -131,16 +130,6 @@ def _gather_transpose_impl(g: np.ndarray, indices: np.ndarray, axis: int, shape:
 
 
 _WIDE_ROWS = 16  # elements per gathered row from which the scatter sorts (above)
-
-
-gather_p = Primitive("gather", lambda params, indices, axis: np.take(params, indices, axis=axis))
-gather_transpose_p = Primitive("gather_transpose", _gather_transpose_impl)
-defjvp(gather_p, lambda t, ans, p, i, axis: bind(gather_p, t, i, axis=axis), None)
-defvjp(gather_p, lambda g, ans, p, i, axis: bind(gather_transpose_p, g, i, axis=axis,
-                                                 shape=shape_of(p)), None)
-defjvp(gather_transpose_p, lambda t, ans, g, i, axis, shape: bind(
-    gather_transpose_p, t, i, axis=axis, shape=shape), None)
-defvjp(gather_transpose_p, lambda c, ans, g, i, axis, shape: bind(gather_p, c, i, axis=axis), None)
 
 
 def _offset_indices(i: Tensor, size: int, n: int) -> Tensor:
@@ -196,13 +185,6 @@ def _gather_transpose_batch(vals: tuple, dims: tuple, axis: int, shape: tuple) -
     return bind(transpose_p, out, perm=back), 0
 
 
-gather_p.batch = _gather_batch
-gather_transpose_p.batch = _gather_transpose_batch
-moved_deps(gather_p, 0)  # indices that change with the input: every output on all of params
-scatter_deps(gather_transpose_p, lambda numbered, vals, axis, shape: np.take(
-    numbered, vals[1], axis=axis))
-
-
 def _wrapped(jax: Any, indices: Any, n: int) -> Any:
     """Negative indices counted from the end, as np.take and NumPy's assignment do; below
     -n, n (out of range: JAX would wrap it again)."""
@@ -228,8 +210,24 @@ def _gather_transpose_lower(jax: Any, g: Any, indices: Any, axis: int, shape: tu
     return out.at[(slice(None),) * axis + (flat,)].add(gm, mode="drop")  # repeats accumulate
 
 
-gather_p.lower = _gather_lower
-gather_transpose_p.lower = _gather_transpose_lower
+gather_p = define(
+    Primitive("gather", lambda params, indices, axis: np.take(params, indices, axis=axis)),
+    per_input(jvp=(lambda t, ans, p, i, axis: bind(gather_p, t, i, axis=axis), None),
+              vjp=(lambda g, ans, p, i, axis: bind(gather_transpose_p, g, i, axis=axis,
+                                                   shape=shape_of(p)), None),
+              reads=("i", "")),
+    moved_deps(0),  # indices that change with the input: every output on all of params
+    batch=_gather_batch, lower=_gather_lower)
+gather_transpose_p = define(
+    Primitive("gather_transpose", _gather_transpose_impl),
+    per_input(jvp=(lambda t, ans, g, i, axis, shape: bind(
+                  gather_transpose_p, t, i, axis=axis, shape=shape), None),
+              vjp=(lambda c, ans, g, i, axis, shape: bind(gather_p, c, i, axis=axis), None),
+              reads=("i", "")),
+    batch=_gather_transpose_batch,
+    sparsity=scatter_deps(lambda numbered, vals, axis, shape: np.take(
+        numbered, vals[1], axis=axis)),
+    lower=_gather_transpose_lower)
 
 
 # ------------------------------------------------------------------ scatter_update
@@ -246,17 +244,6 @@ def _scatter_update_impl(x: np.ndarray, indices: np.ndarray, u: np.ndarray) -> n
 
 def _zeros(shape: tuple, dtype: np.dtype) -> Tensor:
     return Tensor(np.zeros(shape, dtype))
-
-
-scatter_update_p = Primitive("scatter_update", _scatter_update_impl)
-defjvp(scatter_update_p,
-       lambda t, ans, x, i, u: bind(scatter_update_p, t, i, _zeros(shape_of(u), dtype_of(t))),
-       None,
-       lambda t, ans, x, i, u: bind(scatter_update_p, _zeros(shape_of(x), dtype_of(t)), i, t))
-defvjp(scatter_update_p,
-       lambda g, ans, x, i, u: bind(scatter_update_p, g, i, _zeros(shape_of(u), dtype_of(g))),
-       None,
-       lambda g, ans, x, i, u: bind(gather_p, g, i, axis=0))
 
 
 def _batch_front(v: Tensor, d: int | None, size: int) -> Tensor:
@@ -277,10 +264,6 @@ def _scatter_update_batch(vals: tuple, dims: tuple) -> tuple:
     return bind(reshape_p, out, shape=(size, n) + rest), 0
 
 
-scatter_update_p.batch = _scatter_update_batch
-moved_deps(scatter_update_p, 0, 2)
-
-
 def _scatter_update_lower(jax: Any, x: Any, indices: Any, u: Any) -> Any:
     # XLA leaves the order of a scatter's repeated indices unspecified: keep the impl's
     # last-wins by sending every update but the last one to each row out of range (dropped).
@@ -294,7 +277,19 @@ def _scatter_update_lower(jax: Any, x: Any, indices: Any, u: Any) -> Any:
     return x.at[jnp.where(winner, i, n)].set(u, mode="drop")
 
 
-scatter_update_p.lower = _scatter_update_lower
+scatter_update_p = define(
+    Primitive("scatter_update", _scatter_update_impl),
+    per_input(jvp=(lambda t, ans, x, i, u: bind(scatter_update_p, t, i,
+                                                _zeros(shape_of(u), dtype_of(t))),
+                   None,
+                   lambda t, ans, x, i, u: bind(scatter_update_p,
+                                                _zeros(shape_of(x), dtype_of(t)), i, t)),
+              vjp=(lambda g, ans, x, i, u: bind(scatter_update_p, g, i,
+                                                _zeros(shape_of(u), dtype_of(g))),
+                   None,
+                   lambda g, ans, x, i, u: bind(gather_p, g, i, axis=0)),
+              reads=("i", "", "i")),
+    moved_deps(0, 2), batch=_scatter_update_batch, lower=_scatter_update_lower)
 
 
 # ------------------------------------------------------------------ check_indices
@@ -320,15 +315,16 @@ def _check_indices_impl(indices: np.ndarray, limits: tuple, rows: bool, op: str,
     return indices
 
 
-check_indices_p = Primitive("check_indices", _check_indices_impl, differentiable=False)
-# Batched: the batch axis goes first, so the index tuples stay on the last axis.
-check_indices_p.batch = lambda vals, dims, **params: (
-    bind(check_indices_p, move_to_front(vals[0], dims[0]), **params), 0)
-# Compiled: the indices unchanged, and a check that reruns the call on NumPy (which
-# raises the impl's error) when one is out of range: XLA cannot raise.
-check_indices_p.lower = lambda jax, indices, **params: indices
-check_indices_p.lower_check = lambda jax, indices, limits, **params: jax.numpy.all(
-    (indices >= 0) & (indices < jax.numpy.asarray(limits, indices.dtype)))
+check_indices_p = define(
+    Primitive("check_indices", _check_indices_impl, effects=(NO_DERIVATIVE,)),
+    # Batched: the batch axis goes first, so the index tuples stay on the last axis.
+    batch=lambda vals, dims, **params: (
+        bind(check_indices_p, move_to_front(vals[0], dims[0]), **params), 0),
+    # Compiled: the indices unchanged, and a check that reruns the call on NumPy (which
+    # raises the impl's error) when one is out of range: XLA cannot raise.
+    lower=Lowering(lambda jax, indices, **params: indices,
+                   check=lambda jax, indices, limits, **params: jax.numpy.all(
+                       (indices >= 0) & (indices < jax.numpy.asarray(limits, indices.dtype)))))
 
 
 def _index_dtype(t: Tensor) -> Tensor:

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes as _dt
+from ..catalog import NO_DERIVATIVE, Hints, Lowering, define
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor
@@ -30,9 +31,9 @@ from .elementwise import (add, cast, divide, greater, greater_equal, less, logic
                           minimum, multiply, negative, sqrt, square, subtract)
 from .reduction import reduce_sum
 from .shape import stack
-from .structural import (along_axis_deps, batch_along_axis, batch_elementwise, batch_unary, defjvp,
-                         defvjp, elementwise_deps, float_mask, ones_of, reduce_sum_p, reshape_p, select_p, shape_of,
-                         unary)
+from .structural import (along_axis_deps, batch_along_axis, batch_elementwise, batch_unary,
+                         elementwise_deps, float_mask, ones_of, per_input, reduce_sum_p, reshape_p,
+                         select_p, shape_of, unary)
 from .transcendental import exp, sigmoid, tanh
 
 FLOAT = "f"
@@ -53,12 +54,13 @@ def _relu_mask(x: Tensor) -> Tensor:
     return float_mask(greater(x, 0), x)
 
 
-relu_p = Primitive("relu", lambda x: np.maximum(x, 0))
-defjvp(relu_p, lambda t, ans, x: multiply(t, _relu_mask(x)))
-defvjp(relu_p, lambda g, ans, x: multiply(g, _relu_mask(x)))
-batch_unary(relu_p)
-relu_p.sparsity = elementwise_deps
-relu_p.lower = lambda jax, x: jax.numpy.maximum(x, jax.numpy.zeros((), x.dtype))
+relu_p = define(
+    Primitive("relu", lambda x: np.maximum(x, 0)),
+    per_input(jvp=(lambda t, ans, x: multiply(t, _relu_mask(x)),),
+              vjp=(lambda g, ans, x: multiply(g, _relu_mask(x)),), reads=("x",)),
+    batch_unary, sparsity=elementwise_deps,
+    lower=lambda jax, x: jax.numpy.maximum(x, jax.numpy.zeros((), x.dtype)),
+    passes=Hints(elementwise=True))
 
 
 # ------------------------------------------------------------------ relu6: d = [0 < x < 6] dx
@@ -67,23 +69,20 @@ def _relu6_mask(x: Tensor) -> Tensor:
     return float_mask(logical_and(greater(x, 0), less(x, 6)), x)
 
 
-relu6_p = Primitive("relu6", lambda x: np.clip(x, 0, 6))
-defjvp(relu6_p, lambda t, ans, x: multiply(t, _relu6_mask(x)))
-defvjp(relu6_p, lambda g, ans, x: multiply(g, _relu6_mask(x)))
-batch_unary(relu6_p)
-relu6_p.sparsity = elementwise_deps
-relu6_p.lower = lambda jax, x: jax.numpy.clip(x, jax.numpy.zeros((), x.dtype),
-                                            jax.numpy.full((), 6, x.dtype))
+relu6_p = define(
+    Primitive("relu6", lambda x: np.clip(x, 0, 6)),
+    per_input(jvp=(lambda t, ans, x: multiply(t, _relu6_mask(x)),),
+              vjp=(lambda g, ans, x: multiply(g, _relu6_mask(x)),), reads=("x",)),
+    batch_unary, sparsity=elementwise_deps,
+    lower=lambda jax, x: jax.numpy.clip(x, jax.numpy.zeros((), x.dtype),
+                                        jax.numpy.full((), 6, x.dtype)),
+    passes=Hints(elementwise=True))
 
 
 # ------------------------------------------------------------- elu: d = (x > 0 ? 1 : elu + 1) dx
 # A primitive: expm1 keeps digits for small negative x, and exp never sees a large positive x.
 def _elu_impl(x: np.ndarray) -> np.ndarray:
     return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
-
-
-elu_p = unary("elu", _elu_impl,
-              lambda ans, x: bind(select_p, greater(x, 0), ones_of(x), add(ans, 1)))
 
 
 def _elu_lower(jax: Any, x: Any) -> Any:
@@ -93,7 +92,9 @@ def _elu_lower(jax: Any, x: Any) -> Any:
     return jnp.where(x > 0, x, below)
 
 
-elu_p.lower = _elu_lower
+elu_p = unary("elu", _elu_impl,
+              lambda ans, x: bind(select_p, greater(x, 0), ones_of(x), add(ans, 1)),
+              reads="ans x", lower=_elu_lower)
 
 
 # ------------------------------------------------------------------ normal_cdf: d Phi = phi(x) dx
@@ -135,9 +136,9 @@ def _normal_pdf(x: Tensor) -> Tensor:
     return multiply(exp(multiply(square(x), -0.5)), 1 / np.sqrt(2 * np.pi))
 
 
-normal_cdf_p = unary("normal_cdf", _normal_cdf_impl, lambda ans, x: _normal_pdf(x))
-# XLA's erfc, in the input's dtype (the impl computes in float64)
-normal_cdf_p.lower = lambda jax, x: 0.5 * jax.lax.erfc(-x / np.sqrt(2.0).astype(x.dtype))
+normal_cdf_p = unary("normal_cdf", _normal_cdf_impl, lambda ans, x: _normal_pdf(x), reads="x",
+                     # XLA's erfc, in the input's dtype (the impl computes in float64)
+                     lower=lambda jax, x: 0.5 * jax.lax.erfc(-x / np.sqrt(2.0).astype(x.dtype)))
 
 
 # ------------------------------------------------------------------ softmax family (one axis)
@@ -146,9 +147,9 @@ def _softmax_impl(x: np.ndarray, axis: int) -> np.ndarray:
         return np.empty_like(x)
     e = x - np.max(x, axis=axis, keepdims=True)
     np.exp(e, out=e)  # in place: one temporary instead of three
-    # The row sums as ones-vector products (reduce_sum's impl: 3x NumPy's sum over rows),
-    # then one reciprocal per row and a multiply: 10% off a [640, 1000] softmax, whose
-    # remaining time is NumPy's exp.
+    # The row sums as ones-vector products (reduce_sum's impl, faster than NumPy's sum
+    # over rows), then one reciprocal per row and a multiply; the rest of a softmax's time
+    # is NumPy's exp (docs/performance-notes.md, #softmax).
     inv = reduce_sum_p.impl(e, (axis,), True)
     return np.multiply(e, np.reciprocal(inv, out=inv), out=e)
 
@@ -170,15 +171,6 @@ def _weighted_center(s: Tensor, v: Tensor, axis: int) -> Tensor:
     return multiply(s, subtract(v, reduce_sum(multiply(s, v), axis=axis, keepdims=True)))
 
 
-# softmax: d s = s (dx - sum(s dx)); the VJP is the same product (the Jacobian is symmetric).
-# A primitive for speed: one fused NumPy pass and short rules, no recorded max.
-softmax_p = Primitive("softmax", _softmax_impl)
-defjvp(softmax_p, lambda t, ans, x, axis: _weighted_center(ans, t, axis))
-defvjp(softmax_p, lambda g, ans, x, axis: _weighted_center(ans, g, axis))
-batch_along_axis(softmax_p)
-softmax_p.sparsity = along_axis_deps
-
-
 def _softmax_lower(jax: Any, x: Any, axis: int) -> Any:
     jnp = jax.numpy
     if x.shape[axis] == 0:
@@ -187,17 +179,13 @@ def _softmax_lower(jax: Any, x: Any, axis: int) -> Any:
     return e * (1 / jnp.sum(e, axis=axis, keepdims=True))  # the impl's reciprocal, then product
 
 
-softmax_p.lower = _softmax_lower
-
-# log_softmax: d = dx - sum(softmax dx); VJP g - softmax sum(g), with softmax = exp(ans).
-# A primitive for stability: max-shifted, and exact where one logit dominates.
-log_softmax_p = Primitive("log_softmax", _log_softmax_impl)
-defjvp(log_softmax_p, lambda t, ans, x, axis: subtract(
-    t, reduce_sum(multiply(exp(ans), t), axis=axis, keepdims=True)))
-defvjp(log_softmax_p, lambda g, ans, x, axis: subtract(
-    g, multiply(exp(ans), reduce_sum(g, axis=axis, keepdims=True))))
-batch_along_axis(log_softmax_p)
-log_softmax_p.sparsity = along_axis_deps
+# softmax: d s = s (dx - sum(s dx)); the VJP is the same product (the Jacobian is symmetric).
+# A primitive for speed: one fused NumPy pass and short rules, no recorded max.
+softmax_p = define(
+    Primitive("softmax", _softmax_impl),
+    per_input(jvp=(lambda t, ans, x, axis: _weighted_center(ans, t, axis),),
+              vjp=(lambda g, ans, x, axis: _weighted_center(ans, g, axis),), reads=("ans",)),
+    batch_along_axis, sparsity=along_axis_deps, lower=_softmax_lower)
 
 
 def _log_softmax_lower(jax: Any, x: Any, axis: int) -> Any:
@@ -212,7 +200,16 @@ def _log_softmax_lower(jax: Any, x: Any, axis: int) -> Any:
     return shifted - jnp.log1p(jnp.sum(e, axis=axis, keepdims=True))
 
 
-log_softmax_p.lower = _log_softmax_lower
+# log_softmax: d = dx - sum(softmax dx); VJP g - softmax sum(g), with softmax = exp(ans).
+# A primitive for stability: max-shifted, and exact where one logit dominates.
+log_softmax_p = define(
+    Primitive("log_softmax", _log_softmax_impl),
+    per_input(jvp=(lambda t, ans, x, axis: subtract(
+                  t, reduce_sum(multiply(exp(ans), t), axis=axis, keepdims=True)),),
+              vjp=(lambda g, ans, x, axis: subtract(
+                  g, multiply(exp(ans), reduce_sum(g, axis=axis, keepdims=True))),),
+              reads=("ans",)),
+    batch_along_axis, sparsity=along_axis_deps, lower=_log_softmax_lower)
 
 
 # ------------------------------------------------------------------ sigmoid cross-entropy
@@ -222,15 +219,17 @@ def _sigmoid_xent_impl(z: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0) - x * z + np.log1p(np.exp(-np.abs(x)))
 
 
-sigmoid_xent_p = Primitive("sigmoid_cross_entropy_with_logits", _sigmoid_xent_impl)
-defjvp(sigmoid_xent_p, lambda t, ans, z, x: multiply(t, negative(x)),
-       lambda t, ans, z, x: multiply(t, subtract(sigmoid(x), z)), broadcasting=True)
-defvjp(sigmoid_xent_p, lambda g, ans, z, x: multiply(g, negative(x)),
-       lambda g, ans, z, x: multiply(g, subtract(sigmoid(x), z)), broadcasting=True)
-batch_elementwise(sigmoid_xent_p)
-sigmoid_xent_p.sparsity = elementwise_deps
-sigmoid_xent_p.lower = lambda jax, z, x: (
-    jax.numpy.maximum(x, 0) - x * z + jax.numpy.log1p(jax.numpy.exp(-jax.numpy.abs(x))))
+sigmoid_xent_p = define(
+    Primitive("sigmoid_cross_entropy_with_logits", _sigmoid_xent_impl),
+    per_input(jvp=(lambda t, ans, z, x: multiply(t, negative(x)),
+                   lambda t, ans, z, x: multiply(t, subtract(sigmoid(x), z))),
+              vjp=(lambda g, ans, z, x: multiply(g, negative(x)),
+                   lambda g, ans, z, x: multiply(g, subtract(sigmoid(x), z))),
+              reads=("x", "z x"), broadcasting=True),
+    batch_elementwise, sparsity=elementwise_deps,
+    lower=lambda jax, z, x: (
+        jax.numpy.maximum(x, 0) - x * z + jax.numpy.log1p(jax.numpy.exp(-jax.numpy.abs(x)))),
+    passes=Hints(elementwise=True))
 
 
 # ------------------------------------------------------------------ one_hot_labels (no derivative)
@@ -243,15 +242,12 @@ def _one_hot_labels_impl(labels: np.ndarray, depth: int, dtype: np.dtype) -> np.
             "`logits`' last axis).")
     if labels.size * depth < 1 << 14:
         return (labels[..., None] == np.arange(depth)).astype(dtype)
-    # Zeros with a one written per row: a [640, 1000] batch in a tenth of the time of
-    # comparing every label with every class (which is faster for small batches).
+    # Zeros with a one written per row: for a large batch, much faster than comparing
+    # every label with every class, which is faster for small batches
+    # (docs/performance-notes.md, #one-hot-labels).
     hot = np.zeros(labels.shape + (depth,), dtype)
     np.put_along_axis(hot, labels[..., None].astype(np.intp, copy=False), 1, axis=-1)
     return hot
-
-
-one_hot_labels_p = Primitive("one_hot_labels", _one_hot_labels_impl, differentiable=False)
-batch_unary(one_hot_labels_p)  # the class axis is appended last: the batch axis stays put
 
 
 def _one_hot_labels_lower(jax: Any, labels: Any, depth: int, dtype: np.dtype) -> Any:
@@ -265,10 +261,13 @@ def _one_hot_labels_lower(jax: Any, labels: Any, depth: int, dtype: np.dtype) ->
     return jnp.where(bad[..., None], jnp.asarray(jnp.nan, dtype), hot)
 
 
-one_hot_labels_p.lower = _one_hot_labels_lower
-# A label out of range: the compiled call reruns on NumPy, whose impl raises TensorFlow's error.
-one_hot_labels_p.lower_check = lambda jax, labels, depth, dtype: jax.numpy.all(
-    (labels >= 0) & (labels < depth))
+one_hot_labels_p = define(
+    Primitive("one_hot_labels", _one_hot_labels_impl, effects=(NO_DERIVATIVE,)),
+    batch_unary,  # the class axis is appended last: the batch axis stays put
+    # A label out of range: the compiled call reruns on NumPy, whose impl raises
+    # TensorFlow's error.
+    lower=Lowering(_one_hot_labels_lower, check=lambda jax, labels, depth, dtype: jax.numpy.all(
+        (labels >= 0) & (labels < depth))))
 
 
 # ================================================================== public ops: activations

@@ -11,9 +11,9 @@ other, as TensorFlow's MaxPool / MaxPoolGrad / MaxPoolGradGrad:
   the transpose of max_pool2d_grad in g).
 
 Under a tape or an accumulator, max_pool2d keeps the argmax its running maximum
-finds (`max_pool2d_argmax`, two outputs), and its rules route a cotangent to it and
-pick a tangent at it (`max_pool2d_route`, `max_pool2d_pick`) instead of finding it
-again: see "the argmax, kept" below.
+finds (its `form` rule binds `max_pool2d_argmax`, two outputs), and its rules
+route a cotangent to it and pick a tangent at it (`max_pool2d_route`,
+`max_pool2d_pick`) instead of finding it again: see "the argmax, kept" below.
 
 Ties: the first maximum of a window in row-major (row, then column) order takes
 the whole derivative, as TensorFlow's CPU kernel does; padding never does.
@@ -28,42 +28,24 @@ number of unpadded elements of each window.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from ..core import Primitive, Zero, bind, differentiating
+from ..catalog import Hints, define
+from ..core import Primitive, Zero, bind
 from ..errors import InvalidArgumentError, UnimplementedError
 from ..tensor import Tensor
-from .conv import _block_size, _out_size, _pad, _padding, _pair
 from .convert import as_tensor, check_dtype
 from .elementwise import multiply
-from .structural import (batch_elementwise, defjvp, defvjp, linear, move_to_front, per_example_deps,
-                         shape_of)
-
-
-def _out_hw(x_shape: tuple, ksize: tuple, strides: tuple, pads: tuple) -> tuple[int, int]:
-    return (_out_size(x_shape[-3], ksize[0], strides[0], 1, pads[0]),
-            _out_size(x_shape[-2], ksize[1], strides[1], 1, pads[1]))
+from .structural import (batch_elementwise, dtype_of, linear, move_to_front, per_example_deps,
+                         per_input, shape_of)
+from .windows import block_size, out_hw, pad, pads_for, pair, window_slice
 
 
 def _offsets(ksize: tuple) -> list[tuple[int, int]]:
     """Kernel offsets in row-major order: the order in which ties are broken."""
     return [(i, j) for i in range(ksize[0]) for j in range(ksize[1])]
-
-
-def _window_slice(i: int, j: int, oh: int, ow: int, strides: tuple) -> tuple:
-    """The index of offset (i, j) of every window in the padded image."""
-    sh, sw = strides
-    return (Ellipsis, slice(i, i + sh * (oh - 1) + 1, sh), slice(j, j + sw * (ow - 1) + 1, sw),
-            slice(None))
-
-
-def _pad_fill(x: np.ndarray, pads: tuple, fill: Any) -> np.ndarray:
-    if not any(pads[0] + pads[1]):
-        return x
-    width = [(0, 0)] * (x.ndim - 3) + [pads[0], pads[1], (0, 0)]
-    return np.pad(x, width, constant_values=fill)
 
 
 def _lowest(dtype: np.dtype) -> Any:
@@ -82,8 +64,8 @@ def _argmax(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> np.ndar
 
 def _max_and_argmax(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> tuple:
     """(the maximum of each window, `_argmax`): one running maximum gives both."""
-    xp = _pad_fill(x, pads, _lowest(x.dtype))
-    oh, ow = _out_hw(x.shape, ksize, strides, pads)
+    xp = pad(x, pads, _lowest(x.dtype))
+    oh, ow = out_hw(x.shape, ksize, strides, pads)
     nan = x.dtype.kind == "f" and bool(np.isnan(x).any())
     # A running maximum over the offsets, in order: a later offset wins only if strictly
     # greater (the first maximum keeps ties), and then its offset is the largest yet, so
@@ -94,7 +76,7 @@ def _max_and_argmax(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) ->
     idx = np.uint8 if n_off < 256 else np.intp
     top = arg = None
     for k, (i, j) in enumerate(_offsets(ksize)):
-        v = xp[_window_slice(i, j, oh, ow, strides)]
+        v = xp[window_slice(i, j, oh, ow, strides)]
         if top is None:
             top = v.copy()
             arg = np.zeros(v.shape, idx)
@@ -116,7 +98,7 @@ def _max_and_argmax(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) ->
 
 def _first_unpadded(x_shape: tuple, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
     """[OH, OW]: the first offset of each window that falls inside the image (static)."""
-    oh, ow = _out_hw(x_shape, ksize, strides, pads)
+    oh, ow = out_hw(x_shape, ksize, strides, pads)
     rows = np.arange(oh)[None, :] * strides[0] + np.arange(ksize[0])[:, None] - pads[0][0]
     cols = np.arange(ow)[None, :] * strides[1] + np.arange(ksize[1])[:, None] - pads[1][0]
     row_in = (rows >= 0) & (rows < x_shape[-3])          # [KH, OH]
@@ -144,7 +126,7 @@ def _route_impl(arg: np.ndarray, g: np.ndarray, ksize: tuple, strides: tuple, pa
     # most once: the product is written straight into place instead of added.
     apart = strides[0] >= ksize[0] and strides[1] >= ksize[1]
     for k, (i, j) in enumerate(_offsets(ksize)):  # one strided write per kernel offset
-        view = out[_window_slice(i, j, oh, ow, strides)]
+        view = out[window_slice(i, j, oh, ow, strides)]
         if apart:
             pick(arg == k, out=view)
         else:
@@ -154,8 +136,8 @@ def _route_impl(arg: np.ndarray, g: np.ndarray, ksize: tuple, strides: tuple, pa
 
 def _spread_inner(arg: np.ndarray, lead: tuple) -> np.ndarray:
     """The argmax over all of `lead` where it is broadcast along an inner axis of it: the
-    products with its masks then run 1.7x faster ([32, 1] against [32, 10] examples of
-    12x12x6 windows: NumPy's loops over a stride-0 middle axis; NOTE(example-grid) in
+    products with its masks then run faster, NumPy's loops over a stride-0 middle axis
+    being slow (docs/performance-notes.md, #spread-inner; NOTE(example-grid) in
     graph/transposes.py makes such grids). Broadcast ahead, it is left as it is."""
     if arg.ndim != len(lead) + 3 or arg.shape[:-3] == lead:
         return arg
@@ -171,12 +153,12 @@ def _pick_impl(arg: np.ndarray, t: np.ndarray, ksize: tuple, strides: tuple,
                pads: tuple) -> np.ndarray:
     """t (an image) read at offset `arg` of each window."""
     oh, ow = arg.shape[-3], arg.shape[-2]
-    tp = _pad(t, pads)
+    tp = pad(t, pads)
     lead = np.broadcast_shapes(arg.shape[:-3], t.shape[:-3])
     arg = _spread_inner(arg, lead)
     out = np.zeros(lead + arg.shape[-3:], dtype=t.dtype)
     for k, (i, j) in enumerate(_offsets(ksize)):
-        out += _selector(tp[_window_slice(i, j, oh, ow, strides)])(arg == k)
+        out += _selector(tp[window_slice(i, j, oh, ow, strides)])(arg == k)
     return out
 
 
@@ -195,11 +177,6 @@ def _selector(values: np.ndarray) -> Any:
     return lambda mask, out=None: np.multiply(values, mask, out=out)
 
 
-max_pool2d_p = Primitive("max_pool2d", _max_pool_impl)
-max_pool2d_grad_p = Primitive("max_pool2d_grad", _grad_impl)
-max_pool2d_grad_grad_p = Primitive("max_pool2d_grad_grad", _grad_grad_impl)
-
-
 def _route(x: Tensor, g: Tensor, **p: Any) -> Tensor:
     return bind(max_pool2d_grad_p, x, g, **p)
 
@@ -213,29 +190,11 @@ def _zero_cotangent(c: Tensor, ans: Tensor, x: Tensor, *args: Any, **p: Any) -> 
     return Tensor(np.zeros_like(x._value))
 
 
-# max_pool2d(x): d = pick(x, dx); x-bar = route(x, g)
-defjvp(max_pool2d_p, lambda t, ans, x, **p: _pick(x, t, **p))
-defvjp(max_pool2d_p, lambda g, ans, x, **p: _route(x, g, **p))
-
-# route(x, g) is linear in g (x only picks the argmax: no tangent), and its transpose
-# is pick: <route(x, g), c> = <g, pick(x, c)>
-defjvp(max_pool2d_grad_p, None, lambda t, ans, x, g, **p: _route(x, t, **p),
-       broadcasting=True)
-defvjp(max_pool2d_grad_p, _zero_cotangent, lambda c, ans, x, g, **p: _pick(x, c, **p),
-       broadcasting=True)
-
-# pick(x, t) is linear in t (x only picks), and its transpose is route:
-# <pick(x, t), c> = <t, route(x, c)>
-defjvp(max_pool2d_grad_grad_p, None, lambda t_, ans, x, t, **p: _pick(x, t_, **p),
-       broadcasting=True)
-defvjp(max_pool2d_grad_grad_p, _zero_cotangent, lambda c, ans, x, t, **p: _route(x, c, **p),
-       broadcasting=True)
-
 # XLA (graph/xla.py): the maximum is lax.reduce_window; the argmax, as the impl's, a
 # running maximum over the kernel offsets in row-major order (first maximum wins, the
 # first NaN wins, padding never wins), so both companions route through the same element.
 def _xla_window(jax: Any, xp: Any, i: int, j: int, oh: int, ow: int, strides: tuple) -> Any:
-    """Offset (i, j) of every window of the padded `xp` (`_window_slice`)."""
+    """Offset (i, j) of every window of the padded `xp` (`windows.window_slice`)."""
     lead = xp.ndim - 3
     start = (0,) * lead + (i, j, 0)
     limit = xp.shape[:lead] + (i + strides[0] * (oh - 1) + 1, j + strides[1] * (ow - 1) + 1,
@@ -258,7 +217,7 @@ def _xla_argmax(jax: Any, x: Any, ksize: tuple, strides: tuple, pads: tuple) -> 
     jnp = jax.numpy
     low = _lowest(np.dtype(x.dtype))
     xp = jnp.pad(x, _xla_pads(x.ndim - 3, pads), constant_values=low)
-    oh, ow = _out_hw(x.shape, ksize, strides, pads)
+    oh, ow = out_hw(x.shape, ksize, strides, pads)
     nan = np.dtype(x.dtype).kind == "f"
     top = arg = None
     for k, (i, j) in enumerate(_offsets(ksize)):
@@ -333,29 +292,66 @@ def _pick_lower(jax: Any, arg: Any, t: Any, ksize: tuple, strides: tuple, pads: 
     return jnp.broadcast_to(out, lead + arg.shape[-3:])
 
 
-max_pool2d_p.lower = _max_pool_lower
-max_pool2d_grad_p.lower = _grad_lower
-max_pool2d_grad_grad_p.lower = _grad_grad_lower
-
-
 def _leading_examples(shape: Any, *inputs: int, **params: Any) -> tuple:
     # Windows of the last three axes; the axes before them broadcast (batch_elementwise).
     return max(len(shape(x)) for x in inputs) - 3, None
 
 
-# Leading dims broadcast in every implementation: batch first, ranks aligned.
-for _prim in (max_pool2d_p, max_pool2d_grad_p, max_pool2d_grad_grad_p):
-    batch_elementwise(_prim)
-    _prim.sparsity = per_example_deps()  # each example's windows: block diagonal
-    _prim.examples = _leading_examples  # NOTE(example-grid) in graph/transposes.py
+def _windowed(deps: Any, batch: Callable[[Primitive], dict] = batch_elementwise,
+              ) -> Callable[[Primitive], dict]:
+    """The rules every windowed primitive here shares (a family): its batching rule (by
+    default `batch_elementwise`: leading dims broadcast in every implementation, so the
+    batch goes first, ranks aligned), its dependency rule `deps` (per example), and its
+    examples: the axes before the windows (NOTE(example-grid) in graph/transposes.py)."""
+    def family(prim: Primitive) -> dict:
+        return {**batch(prim), "sparsity": deps, "passes": Hints(examples=_leading_examples)}
+    return family
+
+
+def _argmax_form(args: tuple, params: dict, reverse: bool) -> Any:
+    """max_pool2d's differentiation form (catalog.KINDS["form"]): under a tape or an
+    accumulator, a float maximum keeps its argmax (`max_pool2d_argmax`, "the argmax, kept"
+    below); other dtypes, which carry no derivative, run as bound (None)."""
+    if dtype_of(args[0]).kind in "fc":
+        return bind(max_pool2d_argmax_p, *args, **params)[0]
+    return None
+
+
+# max_pool2d(x): d = pick(x, dx); x-bar = route(x, g)
+max_pool2d_p = define(
+    Primitive("max_pool2d", _max_pool_impl),
+    per_input(jvp=(lambda t, ans, x, **p: _pick(x, t, **p),),
+              vjp=(lambda g, ans, x, **p: _route(x, g, **p),), reads=("x",)),
+    _windowed(per_example_deps()),  # each example's windows: block diagonal
+    lower=_max_pool_lower, form=_argmax_form)
+
+# route(x, g) is linear in g (x only picks the argmax: no tangent), and its transpose
+# is pick: <route(x, g), c> = <g, pick(x, c)>
+max_pool2d_grad_p = define(
+    Primitive("max_pool2d_grad", _grad_impl),
+    per_input(jvp=(None, lambda t, ans, x, g, **p: _route(x, t, **p)),
+              vjp=(_zero_cotangent, lambda c, ans, x, g, **p: _pick(x, c, **p)),
+              reads=("x", "x"), broadcasting=True),
+    _windowed(per_example_deps()), lower=_grad_lower)
+
+# pick(x, t) is linear in t (x only picks), and its transpose is route:
+# <pick(x, t), c> = <t, route(x, c)>
+max_pool2d_grad_grad_p = define(
+    Primitive("max_pool2d_grad_grad", _grad_grad_impl),
+    per_input(jvp=(None, lambda t_, ans, x, t, **p: _pick(x, t_, **p)),
+              vjp=(_zero_cotangent, lambda c, ans, x, t, **p: _route(x, c, **p)),
+              reads=("x", "x"), broadcasting=True),
+    _windowed(per_example_deps()), lower=_grad_grad_lower)
 
 
 # ================================================================== the argmax, kept
 # Under a tape or an accumulator, max_pool2d keeps the argmax its running maximum finds
 # anyway, and its rules route and pick through it: the gradient then costs one strided
-# write per kernel offset instead of the argmax's recomputation, which cost twice the
-# maximum itself ([128, 24, 24, 6] 2x2/2: forward 0.37 ms, argmax 0.81 ms). A forward
-# pass that is not differentiated keeps the plain maximum.
+# write per kernel offset instead of the argmax's recomputation, which costs more than
+# the maximum itself (docs/performance-notes.md, #pool-argmax). A forward
+# pass that is not differentiated keeps the plain maximum: max_pool2d's `form`
+# (`_argmax_form`, catalog.KINDS["form"]) binds the argmax only where core.bind finds a
+# recorder that differentiates.
 #
 # - `max_pool2d_argmax(x)`: (the maximum, the argmax) of each window; the argmax is an
 #   integer output (the kernel offset, row-major) and carries no derivative;
@@ -364,11 +360,6 @@ for _prim in (max_pool2d_p, max_pool2d_grad_p, max_pool2d_grad_grad_p):
 #   transpose in g and route its transpose in t.
 def _argmax_dtype(ksize: tuple) -> np.dtype:
     return np.dtype(np.uint8 if ksize[0] * ksize[1] < 256 else np.intp)
-
-
-max_pool2d_argmax_p = Primitive("max_pool2d_argmax", _max_and_argmax, multiple_results=True)
-max_pool2d_route_p = Primitive("max_pool2d_route", _route_impl)
-max_pool2d_pick_p = Primitive("max_pool2d_pick", _pick_impl)
 
 
 def _hw_of(x: Tensor) -> tuple:
@@ -388,47 +379,47 @@ def _argmax_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, **p: Any)
     return (bind(max_pool2d_route_p, outs[1], g, input_hw=_hw_of(primals[0]), **p),)
 
 
-max_pool2d_argmax_p.jvp = _argmax_jvp
-max_pool2d_argmax_p.vjp = _argmax_vjp
-_argmax_vjp.reads = (((), (1,)),)  # type: ignore[attr-defined]  # the argmax only: x can go
-_argmax_vjp.kept = {}  # type: ignore[attr-defined]
-max_pool2d_argmax_p.batch = lambda vals, dims, **p: (
-    bind(max_pool2d_argmax_p, move_to_front(vals[0], dims[0]), **p), [0, 0])
-max_pool2d_argmax_p.sparsity = lambda pats, vals, outs, **p: (
-    per_example_deps()(pats, vals, outs[:1])[0], None)  # the argmax: piecewise constant
-
-
 def _argmax_lower(jax: Any, x: Any, ksize: tuple, strides: tuple, pads: tuple) -> tuple:
     arg = _xla_argmax(jax, x, ksize, strides, pads).astype(_argmax_dtype(ksize))
     return _max_pool_lower(jax, x, ksize, strides, pads), arg
 
 
-max_pool2d_argmax_p.lower = _argmax_lower
+max_pool2d_argmax_p = define(
+    Primitive("max_pool2d_argmax", _max_and_argmax, multiple_results=True),
+    jvp=_argmax_jvp, vjp=_argmax_vjp,
+    reads=(((), (1,)),),  # the argmax only: x can go (its shape is all the rule reads)
+    batch=lambda vals, dims, **p: (
+        bind(max_pool2d_argmax_p, move_to_front(vals[0], dims[0]), **p), [0, 0]),
+    sparsity=lambda pats, vals, outs, **p: (
+        per_example_deps()(pats, vals, outs[:1])[0], None),  # the argmax: piecewise constant
+    lower=_argmax_lower)
 
 # route(arg, g) is linear in g; pick(arg, t) in t; each is the other's transpose. The
-# argmax is an integer input: no derivative reaches it.
-defjvp(max_pool2d_route_p, None,
-       lambda t, ans, arg, g, **p: bind(max_pool2d_route_p, arg, t, **p))
-defvjp(max_pool2d_route_p, None,
-       lambda c, ans, arg, g, input_hw, **p: bind(max_pool2d_pick_p, arg, c, **p),
-       broadcasting=True)
-defjvp(max_pool2d_pick_p, None, lambda t_, ans, arg, t, **p: bind(max_pool2d_pick_p, arg, t_, **p))
-defvjp(max_pool2d_pick_p, None,
-       lambda c, ans, arg, t, **p: bind(max_pool2d_route_p, arg, c, input_hw=_hw_of(t), **p),
-       broadcasting=True)
-max_pool2d_route_p.lower = _route_lower
-max_pool2d_pick_p.lower = _pick_lower
-for _prim in (max_pool2d_route_p, max_pool2d_pick_p):
-    batch_elementwise(_prim)
-    _prim.sparsity = per_example_deps(1)  # the routed values, per example
-    _prim.examples = _leading_examples  # the argmax broadcast as the values are
+# argmax is an integer input: no derivative reaches it. Both broadcast the argmax as the
+# values are (their examples too), and depend on the routed values, per example.
+max_pool2d_route_p = define(
+    Primitive("max_pool2d_route", _route_impl),
+    per_input(jvp=(None, lambda t, ans, arg, g, **p: bind(max_pool2d_route_p, arg, t, **p))),
+    per_input(vjp=(None, lambda c, ans, arg, g, input_hw, **p: bind(max_pool2d_pick_p, arg, c,
+                                                                     **p)),
+              reads=("", "arg"), broadcasting=True),
+    _windowed(per_example_deps(1)), lower=_route_lower)
+
+max_pool2d_pick_p = define(
+    Primitive("max_pool2d_pick", _pick_impl),
+    per_input(jvp=(None, lambda t_, ans, arg, t, **p: bind(max_pool2d_pick_p, arg, t_, **p))),
+    per_input(vjp=(None, lambda c, ans, arg, t, **p: bind(max_pool2d_route_p, arg, c,
+                                                          input_hw=_hw_of(t), **p)),
+              reads=("", "arg"), broadcasting=True),  # t: its shape only
+    _windowed(per_example_deps(1)), lower=_pick_lower)
 
 
 # ================================================================== window sums
 # avg_pool2d is a window sum times a constant. The sum adds the KH*KW strided views of the
 # padded input (as max_pool2d takes their maximum); its transpose adds the cotangent back
 # into each view. A convolution with a window of ones did the same work through an
-# im2col copy and a one-column GEMM per channel, at 4-6x TensorFlow's AvgPool.
+# im2col copy and a one-column GEMM per channel, several times slower than TensorFlow's
+# AvgPool (docs/performance-notes.md, #window-sums).
 def _clipped(n_in: int, n_out: int, k: int, stride: int, pad_before: int) -> tuple | None:
     """For kernel offset `k` along one axis: the output positions whose input position
     (o * stride + k - pad_before) lies inside the image, as (out slice, in slice), or
@@ -450,7 +441,7 @@ def _separable_plan(arr: np.ndarray, hw: tuple, ohw: tuple, ksize: tuple, stride
     cols = [c for j in range(ksize[1]) if (c := _clipped(hw[1], ohw[1], j, strides[1], pads[1][0]))]
     lead = arr.shape[:-4]
     per_example = (hw[0] * hw[1] + 2 * ohw[0] * hw[1]) * arr.shape[-1] * arr.itemsize
-    return rows, cols, _block_size(arr.shape[-4], per_example * math.prod(lead))
+    return rows, cols, block_size(arr.shape[-4], per_example * math.prod(lead))
 
 
 def _separable(ufunc: np.ufunc, fill: Any, x: np.ndarray, ksize: tuple, strides: tuple,
@@ -462,7 +453,7 @@ def _separable(ufunc: np.ufunc, fill: Any, x: np.ndarray, ksize: tuple, strides:
     Cache-sized blocks of examples (as conv2d's) keep the time per example from jumping
     with the batch size."""
     h, w = x.shape[-3], x.shape[-2]
-    oh, ow = _out_hw(x.shape, ksize, strides, pads)
+    oh, ow = out_hw(x.shape, ksize, strides, pads)
     rows, cols, step = _separable_plan(x, (h, w), (oh, ow), ksize, strides, pads)
     out = np.full(x.shape[:-3] + (oh, ow, x.shape[-1]), fill, x.dtype)
     for start in range(0, x.shape[-4], step):
@@ -500,30 +491,32 @@ def _window_sum_transpose_impl(g: np.ndarray, ksize: tuple, strides: tuple, pads
     return out
 
 
-window_sum_p = Primitive("window_sum", _window_sum_impl)
-window_sum_transpose_p = Primitive("window_sum_transpose", _window_sum_transpose_impl)
-
-
 def _window_sum(x: Tensor, ksize: tuple, strides: tuple, pads: tuple) -> Tensor:
     return bind(window_sum_p, x, ksize=ksize, strides=strides, pads=pads)
 
 
-linear(window_sum_p, lambda g, x, ksize, strides, pads: bind(
-    window_sum_transpose_p, g, ksize=ksize, strides=strides, pads=pads,
-    input_shape=shape_of(x)[-4:]))
-linear(window_sum_transpose_p, lambda g, x, ksize, strides, pads, input_shape: _window_sum(
-    g, ksize, strides, pads))
+def _batch_first(prim: Primitive) -> dict:
+    """Batching rule of a window sum: the implementations slice the last three axes, so
+    any batch axis goes first."""
+    return {"batch": lambda vals, dims, **params: (
+        bind(prim, move_to_front(vals[0], dims[0]), **params), 0)}
+
+
 # XLA: the sum is lax.reduce_window; its transpose spreads g onto each offset, as the impl.
-window_sum_p.lower = lambda jax, x, ksize, strides, pads: _xla_reduce(
-    jax, x, np.zeros((), x.dtype), jax.lax.add, ksize, strides, pads)
-window_sum_transpose_p.lower = lambda jax, g, ksize, strides, pads, input_shape: _xla_spread(
-    jax, lambda k: g, tuple(input_shape[-3:-1]), ksize, strides, pads)
-# The implementations slice the last three axes: any batch axis goes first.
-for _prim in (window_sum_p, window_sum_transpose_p):
-    _prim.batch = lambda vals, dims, _p=_prim, **params: (
-        bind(_p, move_to_front(vals[0], dims[0]), **params), 0)
-    _prim.sparsity = per_example_deps()
-    _prim.examples = _leading_examples
+window_sum_p = define(
+    Primitive("window_sum", _window_sum_impl),
+    linear(lambda g, x, ksize, strides, pads: bind(
+        window_sum_transpose_p, g, ksize=ksize, strides=strides, pads=pads,
+        input_shape=shape_of(x)[-4:])),
+    _windowed(per_example_deps(), batch=_batch_first),
+    lower=lambda jax, x, ksize, strides, pads: _xla_reduce(
+        jax, x, np.zeros((), x.dtype), jax.lax.add, ksize, strides, pads))
+window_sum_transpose_p = define(
+    Primitive("window_sum_transpose", _window_sum_transpose_impl),
+    linear(lambda g, x, ksize, strides, pads, input_shape: _window_sum(g, ksize, strides, pads)),
+    _windowed(per_example_deps(), batch=_batch_first),
+    lower=lambda jax, g, ksize, strides, pads, input_shape: _xla_spread(
+        jax, lambda k: g, tuple(input_shape[-3:-1]), ksize, strides, pads))
 
 
 # ================================================================== public ops
@@ -537,11 +530,11 @@ def _pool_args(input: Any, ksize: Any, strides: Any, padding: Any, data_format: 
     sx = shape_of(x)
     if len(sx) != 4:
         raise InvalidArgumentError(f"{op}: `input` must have rank 4 (NHWC); got shape {sx}.")
-    k = _pair(ksize, "ksize", op)
-    st = _pair(strides, "strides", op)
+    k = pair(ksize, "ksize", op)
+    st = pair(strides, "strides", op)
     if not isinstance(padding, str) and not explicit:
         raise InvalidArgumentError(f"{op}: `padding` must be 'SAME' or 'VALID'; got {padding!r}.")
-    pads = _padding(padding, sx[1:3], k, st, (1, 1), op)
+    pads = pads_for(padding, sx[1:3], k, st, (1, 1), op)
     for n, kk, p, axis in zip(sx[1:3], k, pads, ("height", "width"), strict=True):
         if max(p) >= kk:
             raise InvalidArgumentError(f"{op}: explicit padding {p} on the {axis} must be smaller "
@@ -569,14 +562,13 @@ def max_pool2d(input: Any, ksize: Any, strides: Any, padding: Any,  # noqa: A002
     """
     x, k, st, pads = _pool_args(input, ksize, strides, padding, data_format, "max_pool2d",
                                 "fiu", explicit=True)
-    if differentiating() and x._value.dtype.kind in "fc":
-        return bind(max_pool2d_argmax_p, x, ksize=k, strides=st, pads=pads)[0]
+    # Under a tape or an accumulator, max_pool2d_p's form keeps the argmax (_argmax_form).
     return bind(max_pool2d_p, x, ksize=k, strides=st, pads=pads)
 
 
 def _valid_counts(x_shape: tuple, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
     """[OH, OW]: how many unpadded elements each window holds (static: shapes only)."""
-    oh, ow = _out_hw(x_shape, ksize, strides, pads)
+    oh, ow = out_hw(x_shape, ksize, strides, pads)
     rows = np.arange(oh)[:, None] * strides[0] + np.arange(ksize[0])[None, :] - pads[0][0]
     cols = np.arange(ow)[:, None] * strides[1] + np.arange(ksize[1])[None, :] - pads[1][0]
     per_row = ((rows >= 0) & (rows < x_shape[-3])).sum(1)

@@ -19,11 +19,11 @@ draws from, not the numbers it drew. A tracer records the op like any other, and
 each replay of the graph calls the impl again and draws the next numbers of the
 same sequence, as a random op inside `tf.function` does (a per-call key frozen
 into the params would replay the same numbers forever). Graph passes must never
-merge, fold or drop draws: they are ``stateful`` primitives.
+merge, fold or drop draws: they have the STATEFUL effect (tapeflow/catalog.py).
 
 A draw has no tensor inputs, yet inside `vmap` each example must get its own
 numbers (TensorFlow's vectorized loops draw per iteration too): `bind` offers a
-stateful primitive to the innermost active batcher, whose batching rule draws
+PER_EXAMPLE primitive to the innermost active batcher, whose batching rule draws
 the whole batch at once.
 
 `mean`/`stddev` and `minval`/`maxval` are applied with ordinary ops after the
@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
+from ..catalog import NO_DERIVATIVE, PER_EXAMPLE, STATEFUL, define
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase
@@ -131,16 +132,6 @@ def _uniform_int_impl(generator: np.random.Generator, shape: tuple, dtype: np.dt
     return np.asarray(generator.integers(minval, maxval, shape, dtype=dtype))
 
 
-# Every evaluation draws new numbers (NOTE(draws)): stateful, with no derivative.
-standard_normal_p = Primitive("random_standard_normal", _normal_impl, differentiable=False,
-                              stateful=True)
-uniform_p = Primitive("random_uniform", _uniform_impl, differentiable=False, stateful=True)
-uniform_int_p = Primitive("random_uniform_int", _uniform_int_impl, differentiable=False,
-                          stateful=True)
-permutation_p = Primitive("random_permutation", _permutation_impl, differentiable=False,
-                          stateful=True)
-
-
 # XLA (graph/xla.py, NOTE(host-draws)): a compiled call runs the draw's NumPy impl on the
 # host, in the graph's order, and its lowering takes that array in: the same numbers as
 # the NumPy replay's, and the same sequence consumed, whichever path runs a call.
@@ -148,19 +139,24 @@ def _host_drawn(jax: Any, drawn: Any, **params: Any) -> Any:
     return drawn
 
 
-for _prim in (standard_normal_p, uniform_p, uniform_int_p, permutation_p):
-    _prim.lower = _host_drawn
-
-
-def _batch_draw(prim: Primitive) -> None:
-    """Batching rule: a draw inside vmap draws the whole batch at once, each example its own."""
-    def rule(vals: tuple, dims: tuple, shape: tuple, **params: Any) -> tuple:
+def _draw_rules(prim: Primitive) -> dict:
+    """A draw's rules (a family: catalog.define): the lowering takes the host's draw in, and
+    inside vmap a draw draws the whole batch at once, each example its own."""
+    def batch(vals: tuple, dims: tuple, shape: tuple, **params: Any) -> tuple:
         return bind(prim, shape=(dims.size,) + shape, **params), 0
-    prim.batch = rule
+    return {"batch": batch, "lower": _host_drawn}
 
 
-for _prim in (standard_normal_p, uniform_p, uniform_int_p, permutation_p):
-    _batch_draw(_prim)
+# Every evaluation draws new numbers (NOTE(draws)): stateful, each example of a vmap its
+# own draw, with no derivative.
+_DRAW = (NO_DERIVATIVE, STATEFUL, PER_EXAMPLE)
+standard_normal_p = define(Primitive("random_standard_normal", _normal_impl, effects=_DRAW),
+                           _draw_rules)
+uniform_p = define(Primitive("random_uniform", _uniform_impl, effects=_DRAW), _draw_rules)
+uniform_int_p = define(Primitive("random_uniform_int", _uniform_int_impl, effects=_DRAW),
+                       _draw_rules)
+permutation_p = define(Primitive("random_permutation", _permutation_impl, effects=_DRAW),
+                       _draw_rules)
 
 
 # ---------------------------------------------------------------- public ops

@@ -16,52 +16,46 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..core import Primitive, bind, dynamic_shapes
+from ..catalog import NO_DERIVATIVE, define
+from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, check_dtype, normalize_axis
 from .complex import real
-from .elementwise import (abs_p, add, cast, divide, equal, floordiv, is_finite, maximum, multiply,
-                          sign_p,
-                          square, subtract)
+from .elementwise import (abs_p, add, divide, equal, floordiv, is_finite, multiply, sign_p, square, subtract)
 from .indexing import getitem_p
 from .shape import concat_p, stop_gradient
-from .structural import (along_axis_deps, batch_along_axis, batch_reduction, conj_if_complex,
-                         defjvp, defvjp, expand_reduced, float_mask, kept_shape, linear,
-                         reduce_sum_p, reduction_deps,
-                         reshape_p, select_p, shape_of, shape_source, size_p, transpose_p,
-                         zeros_of)
+from .structural import (along_axis_deps, batch_along_axis, batch_reduction, conj_if_complex, expand_reduced, float_mask, kept_shape, linear, per_input, reduce_sum_p, reduction_deps, reshape_p, select_p, shape_of, shape_source, transpose_p, zeros_of)
+from .sizes import size_p
 from .transcendental import exp, log, pow
 
 
 # ------------------------------------------------------------------ reduce_max / reduce_min
-def _extremum(name: str, impl: Any) -> Primitive:
-    """max/min: the derivative is split equally among tied extrema (as TensorFlow)."""
-    def weights(ans: Tensor, x: Tensor, axis: tuple | None, keepdims: bool) -> Tensor:
-        src = shape_source(x)
-        if keepdims:
-            kept = ans
-        elif isinstance(src, tuple):
-            kept = bind(reshape_p, ans, shape=kept_shape(src, axis))
-        else:  # a size-generic trace: no reshape to the traced sizes (NOTE(dynamic-shapes))
-            kept = expand_reduced(ans, src, axis, False)
-        hit = float_mask(equal(x, kept), x)
-        return divide(hit, bind(reduce_sum_p, hit, axis=axis, keepdims=True))
-
-    prim = Primitive(name, impl)
-    defjvp(prim, lambda t, ans, x, axis, keepdims: bind(
-        reduce_sum_p, multiply(t, weights(ans, x, axis, keepdims)), axis=axis, keepdims=keepdims))
-    defvjp(prim, lambda g, ans, x, axis, keepdims: multiply(
-        expand_reduced(g, shape_source(x), axis, keepdims), weights(ans, x, axis, keepdims)))
-    batch_reduction(prim)
-    prim.sparsity = reduction_deps
-    return prim
+# max/min: the derivative is split equally among tied extrema (as TensorFlow).
+def _extremum_weights(ans: Tensor, x: Tensor, axis: tuple | None, keepdims: bool) -> Tensor:
+    kept = ans if keepdims else bind(reshape_p, ans, shape=kept_shape(shape_source(x), axis))
+    hit = float_mask(equal(x, kept), x)
+    return divide(hit, bind(reduce_sum_p, hit, axis=axis, keepdims=True))
 
 
-reduce_max_p = _extremum("reduce_max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims))
-reduce_min_p = _extremum("reduce_min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims))
-reduce_max_p.lower = lambda jax, x, axis, keepdims: jax.numpy.max(x, axis=axis, keepdims=keepdims)
-reduce_min_p.lower = lambda jax, x, axis, keepdims: jax.numpy.min(x, axis=axis, keepdims=keepdims)
+# The rules of max and min (a family: catalog.define).
+_extremum = per_input(
+    jvp=(lambda t, ans, x, axis, keepdims: bind(
+        reduce_sum_p, multiply(t, _extremum_weights(ans, x, axis, keepdims)), axis=axis,
+        keepdims=keepdims),),
+    vjp=(lambda g, ans, x, axis, keepdims: multiply(
+        expand_reduced(g, shape_source(x), axis, keepdims),
+        _extremum_weights(ans, x, axis, keepdims)),),
+    reads=("ans x",))
+
+reduce_max_p = define(
+    Primitive("reduce_max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims)),
+    _extremum, batch_reduction, sparsity=reduction_deps,
+    lower=lambda jax, x, axis, keepdims: jax.numpy.max(x, axis=axis, keepdims=keepdims))
+reduce_min_p = define(
+    Primitive("reduce_min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims)),
+    _extremum, batch_reduction, sparsity=reduction_deps,
+    lower=lambda jax, x, axis, keepdims: jax.numpy.min(x, axis=axis, keepdims=keepdims))
 
 
 def _scan_axis(axis: Any, ndim: int, op: str, list_error: type) -> int:
@@ -97,14 +91,6 @@ def _cumsum_impl(x: np.ndarray, axis: int, exclusive: bool, reverse: bool) -> np
     return np.flip(out, axis) if reverse else out
 
 
-cumsum_p = Primitive("cumsum", _cumsum_impl)
-# The transpose of a running sum is the running sum in the other direction.
-linear(cumsum_p, lambda g, x, axis, exclusive, reverse: bind(
-    cumsum_p, g, axis=axis, exclusive=exclusive, reverse=not reverse))
-batch_along_axis(cumsum_p)
-cumsum_p.sparsity = along_axis_deps
-
-
 def _cumsum_lower(jax: Any, x: Any, axis: int, exclusive: bool, reverse: bool) -> Any:
     jnp = jax.numpy
     if reverse:
@@ -116,27 +102,36 @@ def _cumsum_lower(jax: Any, x: Any, axis: int, exclusive: bool, reverse: bool) -
     return jnp.flip(out, axis) if reverse else out
 
 
-cumsum_p.lower = _cumsum_lower
+cumsum_p = define(
+    Primitive("cumsum", _cumsum_impl),
+    # The transpose of a running sum is the running sum in the other direction.
+    linear(lambda g, x, axis, exclusive, reverse: bind(
+        cumsum_p, g, axis=axis, exclusive=exclusive, reverse=not reverse)),
+    batch_along_axis, sparsity=along_axis_deps, lower=_cumsum_lower)
 
 # ------------------------------------------------------------------ boolean reductions, arg-extrema
-reduce_all_p = Primitive("reduce_all", lambda x, axis, keepdims: np.all(
-    x, axis=axis, keepdims=keepdims), differentiable=False)
-reduce_any_p = Primitive("reduce_any", lambda x, axis, keepdims: np.any(
-    x, axis=axis, keepdims=keepdims), differentiable=False)
-batch_reduction(reduce_all_p)
-batch_reduction(reduce_any_p)
-reduce_all_p.lower = lambda jax, x, axis, keepdims: jax.numpy.all(x, axis=axis, keepdims=keepdims)
-reduce_any_p.lower = lambda jax, x, axis, keepdims: jax.numpy.any(x, axis=axis, keepdims=keepdims)
+reduce_all_p = define(
+    Primitive("reduce_all", lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims),
+              effects=(NO_DERIVATIVE,)),
+    batch_reduction,
+    lower=lambda jax, x, axis, keepdims: jax.numpy.all(x, axis=axis, keepdims=keepdims))
+reduce_any_p = define(
+    Primitive("reduce_any", lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims),
+              effects=(NO_DERIVATIVE,)),
+    batch_reduction,
+    lower=lambda jax, x, axis, keepdims: jax.numpy.any(x, axis=axis, keepdims=keepdims))
 
-argmax_p = Primitive("argmax", lambda x, axis, output_type: np.argmax(
-    x, axis=axis).astype(output_type), differentiable=False)
-argmin_p = Primitive("argmin", lambda x, axis, output_type: np.argmin(
-    x, axis=axis).astype(output_type), differentiable=False)
-batch_along_axis(argmax_p)
-batch_along_axis(argmin_p)
-# The first extremum, or the first nan, as NumPy.
-argmax_p.lower = lambda jax, x, axis, output_type: jax.numpy.argmax(x, axis=axis).astype(output_type)
-argmin_p.lower = lambda jax, x, axis, output_type: jax.numpy.argmin(x, axis=axis).astype(output_type)
+# Lowered: the first extremum, or the first nan, as NumPy.
+argmax_p = define(
+    Primitive("argmax", lambda x, axis, output_type: np.argmax(x, axis=axis).astype(output_type),
+              effects=(NO_DERIVATIVE,)),
+    batch_along_axis,
+    lower=lambda jax, x, axis, output_type: jax.numpy.argmax(x, axis=axis).astype(output_type))
+argmin_p = define(
+    Primitive("argmin", lambda x, axis, output_type: np.argmin(x, axis=axis).astype(output_type),
+              effects=(NO_DERIVATIVE,)),
+    batch_along_axis,
+    lower=lambda jax, x, axis, output_type: jax.numpy.argmin(x, axis=axis).astype(output_type))
 
 
 # ================================================================== composites
@@ -260,31 +255,19 @@ def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: bool = False,
     """
     x, axis = _reduce_args(input_tensor, axis, "reduce_mean", "fciu")
     total = bind(reduce_sum_p, x, axis=axis, keepdims=bool(keepdims))
-    if dynamic_shapes():
-        return _mean_of_sum(total, x, axis)
-    shape = shape_of(x)
-    count = int(np.prod([shape[i] for i in (axis if axis is not None else range(len(shape)))],
-                        dtype=np.int64))
-    if x._value.dtype.kind == "u":
-        return floordiv(total, max(count, 1))
-    if x._value.dtype.kind == "i":  # truncated toward zero: |total| // count with total's sign
-        return multiply(floordiv(bind(abs_p, total), max(count, 1)), bind(sign_p, total))
-    return multiply(total, 1.0 / count if count else np.nan)
-
-
-def _mean_of_sum(total: Tensor, x: Tensor, axis: tuple | None) -> Tensor:
-    """reduce_mean's division by the count, read when the graph runs (a size-generic
-    trace, NOTE(dynamic-shapes) in ops/structural.py), with the same arithmetic as the
-    static count: integers floor-divided by max(count, 1), the others multiplied by the
-    reciprocal rounded from float64."""
-    kind = x._value.dtype.kind
+    # The count from the sizes (read when a size-generic graph runs, NOTE(dynamic-shapes)
+    # in ops/structural.py): integers floor-divided by max(count, 1), the others multiplied
+    # by the reciprocal rounded from float64.
+    shape = shape_source(x)
+    sizes = tuple(shape[i] for i in (axis if axis is not None else range(len(shape))))
+    kind, dtype = x._value.dtype.kind, x._value.dtype
     if kind in "iu":
-        count = maximum(bind(size_p, x, axis=axis, dtype=x._value.dtype), 1)
+        count = bind(size_p, sizes=sizes, dtype=dtype, at_least=1)
         if kind == "u":
             return floordiv(total, count)
+        # truncated toward zero: |total| // count with total's sign
         return multiply(floordiv(bind(abs_p, total), count), bind(sign_p, total))
-    count = bind(size_p, x, axis=axis, dtype=np.dtype(np.float64))
-    return multiply(total, cast(divide(1.0, count), x.dtype))
+    return multiply(total, bind(size_p, sizes=sizes, dtype=dtype, reciprocal=True))
 
 
 def reduce_prod(input_tensor: Any, axis: Any = None, keepdims: bool = False,

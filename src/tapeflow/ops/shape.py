@@ -17,28 +17,25 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import Primitive, Zero, bind, dynamic_shapes
+from ..catalog import IDENTITY, NO_DERIVATIVE, Hints, define
+from ..core import Primitive, Zero, bind
 from ..errors import DTypeMismatchError, InvalidArgumentError
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, binary_args, convert_like, int_arg, int_list, normalize_axis
 from .indexing import gather_p, getitem_p, getitem_transpose_p
-from .structural import (batch_unary, broadcast_dyn_p, broadcast_to_p, cast_p, conj_p,
-                         elementwise_deps, instantiate, linear, move_to_front, moved_deps,
-                         reshape_dyn_p, reshape_p, same_as_input, select_p, shape_of, transpose_p)
+from .structural import (batch_unary, broadcast_to_p, cast_p, conj_p, elementwise_deps, instantiate, linear, move_to_front, moved_deps, reshape_p, same_as_input, select_p, shape_of, transpose_p)
+from .sizes import broadcast_dyn_p, reshape_dyn_p
 
 # ------------------------------------------------------------------ identity, stop_gradient
-identity_p = Primitive("identity", lambda x: x, is_identity=True)
-linear(identity_p, lambda g, x: g)
-batch_unary(identity_p)
-identity_p.sparsity = elementwise_deps
-identity_p.simplify = same_as_input
-identity_p.lower = lambda jax, x: x
+identity_p = define(Primitive("identity", lambda x: x, effects=(IDENTITY,)),
+                    linear(lambda g, x: g), batch_unary, sparsity=elementwise_deps,
+                    lower=lambda jax, x: x, passes=Hints(simplify=same_as_input))
 
 
 # stop_gradient: the outputs carry no derivative, so no recorder follows them.
-stop_gradient_p = Primitive("stop_gradient", lambda x: x, differentiable=False)
-batch_unary(stop_gradient_p)
-stop_gradient_p.lower = lambda jax, x: x  # the compiled graph computes values only
+stop_gradient_p = define(Primitive("stop_gradient", lambda x: x, effects=(NO_DERIVATIVE,)),
+                         batch_unary,
+                         lower=lambda jax, x: x)  # the compiled graph computes values only
 
 
 # ------------------------------------------------------------------ concat
@@ -73,12 +70,12 @@ def _concat_batch(vals: tuple, dims: tuple, axis: int) -> tuple:
     return bind(concat_p, *parts, axis=axis + 1), 0
 
 
-concat_p = Primitive("concat", lambda *xs, axis: np.concatenate(xs, axis=axis))
-concat_p.jvp = _concat_jvp
-concat_p.vjp = _concat_vjp
-concat_p.batch = _concat_batch
-moved_deps(concat_p)  # every input is data
-concat_p.lower = lambda jax, *xs, axis: jax.numpy.concatenate(xs, axis=axis)
+# Its VJP reads only the inputs' shapes, but their number varies: `reads` stays the
+# default (every input and output).
+concat_p = define(Primitive("concat", lambda *xs, axis: np.concatenate(xs, axis=axis)),
+                  moved_deps(),  # every input is data
+                  jvp=_concat_jvp, vjp=_concat_vjp, batch=_concat_batch,
+                  lower=lambda jax, *xs, axis: jax.numpy.concatenate(xs, axis=axis))
 
 
 # ------------------------------------------------------------------ split (multiple results)
@@ -112,13 +109,10 @@ def _split_batch(vals: tuple, dims: tuple, sizes: tuple, axis: int) -> tuple:
     return tuple(pieces), (d,) * len(sizes)
 
 
-split_p = Primitive("split", _split_impl, multiple_results=True)
-split_p.jvp = _split_jvp
-split_p.vjp = _split_vjp
-split_p.batch = _split_batch
-moved_deps(split_p, 0)
-split_p.lower = lambda jax, x, sizes, axis: tuple(
-    jax.numpy.split(x, np.cumsum(sizes[:-1]).tolist(), axis=axis))
+split_p = define(Primitive("split", _split_impl, multiple_results=True),
+                 moved_deps(0), jvp=_split_jvp, vjp=_split_vjp, batch=_split_batch,
+                 lower=lambda jax, x, sizes, axis: tuple(
+                     jax.numpy.split(x, np.cumsum(sizes[:-1]).tolist(), axis=axis)))
 
 
 # ================================================================== public ops
@@ -144,11 +138,9 @@ def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
         if known == 0 or size % known:
             raise InvalidArgumentError(f"reshape: cannot reshape a tensor of {size} elements "
                                        f"(shape {shape_of(x)}) to {target}.")
-        if dynamic_shapes():
-            # The -1 stays: the graph finds it when it runs (NOTE(dynamic-shapes)).
-            resolved = tuple(size // known if d == -1 else d for d in target)
-            return x if resolved == shape_of(x) else bind(reshape_p, x, shape=tuple(target))
-        target[target.index(-1)] = size // known
+        # The -1 stays: the graph finds it when it runs, at any size (NOTE(dynamic-shapes)).
+        resolved = tuple(size // known if d == -1 else d for d in target)
+        return x if resolved == shape_of(x) else bind(reshape_p, x, shape=tuple(target))
     if math.prod(target) != size:
         raise InvalidArgumentError(f"reshape: cannot reshape a tensor of {size} elements "
                                    f"(shape {shape_of(x)}) to {target}.")
@@ -218,11 +210,8 @@ def squeeze(input: Any, axis: Any = None, name: str | None = None) -> Tensor:  #
 
 def shape_operand(value: Any, op: str, arg: str) -> Tensor | None:
     """A shape argument that holds tensors (``tf.shape(x)``, ``[tf.shape(x)[0], -1]``) as a
-    1-D int64 tensor the graph reads when it runs, in a size-generic trace
-    (NOTE(dynamic-shapes) in ops/structural.py); None otherwise: the op reads its shape
-    argument now, as a static list (a tensor's value read while tracing is a guard)."""
-    if not dynamic_shapes():
-        return None
+    1-D int64 tensor the op reads when it runs (NOTE(dynamic-shapes) in
+    ops/structural.py); None for a shape of Python numbers, which the op reads now."""
     if isinstance(value, Tensor):
         parts = [value]
     elif isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):

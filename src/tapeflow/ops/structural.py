@@ -7,12 +7,15 @@ axis. Those are the *structural primitives* defined here (add, multiply, conj, c
 select, reshape, transpose, broadcast_to, reduce_sum); the *helpers* (`add_any`,
 `unbroadcast`, `move_axis`, `align_batched`, ...) bind them directly, never the public
 ops, which would validate their arguments again inside every backward pass. The
-*rule families* give most primitives their rules in a few lines:
+*rule families* give most primitives their rules in a few lines, each a function of the
+primitive returning rules by kind, which `catalog.define` assigns:
 
-- `defjvp` / `defvjp`: one rule per argument, combined here (Zero tangents skipped,
-  NOTE(zero) in core), with NumPy broadcasting undone for broadcasting ops;
+- `per_input`: forward and reverse rules from one rule per argument (Zero tangents
+  skipped, NOTE(zero) in core; NumPy broadcasting undone for broadcasting ops), with
+  what each reverse rule reads declared by name (NOTE(saved-values) in tape.py);
 - `linear`: a one-input primitive linear in its input (JVP: itself on the tangent);
-- `unary`: an elementwise primitive whose rules multiply by its derivative;
+- `unary` and `binary`: an elementwise primitive whose rules multiply by its partial
+  derivatives, made with all its rules, its lowering jax.numpy's twin of its impl;
 - `batch_elementwise`, `batch_unary`, `batch_reduction`, `batch_along_axis`: the
   common batching rules (see tapeflow.batching for the protocol).
 
@@ -23,7 +26,6 @@ modules (elementwise, shape, reduction), beside the ops of the same kind.
 
 from __future__ import annotations
 
-import dis
 import functools
 import inspect
 import math
@@ -32,7 +34,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import blas
-from ..core import Husk, Primitive, Zero, bind, dynamic_shapes
+from ..catalog import NO_DERIVATIVE, Hints, Lowering, define
+from ..core import Husk, Primitive, Zero, bind, sizes
 # The dependency-rule families live with the pattern algebra (NOTE(sparsity)); re-exported
 # here with the other rule families.
 from ..patterns import (along_axis_deps, dense_deps, elementwise_deps, moved_deps,
@@ -42,14 +45,14 @@ from ..tensor import Tensor
 __all__ = [
     # static helpers
     "shape_of", "dtype_of", "shape_source", "instantiate", "zeros_of", "ones_of",
-    "filled", "filled_like",
+    "filled_like",
     # helpers built from the structural primitives
     "add_any", "unbroadcast", "broadcast_tangent", "conj_if_complex", "float_mask",
     "swap_last_axes", "move_axis", "move_to_front", "align_batched", "kept_shape",
     "expand_reduced", "reshape_to",
-    # rule families
-    "defjvp", "defvjp", "linear", "unary", "batch_elementwise", "batch_unary",
-    "batch_reduction", "batch_along_axis",
+    # rule families (catalog.define takes them)
+    "per_input", "linear", "unary", "binary", "twin", "batch_elementwise", "batch_unary",
+    "batch_reduction", "batch_along_axis", "batch_no_inputs",
     # dependency rules (NOTE(sparsity))
     "elementwise_deps", "reduction_deps", "along_axis_deps", "dense_deps", "per_matrix_deps",
     "per_example_deps", "moved_deps", "scatter_deps",
@@ -57,9 +60,8 @@ __all__ = [
     "constant_is", "is_minus_zero", "is_plus_zero", "is_one", "same_as_input", "neutral_right",
     # the structural primitives
     "add_p", "multiply_p", "conj_p", "cast_p", "select_p", "reshape_p", "transpose_p",
-    "broadcast_to_p", "reduce_sum_p",
-    # sizes read at replay (NOTE(dynamic-shapes))
-    "shape_p", "size_p", "broadcast_dyn_p", "sum_dyn_p", "reshape_dyn_p",
+    "broadcast_to_p", "fill_p", "reduce_sum_p",
+
 ]
 
 Rule = Callable[..., Any]
@@ -72,8 +74,9 @@ def shape_of(x: Any) -> tuple:
     if t is Zero or t is Husk:
         return x.shape
     v = x._value
-    # An ndarray's or NumPy scalar's own attribute: np.shape's dispatch costs 0.4 us, a
-    # tenth of an eager op on a small array (it runs twice per broadcasting VJP).
+    # An ndarray's or NumPy scalar's own attribute: np.shape's dispatch is a noticeable
+    # part of an eager op on a small array, and it runs twice per broadcasting VJP
+    # (docs/performance-notes.md, #shape-of).
     return v.shape if isinstance(v, (np.ndarray, np.generic)) else np.shape(v)
 
 
@@ -88,39 +91,29 @@ def instantiate(t: Any) -> Tensor:
     return t.instantiate() if type(t) is Zero else t
 
 
-def shape_source(x: Any) -> Any:
-    """What a rule needs to know of x's shape: its static shape, or in a size-generic trace
-    x itself, whose shape the graph reads when it runs (NOTE(dynamic-shapes)). Metadata
-    only, as `shape_of`: what a rule passes here, it does not read (a Husk answers)."""
-    if type(x) is Zero or type(x) is Husk or not dynamic_shapes():
-        return shape_of(x)
-    return x
+def shape_source(x: Any) -> tuple:
+    """x's shape as a rule or op computes a shape from it: its static shape, or in a
+    size-generic trace the sizes the graph reads when it runs (core.sizes, NOTE(sized-
+    params) in graph/polymorphic.py). Passed in an op's params (a reshape's target, a
+    fill's shape), they make that op read them; metadata only, as `shape_of` (a Husk
+    answers)."""
+    return x.shape if type(x) is Zero else sizes(x)
 
 
-def filled(shape: Tensor, value: Any, dtype: Any) -> Tensor:
-    """`value` (of `dtype`) in the shape a 1-D int64 tensor holds, read when the graph
-    runs (NOTE(dynamic-shapes))."""
-    return bind(broadcast_dyn_p, Tensor(np.array(value, np.dtype(dtype))), shape, lead=0,
-                expand=())
-
-
-def filled_like(x: Tensor, value: Any, dtype: Any = None) -> Tensor:
-    """`value` in x's shape (and dtype unless given), connected to nothing: a constant, or
-    in a size-generic trace a node that reads x's shape when the graph runs (a scalar has
-    no size to read: a constant there too)."""
+def filled_like(x: Any, value: Any, dtype: Any = None) -> Tensor:
+    """`value` in x's shape (and dtype unless given), connected to nothing: a `fill`, which
+    a graph of fixed sizes folds to a constant and a size-generic one makes at each run."""
     dt = dtype_of(x) if dtype is None else np.dtype(dtype)
-    if not np.ndim(x._value) or not dynamic_shapes():
-        return Tensor(np.full(shape_of(x), value, dt))
-    return filled(_trailing_shape(x, 0), value, dt)
+    return bind(fill_p, shape=shape_source(x), value=value, dtype=dt)
 
 
 def zeros_of(x: Tensor) -> Tensor:
-    """Zeros of x's shape and dtype, connected to nothing (a constant; see filled_like)."""
+    """Zeros of x's shape and dtype, connected to nothing (see filled_like)."""
     return filled_like(x, 0)
 
 
 def ones_of(x: Tensor) -> Tensor:
-    """Ones of x's shape and dtype, connected to nothing (a constant; see filled_like)."""
+    """Ones of x's shape and dtype, connected to nothing (see filled_like)."""
     return filled_like(x, 1)
 
 
@@ -143,33 +136,20 @@ def unbroadcast(g: Tensor, shape: tuple) -> Tensor:
     lead = len(gshape) - len(shape)
     axes = list(range(lead))
     ones = [i + lead for i, d in enumerate(shape) if d == 1 and gshape[i + lead] != 1]
-    if ones and dynamic_shapes():
-        # No reshape to `shape`: it would fix the traced sizes (NOTE(dynamic-shapes)). The
-        # size-1 axes are kept by their own sum, the leading ones dropped by a second.
-        g = bind(reduce_sum_p, g, axis=tuple(ones), keepdims=True)
-        return bind(reduce_sum_p, g, axis=tuple(axes), keepdims=False) if axes else g
     axes += ones
     out = bind(reduce_sum_p, g, axis=tuple(axes), keepdims=False) if axes else g
     return bind(reshape_p, out, shape=shape) if shape_of(out) != shape else out
 
 
-def broadcast_tangent(t: Tensor, shape: Any) -> Tensor:
-    """`t` broadcast to `shape` (an input's tangent, to the broadcast output's shape), a
-    tuple or a `shape_source`."""
-    if isinstance(shape, tuple):
-        return t if shape_of(t) == shape else bind(broadcast_to_p, t, shape=shape)
-    if shape_of(t) == shape_of(shape):
-        return t
-    return bind(broadcast_dyn_p, t, _trailing_shape(shape, 0), lead=0, expand=())
+def broadcast_tangent(t: Tensor, shape: tuple) -> Tensor:
+    """`t` broadcast to `shape` (an input's tangent, to the broadcast output's shape; a
+    `shape_source`)."""
+    return t if shape_of(t) == shape else bind(broadcast_to_p, t, shape=shape)
 
 
-def reshape_to(g: Tensor, shape: Any) -> Tensor:
-    """`g` reshaped to `shape`, a tuple or a `shape_source`."""
-    if isinstance(shape, tuple):
-        return g if shape_of(g) == shape else bind(reshape_p, g, shape=shape)
-    if shape_of(g) == shape_of(shape):
-        return g
-    return bind(reshape_dyn_p, g, _trailing_shape(shape, 0), lead=0)
+def reshape_to(g: Tensor, shape: tuple) -> Tensor:
+    """`g` reshaped to `shape` (a `shape_source`)."""
+    return g if shape_of(g) == shape else bind(reshape_p, g, shape=shape)
 
 
 def conj_if_complex(x: Tensor) -> Tensor:
@@ -221,12 +201,52 @@ def align_batched(vals: tuple, dims: tuple, rank: int) -> list:
 
 
 # ================================================================== rule families
-def defjvp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False) -> None:
-    """Forward rule from one rule per argument: ``rule(t, ans, *primals, **params)``.
+# A family is a function of the primitive that returns rules by kind; `define(prim,
+# family, ..., kind=rule)` (tapeflow/catalog.py) assigns them. The families that need
+# more than the primitive (the per-input rules, a derivative) are made by a call:
+# ``define(p, per_input(...), batch_unary, sparsity=..., lower=...)``.
+def _names_read(rule: Rule, names: str, first: int, n_inputs: int, who: str) -> tuple:
+    """`reads` of one per-input rule ``rule(g, ans, *primals)`` from the names of the
+    parameters it reads ("ans" the output, a primal's name that primal)."""
+    params = list(inspect.signature(rule).parameters)[first:]
+    ins, outs = [], []
+    for name in names.split():
+        if name == params[0]:
+            outs.append(0)
+        elif name in params[1:1 + n_inputs]:
+            ins.append(params.index(name) - 1)
+        else:
+            raise TypeError(f"{who}: `reads` names {name!r}, which is not among the rule's "
+                            f"output and inputs {params[:1 + n_inputs]}.")
+    return tuple(sorted(set(ins))), tuple(outs)
 
-    A None rule marks an argument that carries no derivative (indices, conditions).
-    With `broadcasting`, each argument's tangent is broadcast to the output's shape.
-    """
+
+def per_input(jvp: tuple = (), vjp: tuple = (), reads: tuple = (),
+              broadcasting: bool = False) -> Callable[[Primitive], dict]:
+    """Forward and reverse rules from one rule per input: ``jvp[i](t, ans, *primals,
+    **params)`` is input i's contribution to the output tangent, ``vjp[i](g, ans, *primals,
+    **params)`` input i's cotangent; None for an input without a derivative (indices,
+    conditions). `reads[i]` names, space-separated, what ``vjp[i]`` reads of its
+    arguments ("ans", a primal's name; "" for nothing), so a tape keeps only those
+    (NOTE(saved-values)). With `broadcasting`, tangents are broadcast to the output's
+    shape and cotangents summed back to each input's."""
+    def family(prim: Primitive) -> dict:
+        rules: dict = {}
+        if jvp:
+            rules["jvp"] = _jvp_per_input(jvp, broadcasting)
+        if vjp:
+            if len(reads) != len(vjp):
+                raise TypeError(f"per_input({prim.name!r}): `reads` declares {len(reads)} "
+                                f"rules' reads for {len(vjp)} VJP rules.")
+            rules["vjp"] = _vjp_per_input(vjp, broadcasting)
+            rules["reads"] = tuple(((), ()) if r is None else
+                                   _names_read(r, names, 1, len(vjp), f"per_input({prim.name!r})")
+                                   for r, names in zip(vjp, reads, strict=True))
+        return rules
+    return family
+
+
+def _jvp_per_input(rules: tuple, broadcasting: bool) -> Rule:
     def jvp(tangents: tuple, outs: tuple, primals: tuple, **params: Any) -> tuple:
         ans = outs[0]
         total = None
@@ -239,18 +259,10 @@ def defjvp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False) -> 
         if broadcasting:
             total = broadcast_tangent(total, shape_source(ans))
         return (total,)
+    return jvp
 
-    prim.jvp = jvp
 
-
-def defvjp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False,
-           reads: tuple | None = None) -> None:
-    """Reverse rule from one rule per argument: ``rule(g, ans, *primals, **params)``.
-
-    With `broadcasting`, each cotangent is summed back to its argument's shape.
-    What each rule reads of the primals and the output is found from its code
-    (`rule_reads`), unless `reads` gives it.
-    """
+def _vjp_per_input(rules: tuple, broadcasting: bool) -> Rule:
     def vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, **params: Any) -> tuple:
         g = cts[0]
         if type(g) is Zero:
@@ -263,7 +275,7 @@ def defvjp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False,
                 continue
             ct = rule(g, ans, *primals, **params)
             if broadcasting and ct is not None:
-                ct = unbroadcast(ct, shape_of(x))
+                ct = unbroadcast(ct, shape_source(x))
             result.append(ct)
         return tuple(result)
 
@@ -276,149 +288,123 @@ def defvjp(prim: Primitive, *rules: Rule | None, broadcasting: bool = False,
         g = cts[0]
         if type(g) is Zero:
             g = g.instantiate()
-        return (rules[0](g, outs[0], *primals, **params),)
+        return (rule(g, outs[0], *primals, **params),)
 
     if len(rules) == 1 and rules[0] is not None and not broadcasting:
-        vjp = vjp_of_one
-    if reads is None:
-        reads = rule_reads(rules, len(rules))
-    if reads is not None:
-        vjp.reads = reads  # type: ignore[attr-defined]
-        vjp.kept = {}  # type: ignore[attr-defined]  # the tape's cache of what to keep
-    prim.vjp = vjp
+        rule = rules[0]
+        return vjp_of_one
+    return vjp
 
 
-# NOTE(saved-values): a tape keeps, of each recorded op, only the inputs and outputs
-# its VJP rule reads for the inputs that need a cotangent; the rest become Husks
-# (core), so a long chain does not hold every intermediate array. What a rule reads
-# is read off its code: a parameter its code never mentions is never read. The
-# analysis only errs on the side of keeping (a name mentioned but not used, a value
-# passed on to a helper), and a Husk raises if read, so a mistake is loud.
-def _unmentioned(fn: Any) -> set[str] | None:
-    """Names of `fn`'s positional parameters that its code never mentions (None when
-    `fn` cannot be analyzed: not a plain function, or one taking *args)."""
-    code = getattr(fn, "__code__", None)
-    if code is None or code.co_flags & inspect.CO_VARARGS:
-        return None
-    params = code.co_varnames[:code.co_argcount]
-    mentioned = set(code.co_cellvars)
-    ins = [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
-    for k, i in enumerate(ins):
-        arg = i.argval
-        if isinstance(arg, str):
-            if not _metadata_read(ins, k):
-                mentioned.add(arg)
-        elif isinstance(arg, tuple):
-            mentioned.update(a for a in arg if isinstance(a, str))
-    return {p for p in params if p not in mentioned}
+def linear(transpose: Rule, reads: str = "") -> Callable[[Primitive], dict]:
+    """Rules of a one-input primitive that is linear in its input: its JVP is the
+    primitive applied to the tangent, its VJP ``transpose(g, x, **params)``; `reads`
+    names what the transpose reads ("x", or "" for its shape at most)."""
+    def family(prim: Primitive) -> dict:
+        def jvp(tangents: tuple, outs: tuple, primals: tuple, **params: Any) -> tuple:
+            t = tangents[0]
+            return (Zero.like(outs[0]),) if type(t) is Zero else (bind(prim, t, **params),)
+        vjp_rule = lambda g, ans, x, **params: transpose(g, x, **params)  # noqa: E731
+        return {"jvp": jvp, **per_input(vjp=(vjp_rule,), reads=(reads,))(prim)}
+    return family
 
 
-_METADATA = ("shape_of", "dtype_of", "shape_source")
-
-
-def _metadata_read(ins: list, k: int) -> bool:
-    """Whether instruction k loads a local only to pass it alone to shape_of/dtype_of
-    (``shape_of(x)``: the load of the function, of x, then a call with one argument),
-    which a Husk answers."""
-    if ins[k].opname != "LOAD_FAST" or k == 0 or k + 1 == len(ins):
-        return False
-    before, after = ins[k - 1], ins[k + 1]
-    return (before.opname == "LOAD_GLOBAL" and before.argval in _METADATA
-            and after.opname in ("PRECALL", "CALL") and after.arg == 1)
-
-
-def rule_reads(rules: Any, n_inputs: int) -> tuple | None:
-    """What each of `rules` (``rule(g, ans, *primals)``, one per input) reads: per input,
-    (primal indices, output indices); None if some rule cannot be analyzed."""
-    out = []
-    for rule in rules:
-        if rule is None:
-            out.append(((), ()))
-            continue
-        unread = _unmentioned(rule)
-        if unread is None:
-            return None
-        names = rule.__code__.co_varnames[:rule.__code__.co_argcount]
-        if len(names) < 2 + n_inputs:
-            return None
-        ins = tuple(j for j in range(n_inputs) if names[2 + j] not in unread)
-        outs = () if names[1] in unread else (0,)
-        out.append((ins, outs))
-    return tuple(out)
-
-
-def linear(prim: Primitive, transpose: Rule) -> None:
-    """Rules of a one-input primitive that is linear in its input.
-
-    JVP: the primitive applied to the tangent. VJP: ``transpose(g, x, **params)``.
-    """
-    defjvp(prim, lambda t, ans, x, **params: bind(prim, t, **params))
-    # The rule reads what `transpose(g, x)` reads of x (often only its shape).
-    defvjp(prim, lambda g, ans, x, **params: transpose(g, x, **params),
-           reads=_reads_of(transpose, ("g", "x")))
-
-
-def _reads_of(deriv: Callable, names: tuple) -> tuple | None:
-    """`defvjp`'s `reads` for a one-input rule that passes ``names`` (from "g", "ans",
-    "x") to `deriv`: the input if deriv reads "x", the output if it reads "ans"."""
-    unread = _unmentioned(deriv)
-    if unread is None:
-        return None
-    params = deriv.__code__.co_varnames[:deriv.__code__.co_argcount]
-    if len(params) < len(names):
-        return None
-    read = {name for name, p in zip(names, params) if p not in unread}
-    return (((0,) if "x" in read else (), (0,) if "ans" in read else ()),)
-
-
-def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor]) -> Primitive:
-    """An elementwise primitive f with f'(x) = ``deriv(ans, x)``, and its rules.
+def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor], reads: str,
+          lower: Any = None) -> Primitive:
+    """An elementwise primitive f with f'(x) = ``deriv(ans, x)``, and all its rules.
 
     Both rules multiply by the derivative: JVP ``t * f'(x)``, VJP ``g * conj(f'(x))``
     (TensorFlow's convention for complex inputs, NOTE(complex-gradients) in
-    ops/complex.py). The batch axis stays where it is.
+    ops/complex.py); `reads` names what `deriv` reads ("ans", "x", both or ""). The
+    batch axis stays where it is. Its lowering is `lower`, by default jax.numpy's
+    function of the impl's name (a NumPy ufunc's twin: `twin`).
     """
     prim = Primitive(name, impl)
-    defjvp(prim, lambda t, ans, x: bind(multiply_p, t, deriv(ans, x)))
-    defvjp(prim, lambda g, ans, x: bind(multiply_p, g, conj_if_complex(deriv(ans, x))),
-           reads=_reads_of(deriv, ("ans", "x")))
-    batch_unary(prim)
-    prim.sparsity = elementwise_deps
-    return prim
+    names = [p for p in inspect.signature(deriv).parameters][:2]
+    unknown = set(reads.split()) - {"ans", "x"}
+    if unknown or names != ["ans", "x"]:
+        raise TypeError(f"unary({name!r}): `deriv` takes (ans, x) and `reads` names them; "
+                        f"got parameters {names} and reads {reads!r}.")
+    return define(
+        prim,
+        per_input(jvp=(lambda t, ans, x: bind(multiply_p, t, deriv(ans, x)),),
+                  vjp=(lambda g, ans, x: bind(multiply_p, g, conj_if_complex(deriv(ans, x))),),
+                  reads=(reads,)),
+        batch_unary, sparsity=elementwise_deps,
+        lower=twin(impl.__name__) if lower is None else lower,
+        passes=Hints(elementwise=True))
+
+
+def binary(name: str, impl: Callable, dx: Any, dy: Any, reads: tuple, lower: Any = None,
+           simplify: Rule | None = None) -> Primitive:
+    """A broadcasting elementwise primitive f(x, y) with partial derivatives ``dx(ans, x,
+    y)`` and ``dy(ans, x, y)``, and all its rules, as `unary`'s: JVP ``tx * dx + ty * dy``,
+    VJP ``g * conj(d)`` summed back to each input's shape. A partial may be the number 1
+    or -1 (the tangent passes, negated for -1). `reads` names what each partial reads;
+    `simplify` is the graph passes' rule (catalog.Hints)."""
+    def term(d: Any, conj: bool) -> Rule | None:
+        if d == 1:
+            return lambda t, ans, x, y: t
+        if d == -1:
+            return lambda t, ans, x, y: bind(multiply_p, t, Tensor(np.array(-1, dtype_of(t))))
+        if conj:
+            return lambda t, ans, x, y: bind(multiply_p, t, conj_if_complex(d(ans, x, y)))
+        return lambda t, ans, x, y: bind(multiply_p, t, d(ans, x, y))
+
+    prim = Primitive(name, impl)
+    rule_reads = tuple("" if not callable(d) else r for d, r in zip((dx, dy), reads, strict=True))
+    return define(
+        prim,
+        per_input(jvp=(term(dx, False), term(dy, False)), vjp=(term(dx, True), term(dy, True)),
+                  reads=rule_reads, broadcasting=True),
+        batch_elementwise, sparsity=elementwise_deps,
+        lower=twin(impl.__name__) if lower is None else lower,
+        passes=Hints(simplify=simplify, elementwise=True))
+
+
+def twin(name: str) -> Lowering:
+    """The lowering by jax.numpy's function `name` (NumPy's twin of the same name)."""
+    return Lowering(lambda jax, *args, **params: getattr(jax.numpy, name)(*args, **params))
 
 
 # A batching rule gets the batched values (or the plain per-example value where an
 # input is not batched) and their batch axes (None for unbatched); it returns the
 # batched output and the output's batch axis. See tapeflow.batching.
-def batch_elementwise(prim: Primitive) -> None:
+def batch_elementwise(prim: Primitive) -> dict:
     """Batching rule of an n-ary broadcasting primitive (the batch goes first, ranks aligned)."""
     def rule(vals: tuple, dims: tuple, **params: Any) -> tuple:
         rank = max(len(shape_of(v)) - (d is not None) for v, d in zip(vals, dims, strict=True))
         return bind(prim, *align_batched(vals, dims, rank), **params), 0
-    prim.batch = rule
+    return {"batch": rule}
 
 
-def batch_unary(prim: Primitive) -> None:
+def batch_unary(prim: Primitive) -> dict:
     """Batching rule of a one-input elementwise primitive: the batch axis stays where it is."""
-    prim.batch = lambda vals, dims, **params: (bind(prim, vals[0], **params), dims[0])
+    return {"batch": lambda vals, dims, **params: (bind(prim, vals[0], **params), dims[0])}
 
 
-def batch_reduction(prim: Primitive) -> None:
+def batch_reduction(prim: Primitive) -> dict:
     """Batching rule of a reduction with `axis` (tuple or None) and `keepdims` params."""
     def rule(vals: tuple, dims: tuple, axis: Any, **params: Any) -> tuple:
         x = move_to_front(vals[0], dims[0])
         rank = len(shape_of(x)) - 1
         axis = tuple(range(1, rank + 1)) if axis is None else tuple(a + 1 for a in axis)
         return bind(prim, x, axis=axis, **params), 0
-    prim.batch = rule
+    return {"batch": rule}
 
 
-def batch_along_axis(prim: Primitive) -> None:
+def batch_no_inputs(prim: Primitive) -> dict:
+    """Batching rule of a primitive without inputs (a fill, a shape): the same value for
+    every example."""
+    return {"batch": lambda vals, dims, **params: (bind(prim, **params), None)}
+
+
+def batch_along_axis(prim: Primitive) -> dict:
     """Batching rule of a one-input op along one int `axis` (scans, softmax, argmax): the
     batch goes first and the axis shifts by one."""
     def rule(vals: tuple, dims: tuple, axis: int, **params: Any) -> tuple:
         return bind(prim, move_to_front(vals[0], dims[0]), axis=axis + 1, **params), 0
-    prim.batch = rule
+    return {"batch": rule}
 
 
 # ================================================================== simplify-rule helpers
@@ -475,32 +461,15 @@ def neutral_right(test: Callable[[np.ndarray], np.ndarray],
 
 # ================================================================== the structural primitives
 # ------------------------------------------------------------------ add: d(x + y) = dx + dy
-add_p = Primitive("add", np.add)
-defjvp(add_p, lambda t, ans, x, y: t, lambda t, ans, x, y: t, broadcasting=True)
-defvjp(add_p, lambda g, ans, x, y: g, lambda g, ans, x, y: g, broadcasting=True)
-batch_elementwise(add_p)
-add_p.sparsity = elementwise_deps
-add_p.lower = lambda jax, x, y: jax.numpy.add(x, y)
-add_p.simplify = neutral_right(is_minus_zero, left_too=True)
-
-
+add_p = binary("add", np.add, 1, 1, reads=("", ""),
+               simplify=neutral_right(is_minus_zero, left_too=True))
 # ------------------------------------------------------------------ multiply: d(xy) = y dx + x dy
-multiply_p = Primitive("multiply", np.multiply)
-defjvp(multiply_p, lambda t, ans, x, y: bind(multiply_p, t, y),
-       lambda t, ans, x, y: bind(multiply_p, x, t), broadcasting=True)
-defvjp(multiply_p, lambda g, ans, x, y: bind(multiply_p, g, conj_if_complex(y)),
-       lambda g, ans, x, y: bind(multiply_p, conj_if_complex(x), g), broadcasting=True)
-batch_elementwise(multiply_p)
-multiply_p.sparsity = elementwise_deps
-multiply_p.lower = lambda jax, x, y: jax.numpy.multiply(x, y)
-multiply_p.simplify = neutral_right(is_one, left_too=True)
-
+multiply_p = binary("multiply", np.multiply, lambda ans, x, y: y, lambda ans, x, y: x,
+                    reads=("y", "x"), simplify=neutral_right(is_one, left_too=True))
 # ------------------------------------------------------------------ conj: linear, its own transpose
-conj_p = Primitive("conj", np.conjugate)
-linear(conj_p, lambda g, x: bind(conj_p, g))
-batch_unary(conj_p)
-conj_p.sparsity = elementwise_deps
-conj_p.lower = lambda jax, x: jax.numpy.conj(x)
+conj_p = define(Primitive("conj", np.conjugate), linear(lambda g, x: bind(conj_p, g)),
+                batch_unary, sparsity=elementwise_deps, lower=twin("conj"),
+                passes=Hints(elementwise=True))
 
 
 # ------------------------------------------------------------------ cast
@@ -523,7 +492,7 @@ def _float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         x = x.astype(np.float32)
     lo, hi = _int_bounds(x.dtype, dtype)
     # The common case, every value in range (NaN fails each test); a few values are
-    # tested in Python, where NumPy's two reductions cost 2 us.
+    # tested in Python, where NumPy's two reductions cost more.
     if x.size <= 16:
         inside = all(lo <= v < hi for v in x.ravel().tolist())
     else:
@@ -569,16 +538,17 @@ def _cast_tangent(t: Tensor, ans: Tensor, x: Tensor, dtype: np.dtype) -> Any:
     return bind(cast_p, t, dtype=dtype)
 
 
-cast_p = Primitive("cast", _cast_impl)
-defjvp(cast_p, _cast_tangent)
-defvjp(cast_p, lambda g, ans, x, dtype: bind(cast_p, g, dtype=dtype_of(x))
-       if dtype_of(x).kind in "fc" else None)
-batch_unary(cast_p)
-cast_p.elementwise = True  # its sparsity rule depends on the dtype
-cast_p.lower = _cast_lower
-cast_p.sparsity = lambda pats, vals, outs, dtype: (
-    elementwise_deps(pats, vals, outs) if dtype.kind in "fc" else (None,))  # ints: no derivative
-cast_p.simplify = same_as_input
+def _cast_cotangent(g: Tensor, ans: Tensor, x: Tensor, dtype: np.dtype) -> Any:
+    return bind(cast_p, g, dtype=dtype_of(x)) if dtype_of(x).kind in "fc" else None
+
+
+cast_p = define(
+    Primitive("cast", _cast_impl),
+    per_input(jvp=(_cast_tangent,), vjp=(_cast_cotangent,), reads=("",)),
+    batch_unary, lower=_cast_lower,
+    sparsity=lambda pats, vals, outs, dtype: (
+        elementwise_deps(pats, vals, outs) if dtype.kind in "fc" else (None,)),  # ints: none
+    passes=Hints(simplify=same_as_input, elementwise=True))
 
 
 # ------------------------------------------------------------------ select: where(c, x, y)
@@ -589,52 +559,67 @@ def _select_rule(take_x: bool) -> Rule:
     return rule
 
 
-select_p = Primitive("select", lambda c, x, y: np.where(c, x, y)[()])  # rank 0 -> scalar
-defjvp(select_p, None, _select_rule(True), _select_rule(False), broadcasting=True)
-defvjp(select_p, None, _select_rule(True), _select_rule(False), broadcasting=True)
-batch_elementwise(select_p)
-select_p.sparsity = elementwise_deps
-select_p.lower = lambda jax, c, x, y: jax.numpy.where(c, x, y)
+select_p = define(
+    Primitive("select", lambda c, x, y: np.where(c, x, y)[()]),  # rank 0 -> scalar
+    per_input(jvp=(None, _select_rule(True), _select_rule(False)),
+              vjp=(None, _select_rule(True), _select_rule(False)), reads=("", "c", "c"),
+              broadcasting=True),
+    batch_elementwise, sparsity=elementwise_deps, lower=twin("where"),
+    passes=Hints(elementwise=True))
+
 
 # ------------------------------------------------------------------ reshape: linear
-# [()] gives rank-0 results as NumPy scalars, like every other op
 def _reshape_impl(x: Any, shape: tuple) -> Any:
     out = x.reshape(shape)  # the method: a fraction of np.reshape's dispatch cost
     return out[()] if not shape else out  # rank 0: a NumPy scalar, as every rank-0 value
 
 
-reshape_p = Primitive("reshape", _reshape_impl)
-linear(reshape_p, lambda g, x, shape: reshape_to(g, shape_source(x)))
-reshape_p.batch = lambda vals, dims, shape: (
-    bind(reshape_p, move_to_front(vals[0], dims[0]), shape=(shape_of(vals[0])[dims[0]],) + shape), 0)
-reshape_p.simplify = same_as_input
-moved_deps(reshape_p, 0)
-reshape_p.lower = lambda jax, x, shape: jax.numpy.reshape(x, shape)
+reshape_p = define(
+    Primitive("reshape", _reshape_impl),
+    linear(lambda g, x, shape: reshape_to(g, shape_source(x))),
+    moved_deps(0), lower=lambda jax, x, shape: jax.numpy.reshape(x, shape),
+    batch=lambda vals, dims, shape: (bind(reshape_p, move_to_front(vals[0], dims[0]),
+                                          shape=(shape_of(vals[0])[dims[0]],) + shape), 0),
+    passes=Hints(simplify=same_as_input))
 
 # ------------------------------------------------------------------ transpose: linear
-transpose_p = Primitive("transpose", lambda x, perm: np.transpose(x, perm))
-linear(transpose_p, lambda g, x, perm: bind(transpose_p, g, perm=tuple(np.argsort(perm).tolist())))
-transpose_p.batch = lambda vals, dims, perm: (
-    bind(transpose_p, move_to_front(vals[0], dims[0]), perm=(0,) + tuple(p + 1 for p in perm)), 0)
-transpose_p.simplify = lambda consts, same, perm: (
-    0 if tuple(perm) == tuple(range(len(perm))) else None)
-moved_deps(transpose_p, 0)
-transpose_p.lower = lambda jax, x, perm: jax.numpy.transpose(x, perm)
+transpose_p = define(
+    Primitive("transpose", lambda x, perm: np.transpose(x, perm)),
+    linear(lambda g, x, perm: bind(transpose_p, g, perm=tuple(np.argsort(perm).tolist()))),
+    moved_deps(0), lower=lambda jax, x, perm: jax.numpy.transpose(x, perm),
+    batch=lambda vals, dims, perm: (bind(transpose_p, move_to_front(vals[0], dims[0]),
+                                         perm=(0,) + tuple(p + 1 for p in perm)), 0),
+    passes=Hints(simplify=lambda consts, same, perm: (
+        0 if tuple(perm) == tuple(range(len(perm))) else None)))
+
 
 # ------------------------------------------------------------------ broadcast_to: linear, summed back
-broadcast_to_p = Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape))
-linear(broadcast_to_p, lambda g, x, shape: unbroadcast(g, shape_of(x)))
-
-
 def _broadcast_to_batch(vals: tuple, dims: tuple, shape: tuple) -> tuple:
     (x,) = align_batched(vals, dims, len(shape))
     return bind(broadcast_to_p, x, shape=shape_of(x)[:1] + shape), 0
 
 
-broadcast_to_p.batch = _broadcast_to_batch
-moved_deps(broadcast_to_p, 0)
-broadcast_to_p.lower = lambda jax, x, shape: jax.numpy.broadcast_to(x, shape)
-broadcast_to_p.simplify = same_as_input
+broadcast_to_p = define(
+    Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape)),
+    linear(lambda g, x, shape: unbroadcast(g, shape_of(x))),
+    moved_deps(0), batch=_broadcast_to_batch,
+    lower=lambda jax, x, shape: jax.numpy.broadcast_to(x, shape),
+    passes=Hints(simplify=same_as_input))
+
+
+# ------------------------------------------------------------------ fill: a constant of a shape
+# Made by rules and ops from an input's shape (`filled_like`): no input, its shape a param,
+# which a size-generic trace reads when the graph runs; a graph of fixed sizes folds it.
+def _fill_impl(shape: tuple, value: Any, dtype: np.dtype) -> Any:
+    # np.zeros and np.ones cost a fraction of np.full, and most fills are one of them.
+    out = np.zeros(shape, dtype) if value == 0 else np.ones(shape, dtype) if value == 1 else \
+        np.full(shape, value, dtype)
+    return out[()] if not shape else out  # rank 0: a NumPy scalar, as every rank-0 value
+
+
+fill_p = define(
+    Primitive("fill", _fill_impl, effects=(NO_DERIVATIVE,)), batch_no_inputs,
+    lower=lambda jax, shape, value, dtype: jax.numpy.full(shape, value, dtype))
 
 
 # ------------------------------------------------------------------ reduce_sum: linear
@@ -654,17 +639,17 @@ def _sum_impl(x: np.ndarray, axis: tuple | None, keepdims: bool) -> Any:
 
 # A sum over some of an array's axes is, to NumPy, one inner loop per kept element (over
 # the reduced axis) or per row of the kept part: short loops, each with its call overhead,
-# so a sum over the middle axis of [640, 64, 64] runs at a quarter of memory speed and a
-# bias gradient summing [N, H, W] with C=6 kept at less. The same sum is a product with a
-# vector of ones, which BLAS streams at memory speed: 3-13x faster ([640, 64, 64] over
-# axis 1: 0.77 -> 0.16 ms; [100000, 3] over axis 1: 1.55 -> 0.12 ms), and no less exact
-# than NumPy's accumulation, which is sequential over non-innermost axes. Over the
-# innermost axis NumPy sums long rows pairwise; there the GEMV's sequential lanes would
-# lose digits, so rows longer than _PAIRWISE_FROM stay with NumPy.
+# so a sum over a middle axis, or a bias gradient summing [N, H, W] with few channels
+# kept, runs well below memory speed. The same sum is a product with a vector of ones,
+# which BLAS streams at memory speed (docs/performance-notes.md, #sum-by-gemv), and no
+# less exact than NumPy's accumulation, which is sequential over non-innermost axes. Over
+# the innermost axis NumPy sums long rows pairwise; there the GEMV's sequential lanes
+# would lose digits, so rows longer than _PAIRWISE_FROM stay with NumPy.
 _BLAS_REAL = (np.dtype(np.float32), np.dtype(np.float64))
 _PAIRWISE_FROM = 4096
-# Below this many elements a BLAS call's overhead is twice NumPy's whole sum (a small
-# gradient's unbroadcast: [4, 3] over axis 1, 2.2 vs 4.5 us), so small sums stay NumPy's.
+# Below this many elements a BLAS call's overhead outweighs NumPy's whole sum (a small
+# gradient's unbroadcast; docs/performance-notes.md, #sum-by-gemv), so small sums stay
+# NumPy's.
 _GEMV_FROM = 4096
 
 
@@ -693,173 +678,21 @@ def kept_shape(shape: tuple, axis: tuple | None) -> tuple:
 
 def expand_reduced(g: Tensor, shape: Any, axis: tuple | None, keepdims: bool) -> Tensor:
     """A reduction's cotangent broadcast back over the reduced axes of an input of `shape`
-    (a tuple or a `shape_source`)."""
-    if not isinstance(shape, tuple):
-        if shape_of(g) == shape_of(shape):
-            return g
-        rank = len(shape_of(shape))
-        axes = range(rank) if axis is None else axis
-        expand = () if keepdims else tuple(sorted(a % rank - rank for a in axes))
-        return bind(broadcast_dyn_p, g, _trailing_shape(shape, 0), lead=0, expand=expand)
+    (a `shape_source`)."""
     kept = kept_shape(shape, axis)
     if not keepdims and shape_of(g) != kept:
         g = bind(reshape_p, g, shape=kept)
     return broadcast_tangent(g, shape)
 
 
-reduce_sum_p = Primitive("reduce_sum", _sum_impl)
-linear(reduce_sum_p, lambda g, x, axis, keepdims: expand_reduced(g, shape_source(x), axis,
-                                                                 keepdims))
-batch_reduction(reduce_sum_p)
-reduce_sum_p.sparsity = reduction_deps
-# The axes before the first one summed index examples (NOTE(example-grid) in graph/transposes).
-reduce_sum_p.examples = lambda shape, x, axis, keepdims: None if not axis else (
-    min(a % len(shape(x)) for a in axis), (0,))
-# Integers keep their dtype, as the impl.
-reduce_sum_p.lower = lambda jax, x, axis, keepdims: jax.numpy.sum(x, axis=axis, keepdims=keepdims,
-                                                                  dtype=x.dtype)
-
-
-# ================================================================== sizes read at replay
-# NOTE(dynamic-shapes): a trace that serves every size of its inputs' None dimensions
-# (NOTE(probe) in graph/polymorphic.py) must not hold numbers computed from the sizes it
-# was traced at. While one is active (core.dynamic_shapes), tf.shape, a mean's divisor,
-# a gradient broadcast back to an input's shape and the like are these primitives, which
-# read the sizes when the graph runs. A shape is a 1-D int64 tensor (never batched: every
-# example of a vmap has the same shape); `lead` leading axes of the data pass through
-# (a batch axis, from the batching rules).
-def _shape_impl(x: Any, start: int, dtype: np.dtype) -> np.ndarray:
-    return np.array(np.shape(x)[start:], dtype)
-
-
-def _shape_batch(vals: tuple, dims: tuple, start: int, dtype: np.dtype) -> tuple:
-    return bind(shape_p, move_to_front(vals[0], dims[0]), start=start + 1, dtype=dtype), None
-
-
-shape_p = Primitive("shape", _shape_impl, differentiable=False)
-shape_p.batch = _shape_batch
-shape_p.sparsity = dense_deps
-# The sizes are static in a JAX trace: a NumPy array, which graph/xla.py keeps static.
-shape_p.lower = lambda jax, x, start, dtype: _shape_impl(x, start, dtype)
-
-
-def _size_impl(x: Any, axis: tuple | None, dtype: np.dtype) -> Any:
-    shape = np.shape(x)
-    axes = range(len(shape)) if axis is None else axis
-    return np.array(math.prod(shape[a] for a in axes), dtype)[()]
-
-
-def _size_batch(vals: tuple, dims: tuple, axis: tuple | None, dtype: np.dtype) -> tuple:
-    x = move_to_front(vals[0], dims[0])
-    axis = tuple(range(1, len(shape_of(x)))) if axis is None else tuple(a + 1 for a in axis)
-    return bind(size_p, x, axis=axis, dtype=dtype), None
-
-
-size_p = Primitive("size", _size_impl, differentiable=False)
-size_p.batch = _size_batch
-size_p.sparsity = dense_deps
-size_p.lower = lambda jax, x, axis, dtype: _size_impl(x, axis, dtype)
-
-
-def _dims(shape: Any) -> tuple:
-    return tuple(int(d) for d in np.asarray(shape).reshape(-1))
-
-
-def _inserted(shape: tuple, expand: tuple) -> tuple:
-    """`shape` with 1s inserted at the (negative) axes `expand` of the result."""
-    if not expand:
-        return shape
-    rank = len(shape) + len(expand)
-    at = sorted(a % rank for a in expand)
-    out, rest = [], iter(shape)
-    for i in range(rank):
-        out.append(1 if i in at else next(rest))
-    return tuple(out)
-
-
-def _aligned(shape: tuple, lead: int, expand: tuple, rank: int) -> tuple:
-    """`shape` with 1s inserted at `expand` and after its `lead` axes, so that its trailing
-    axes line up with a broadcast target's `rank` trailing axes."""
-    trailing = _inserted(shape[lead:], expand)
-    return shape[:lead] + (1,) * (rank - len(trailing)) + trailing
-
-
-def _broadcast_dyn_impl(x: Any, shape: Any, lead: int, expand: tuple) -> Any:
-    x = np.asarray(x)
-    dims = _dims(shape)
-    return np.broadcast_to(x.reshape(_aligned(x.shape, lead, expand, len(dims))),
-                           x.shape[:lead] + dims)
-
-
-def _sum_dyn_impl(x: Any, shape: Any, lead: int, expand: tuple) -> Any:
-    x = np.asarray(x)
-    dims = _dims(shape)
-    kept = _inserted(dims, expand)  # the broadcast operand's trailing shape, axes inserted
-    extra = x.ndim - lead - len(kept)
-    axes = tuple(range(lead, lead + extra)) + tuple(
-        lead + extra + i for i, d in enumerate(kept) if d == 1 and x.shape[lead + extra + i] != 1)
-    out = x.sum(axis=axes, keepdims=True) if axes else x
-    return out.reshape(x.shape[:lead] + dims)
-
-
-def _reshape_dyn_impl(x: Any, shape: Any, lead: int) -> Any:
-    x = np.asarray(x)
-    out = x.reshape(x.shape[:lead] + _dims(shape))
-    return out[()] if not out.shape else out
-
-
-def _trailing_shape(x: Tensor, lead: int) -> Tensor:
-    return bind(shape_p, x, start=lead, dtype=np.dtype(np.int64))
-
-
-def _unbatched_shape(prim: Primitive, dims: tuple) -> None:
-    if dims[1] is not None:
-        raise ValueError(f"{prim.name}: the shape argument is batched (vmap over a tensor of "
-                         "shapes); every example must have the same shape.")
-
-
-def _dyn_batch(prim: Primitive) -> Callable:
-    def rule(vals: tuple, dims: tuple, lead: int, **params: Any) -> tuple:
-        _unbatched_shape(prim, dims)
-        return bind(prim, move_to_front(vals[0], dims[0]), vals[1], lead=lead + 1, **params), 0
-    return rule
-
-
-broadcast_dyn_p = Primitive("broadcast_dyn", _broadcast_dyn_impl)
-sum_dyn_p = Primitive("sum_dyn", _sum_dyn_impl)
-reshape_dyn_p = Primitive("reshape_dyn", _reshape_dyn_impl)
-# Linear in the data, each the other's transpose; the shape carries no derivative.
-defjvp(broadcast_dyn_p, lambda t, ans, x, s, lead, expand: bind(
-    broadcast_dyn_p, t, s, lead=lead, expand=expand), None)
-defvjp(broadcast_dyn_p, lambda g, ans, x, s, lead, expand: bind(
-    sum_dyn_p, g, _trailing_shape(x, lead), lead=lead, expand=expand), None)
-defjvp(sum_dyn_p, lambda t, ans, x, s, lead, expand: bind(
-    sum_dyn_p, t, s, lead=lead, expand=expand), None)
-defvjp(sum_dyn_p, lambda g, ans, x, s, lead, expand: bind(
-    broadcast_dyn_p, g, _trailing_shape(x, lead), lead=lead, expand=expand), None)
-defjvp(reshape_dyn_p, lambda t, ans, x, s, lead: bind(reshape_dyn_p, t, s, lead=lead), None)
-defvjp(reshape_dyn_p, lambda g, ans, x, s, lead: bind(
-    reshape_dyn_p, g, _trailing_shape(x, lead), lead=lead), None)
-for _p in (broadcast_dyn_p, sum_dyn_p, reshape_dyn_p):
-    _p.batch = _dyn_batch(_p)
-moved_deps(broadcast_dyn_p, 0)
-moved_deps(reshape_dyn_p, 0)
-sum_dyn_p.sparsity = dense_deps
-# graph/xla.py keeps shapes static (NumPy), so these lower to JAX's static-shape ops.
-broadcast_dyn_p.lower = lambda jax, x, s, lead, expand: jax.numpy.broadcast_to(
-    jax.numpy.reshape(x, _aligned(x.shape, lead, expand, len(_dims(s)))),
-    x.shape[:lead] + _dims(s))
-
-
-def _sum_dyn_lower(jax: Any, x: Any, s: Any, lead: int, expand: tuple) -> Any:
-    dims = _dims(s)
-    kept = _inserted(dims, expand)
-    extra = x.ndim - lead - len(kept)
-    axes = tuple(range(lead, lead + extra)) + tuple(
-        lead + extra + i for i, d in enumerate(kept) if d == 1 and x.shape[lead + extra + i] != 1)
-    out = jax.numpy.sum(x, axis=axes, keepdims=True) if axes else x
-    return jax.numpy.reshape(out, x.shape[:lead] + dims)
-
-
-sum_dyn_p.lower = _sum_dyn_lower
-reshape_dyn_p.lower = lambda jax, x, s, lead: jax.numpy.reshape(x, x.shape[:lead] + _dims(s))
+reduce_sum_p = define(
+    Primitive("reduce_sum", _sum_impl),
+    linear(lambda g, x, axis, keepdims: expand_reduced(g, shape_source(x), axis, keepdims)),
+    batch_reduction, sparsity=reduction_deps,
+    # Integers keep their dtype, as the impl.
+    lower=lambda jax, x, axis, keepdims: jax.numpy.sum(x, axis=axis, keepdims=keepdims,
+                                                       dtype=x.dtype),
+    # The axes before the first one summed index examples (NOTE(example-grid) in
+    # graph/transposes).
+    passes=Hints(examples=lambda shape, x, axis, keepdims: None if not axis else (
+        min(a % len(shape(x)) for a in axis), (0,))))

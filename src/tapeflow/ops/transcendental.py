@@ -14,23 +14,22 @@ from typing import Any
 
 import numpy as np
 
+from ..catalog import Lowering, define
 from ..core import Primitive, bind
+from ..optional import module_or_none
 from ..tensor import Tensor
 from .convert import as_tensor, binary_args, check_dtype
 from .elementwise import (FLOAT, REAL_FLOAT, add, divide, doc, greater, multiply, negative,
                           on_branch_cut, reciprocal_p, rsqrt_p, square, subtract, unary_op)
-from .structural import (batch_elementwise, conj_if_complex, defjvp, defvjp, elementwise_deps, is_one,
-                         neutral_right, select_p, unary, zeros_of)
+from .structural import (batch_elementwise, binary, elementwise_deps, is_one, neutral_right,
+                         per_input, select_p, unary, zeros_of)
 
 # ------------------------------------------------------------------ exponentials and logarithms
-exp_p = unary("exp", np.exp, lambda ans, x: ans)                                   # exp x
-expm1_p = unary("expm1", np.expm1, lambda ans, x: exp(x))                          # e^x
-log_p = unary("log", np.log, lambda ans, x: divide(1, x))                          # 1 / x
-log1p_p = unary("log1p", np.log1p, lambda ans, x: bind(reciprocal_p, add(x, 1)))   # 1/(1+x)
-exp_p.lower = lambda jax, x: jax.numpy.exp(x)
-expm1_p.lower = lambda jax, x: jax.numpy.expm1(x)
-log_p.lower = lambda jax, x: jax.numpy.log(x)
-log1p_p.lower = lambda jax, x: jax.numpy.log1p(x)
+exp_p = unary("exp", np.exp, lambda ans, x: ans, reads="ans")                      # exp x
+expm1_p = unary("expm1", np.expm1, lambda ans, x: exp(x), reads="x")               # e^x
+log_p = unary("log", np.log, lambda ans, x: divide(1, x), reads="x")               # 1 / x
+log1p_p = unary("log1p", np.log1p, lambda ans, x: bind(reciprocal_p, add(x, 1)),   # 1/(1+x)
+                reads="x")
 
 
 # ------------------------------------------------------------------ pow: d(x^y) = y x^(y-1) dx + log(x) x^y dy
@@ -46,19 +45,14 @@ def _pow_dy(ans: Tensor, x: Tensor) -> Tensor:
     return bind(select_p, positive, multiply(log(safe_x), ans), zeros_of(ans))
 
 
-pow_p = Primitive("pow", np.power)
-defjvp(pow_p, lambda t, ans, x, y: multiply(t, _pow_dx(x, y)),
-       lambda t, ans, x, y: multiply(t, _pow_dy(ans, x)), broadcasting=True)
-defvjp(pow_p, lambda g, ans, x, y: multiply(g, conj_if_complex(_pow_dx(x, y))),
-       lambda g, ans, x, y: multiply(g, conj_if_complex(_pow_dy(ans, x))), broadcasting=True)
-batch_elementwise(pow_p)
-pow_p.sparsity = elementwise_deps
-pow_p.simplify = neutral_right(is_one)
-pow_p.lower = lambda jax, x, y: jax.numpy.power(x, y)
-# False where the impl raises (an integer to a negative integer power, as NumPy and
-# TensorFlow): the compiled call reruns on NumPy, which raises the error.
-pow_p.lower_check = lambda jax, x, y: jax.numpy.all(y >= 0)
-pow_p.lower_check_needed = lambda x, y: np.dtype(y[1]).kind == "i"
+pow_p = binary(
+    "pow", np.power, lambda ans, x, y: _pow_dx(x, y), lambda ans, x, y: _pow_dy(ans, x),
+    reads=("x y", "ans x"), simplify=neutral_right(is_one),
+    # The check is False where the impl raises (an integer to a negative integer power, as
+    # NumPy and TensorFlow): the compiled call reruns on NumPy, which raises the error.
+    lower=Lowering(lambda jax, x, y: jax.numpy.power(x, y),
+                   check=lambda jax, x, y: jax.numpy.all(y >= 0),
+                   check_needed=lambda x, y: np.dtype(y[1]).kind == "i"))
 
 
 # ------------------------------------------------------------------ trigonometric
@@ -66,20 +60,16 @@ def _one_minus_x2(x: Tensor) -> Tensor:
     return subtract(1, square(x))
 
 
-sin_p = unary("sin", np.sin, lambda ans, x: cos(x))                                # cos x
-cos_p = unary("cos", np.cos, lambda ans, x: negative(sin(x)))                      # -sin x
-tan_p = unary("tan", np.tan, lambda ans, x: add(square(ans), 1))                   # 1 + tan^2 x
-asin_p = unary("asin", np.arcsin, lambda ans, x: bind(rsqrt_p, _one_minus_x2(x)))  # 1/sqrt(1-x^2)
+sin_p = unary("sin", np.sin, lambda ans, x: cos(x), reads="x")                    # cos x
+cos_p = unary("cos", np.cos, lambda ans, x: negative(sin(x)), reads="x")          # -sin x
+tan_p = unary("tan", np.tan, lambda ans, x: add(square(ans), 1), reads="ans")     # 1 + tan^2 x
+asin_p = unary("asin", np.arcsin, lambda ans, x: bind(rsqrt_p, _one_minus_x2(x)),  # 1/sqrt(1-x^2)
+               reads="x", lower=on_branch_cut("arcsin"))
 acos_p = unary("acos", np.arccos,                                                  # -1/sqrt(1-x^2)
-               lambda ans, x: negative(bind(rsqrt_p, _one_minus_x2(x))))
+               lambda ans, x: negative(bind(rsqrt_p, _one_minus_x2(x))),
+               reads="x", lower=on_branch_cut("arccos"))
 atan_p = unary("atan", np.arctan,                                                  # 1/(1+x^2)
-               lambda ans, x: bind(reciprocal_p, add(square(x), 1)))
-sin_p.lower = lambda jax, x: jax.numpy.sin(x)
-cos_p.lower = lambda jax, x: jax.numpy.cos(x)
-tan_p.lower = lambda jax, x: jax.numpy.tan(x)
-asin_p.lower = on_branch_cut("arcsin")
-acos_p.lower = on_branch_cut("arccos")
-atan_p.lower = lambda jax, x: jax.numpy.arctan(x)
+               lambda ans, x: bind(reciprocal_p, add(square(x), 1)), reads="x")
 
 
 # atan2(y, x): d = (x dy - y dx) / (x^2 + y^2)
@@ -87,34 +77,26 @@ def _atan2_scale(y: Tensor, x: Tensor) -> Tensor:
     return bind(reciprocal_p, add(square(x), square(y)))
 
 
-atan2_p = Primitive("atan2", np.arctan2)
-defjvp(atan2_p, lambda t, ans, y, x: multiply(t, multiply(x, _atan2_scale(y, x))),
-       lambda t, ans, y, x: multiply(t, negative(multiply(y, _atan2_scale(y, x)))),
-       broadcasting=True)
-defvjp(atan2_p, lambda g, ans, y, x: multiply(g, multiply(x, _atan2_scale(y, x))),
-       lambda g, ans, y, x: multiply(g, negative(multiply(y, _atan2_scale(y, x)))),
-       broadcasting=True)
-batch_elementwise(atan2_p)
-atan2_p.sparsity = elementwise_deps
-atan2_p.lower = lambda jax, y, x: jax.numpy.arctan2(y, x)
+# (binary names its inputs x and y: here the first is y, the second x; both partials read both.)
+atan2_p = binary("atan2", np.arctan2,
+                 lambda ans, y, x: multiply(x, _atan2_scale(y, x)),
+                 lambda ans, y, x: negative(multiply(y, _atan2_scale(y, x))),
+                 reads=("x y", "x y"))
 
 # ------------------------------------------------------------------ hyperbolic
-sinh_p = unary("sinh", np.sinh, lambda ans, x: bind(cosh_p, x))                    # cosh x
-cosh_p = unary("cosh", np.cosh, lambda ans, x: bind(sinh_p, x))                    # sinh x
-tanh_p = unary("tanh", np.tanh, lambda ans, x: subtract(1, square(ans)))           # 1 - tanh^2
+sinh_p = unary("sinh", np.sinh, lambda ans, x: bind(cosh_p, x), reads="x")        # cosh x
+cosh_p = unary("cosh", np.cosh, lambda ans, x: bind(sinh_p, x), reads="x")        # sinh x
+tanh_p = unary("tanh", np.tanh, lambda ans, x: subtract(1, square(ans)),           # 1 - tanh^2
+               reads="ans")
 # asinh and acosh use the output, as TensorFlow: no x^2 that could overflow.
 asinh_p = unary("asinh", np.arcsinh,                                               # 1/cosh(asinh x)
-                lambda ans, x: bind(reciprocal_p, bind(cosh_p, ans)))
+                lambda ans, x: bind(reciprocal_p, bind(cosh_p, ans)),
+                reads="ans", lower=on_branch_cut("arcsinh", odd=True))
 acosh_p = unary("acosh", np.arccosh,                                               # 1/sinh(acosh x)
-                lambda ans, x: bind(reciprocal_p, bind(sinh_p, ans)))
+                lambda ans, x: bind(reciprocal_p, bind(sinh_p, ans)),
+                reads="ans", lower=on_branch_cut("arccosh"))
 atanh_p = unary("atanh", np.arctanh,                                               # 1/(1-x^2)
-                lambda ans, x: bind(reciprocal_p, _one_minus_x2(x)))
-sinh_p.lower = lambda jax, x: jax.numpy.sinh(x)
-cosh_p.lower = lambda jax, x: jax.numpy.cosh(x)
-tanh_p.lower = lambda jax, x: jax.numpy.tanh(x)
-asinh_p.lower = on_branch_cut("arcsinh", odd=True)
-acosh_p.lower = on_branch_cut("arccosh")
-atanh_p.lower = lambda jax, x: jax.numpy.arctanh(x)
+                lambda ans, x: bind(reciprocal_p, _one_minus_x2(x)), reads="x")
 
 
 # ------------------------------------------------------------------ SciPy's ufuncs, if installed
@@ -126,12 +108,8 @@ def _special(name: str, fallback: Any) -> Any:
     on first use: it takes longer to import than tapeflow), else `fallback`."""
     fn = _SPECIAL.get(name)
     if fn is None:
-        try:
-            import scipy.special  # optional: loaded on first use, see above
-            fn = getattr(scipy.special, name)
-        except ImportError:  # pragma: no cover - SciPy absent
-            fn = fallback
-        _SPECIAL[name] = fn
+        special = module_or_none("scipy.special")
+        fn = _SPECIAL[name] = fallback if special is None else getattr(special, name)
     return fn
 
 
@@ -160,14 +138,12 @@ def _sigmoid_impl(x: np.ndarray) -> np.ndarray:
     return s if s.dtype == x.dtype else s.astype(x.dtype)  # expit computes float16 in float64
 
 
-sigmoid_p = unary("sigmoid", _sigmoid_impl, lambda ans, x: multiply(ans, subtract(1, ans)))
-
-
 def _sigmoid_lower(jax: Any, x: Any) -> Any:
     # XLA's own logistic. The impl's form (exp of -|x| only, e / (1 + e) below 0) keeps
     # the subnormal results of x below -87 (float32) that 1 / (1 + exp(-x)) rounds to 0,
     # but XLA's CPU code flushes subnormals to zero anyway, and the form's abs, sign test
-    # and select made an unrolled 50-step LSTM gradient 1.11x JAX jit's time (0.98x so).
+    # and select made an unrolled LSTM gradient slower than JAX jit's, which XLA's
+    # logistic is not (docs/performance-notes.md, #sigmoid-lower).
     if jax.numpy.iscomplexobj(x):  # as the impl
         jnp = jax.numpy
         e = jnp.exp(jnp.where(x.real < 0, x, -x))
@@ -175,7 +151,8 @@ def _sigmoid_lower(jax: Any, x: Any) -> Any:
     return jax.lax.logistic(x)
 
 
-sigmoid_p.lower = _sigmoid_lower
+sigmoid_p = unary("sigmoid", _sigmoid_impl, lambda ans, x: multiply(ans, subtract(1, ans)),
+                  reads="ans", lower=_sigmoid_lower)
 
 
 def _softplus_impl(x: np.ndarray) -> np.ndarray:
@@ -184,8 +161,8 @@ def _softplus_impl(x: np.ndarray) -> np.ndarray:
     return np.logaddexp(x.dtype.type(0), x)
 
 
-softplus_p = unary("softplus", _softplus_impl, lambda ans, x: sigmoid(x))
-softplus_p.lower = lambda jax, x: jax.numpy.logaddexp(jax.numpy.zeros((), x.dtype), x)
+softplus_p = unary("softplus", _softplus_impl, lambda ans, x: sigmoid(x), reads="x",
+                   lower=lambda jax, x: jax.numpy.logaddexp(jax.numpy.zeros((), x.dtype), x))
 
 
 # ------------------------------------------------------------------ erf: 2/sqrt(pi) e^(-x^2)
@@ -198,8 +175,8 @@ _erf_scalar = np.vectorize(math.erf, otypes=[np.float64])  # exact, but one call
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 erf_p = unary("erf", _erf_impl,
-              lambda ans, x: multiply(exp(negative(square(x))), _TWO_OVER_SQRT_PI))
-erf_p.lower = lambda jax, x: jax.lax.erf(x)
+              lambda ans, x: multiply(exp(negative(square(x))), _TWO_OVER_SQRT_PI),
+              reads="x", lower=lambda jax, x: jax.lax.erf(x))
 
 
 # ------------------------------------------------------------------ lgamma, digamma, polygamma
@@ -315,25 +292,6 @@ def _polygamma_impl(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.where(order, out, np.nan).astype(np.result_type(a, x), copy=False)[()]
 
 
-lgamma_p = unary("lgamma", _lgamma_impl, lambda ans, x: bind(digamma_p, x))
-digamma_p = unary("digamma", _digamma_impl,
-                  lambda ans, x: bind(polygamma_p, Tensor(np.ones((), x._value.dtype)), x))
-
-
-def _polygamma_next(a: Tensor, x: Tensor) -> Tensor:
-    return bind(polygamma_p, add(a, 1), x)
-
-
-polygamma_p = Primitive("polygamma", _polygamma_impl)
-defjvp(polygamma_p, None, lambda t, ans, a, x: multiply(t, _polygamma_next(a, x)),
-       broadcasting=True)
-defvjp(polygamma_p, None, lambda g, ans, a, x: multiply(g, _polygamma_next(a, x)),
-       broadcasting=True)
-batch_elementwise(polygamma_p)
-# The order carries no derivative: only x's elements reach the output's.
-polygamma_p.sparsity = lambda pats, vals, outs: elementwise_deps((None, pats[1]), vals, outs)
-
-
 # XLA's lgamma, digamma and polygamma in the input's dtype (the impls compute in float64),
 # with the impls' values at the poles, at -inf and, for polygamma, at +inf (0; XLA: nan).
 def _poles_lower(jax: Any, x: Any) -> Any:
@@ -360,9 +318,25 @@ def _polygamma_lower(jax: Any, a: Any, x: Any) -> Any:
     return jnp.where(order, out, jnp.nan).astype(out.dtype)
 
 
-lgamma_p.lower = _lgamma_lower
-digamma_p.lower = _digamma_lower
-polygamma_p.lower = _polygamma_lower
+lgamma_p = unary("lgamma", _lgamma_impl, lambda ans, x: bind(digamma_p, x), reads="x",
+                 lower=_lgamma_lower)
+digamma_p = unary("digamma", _digamma_impl,
+                  lambda ans, x: bind(polygamma_p, Tensor(np.ones((), x._value.dtype)), x),
+                  reads="x", lower=_digamma_lower)
+
+
+def _polygamma_next(a: Tensor, x: Tensor) -> Tensor:
+    return bind(polygamma_p, add(a, 1), x)
+
+
+polygamma_p = define(
+    Primitive("polygamma", _polygamma_impl),
+    per_input(jvp=(None, lambda t, ans, a, x: multiply(t, _polygamma_next(a, x))),
+              vjp=(None, lambda g, ans, a, x: multiply(g, _polygamma_next(a, x))),
+              reads=("", "a x"), broadcasting=True),
+    batch_elementwise, lower=_polygamma_lower,
+    # The order carries no derivative: only x's elements reach the output's.
+    sparsity=lambda pats, vals, outs: elementwise_deps((None, pats[1]), vals, outs))
 
 
 # ================================================================== public ops

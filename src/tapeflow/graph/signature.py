@@ -1,0 +1,150 @@
+"""A traced function's signature: what a call's arguments are, as a cache key.
+
+`walk` reads a call's arguments into a hashable key (tensor shapes and dtypes, Python
+values, structure, objects by identity) and collects its tensor leaves; `rebuild` puts
+new tensors back into the structure; `TensorSpec` describes a tensor argument of an
+`input_signature`. The key is this module's format: `positional_keys` reads the keys of
+a call's positional arguments back out of it (for a lean call, NOTE(lean-call)), so no
+other module decodes it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import weakref
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor
+from .device import DeviceTensor, array_of
+from .trace import TracingError
+
+__all__ = ["TensorSpec", "walk", "rebuild", "positional_keys", "tensor_key", "output_leaf",
+           "argument_names"]
+
+
+class TensorSpec:
+    """Shape (None for any size) and dtype of a tensor argument, for `input_signature`.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.TensorSpec([None, 3], tf.float32).is_compatible_with(tf.zeros([2, 3]))
+        True
+    """
+
+    def __init__(self, shape: Any, dtype: Any = _dt.float32, name: str | None = None) -> None:
+        self.shape = TensorShape(shape)
+        self.dtype = _dt.as_dtype(dtype)
+        self.name = name
+
+    def is_compatible_with(self, x: Any) -> bool:
+        # array_of: a DeviceTensor's shape and dtype without copying it to the host
+        value = array_of(x) if isinstance(x, Tensor) else \
+            x._value if isinstance(x, TensorBase) else np.asarray(x)
+        return self.dtype._np == value.dtype and self.shape.is_compatible_with(np.shape(value))
+
+    def __repr__(self) -> str:
+        return f"TensorSpec(shape={self.shape}, dtype={self.dtype!r}, name={self.name!r})"
+
+
+def walk(x: Any, leaves: list) -> Any:
+    """A hashable key of an argument structure; tensor leaves are appended to `leaves`."""
+    if isinstance(x, Tensor):  # one of a finished trace raises here (NOTE(out-of-scope))
+        leaves.append(x)
+        # A DeviceTensor's device array: its key needs no host copy (array_of, inlined:
+        # this runs for every tensor argument of every call).
+        value = x._device if type(x) is DeviceTensor else x._value
+        return ("T", np.shape(value), value.dtype.str)
+    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
+        t = convert_to_tensor(x)  # a copy: the caller may write into the array later
+        leaves.append(t)
+        return ("T", np.shape(x), x.dtype.str)
+    if isinstance(x, Variable):
+        return ("V", id(x))  # captured by reference: the graph reads it at each replay
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__,) + tuple(walk(c, leaves) for c in x)
+    if isinstance(x, dict):
+        return ("dict",) + tuple((k, walk(x[k], leaves)) for k in sorted(x))
+    if isinstance(x, (bool, int, float, complex, str, bytes, type(None))):
+        return ("P", type(x).__name__, x)
+    return ("O", _object_key(x))  # any other object (a layer, `self`), as TensorFlow
+
+
+def _object_key(x: Any) -> Any:
+    """An object by identity without keeping it alive (a weak reference hashes as its
+    object), so a new object that reuses a dead one's id never matches its graphs."""
+    try:
+        return weakref.ref(x)
+    except TypeError:
+        return x if getattr(type(x), "__hash__", None) is not None else ("id", id(x))
+
+
+def rebuild(x: Any, leaves: list, pos: list) -> Any:
+    """The argument structure with its tensor leaves replaced, in `_walk` order."""
+    if isinstance(x, (Tensor, np.ndarray, np.generic)):
+        pos[0] += 1
+        return leaves[pos[0] - 1]
+    if isinstance(x, (list, tuple)) and not isinstance(x, Variable):
+        items = [rebuild(c, leaves, pos) for c in x]
+        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
+    if isinstance(x, dict):
+        out = {}
+        for k in sorted(x):
+            out[k] = rebuild(x[k], leaves, pos)
+        return type(x)((k, out[k]) for k in x)
+    return x
+
+
+def tensor_key(t: Tensor) -> tuple:
+    """`walk`'s key of one tensor argument."""
+    value = t._value
+    return ("T", value.shape, value.dtype.str)
+
+
+def positional_keys(key: Any) -> tuple | None:
+    """The keys of a call's positional arguments, from `walk`'s key of the call (``(list
+    of args, kwargs)``), where it has no keyword arguments and each is a tensor, or a list
+    or tuple of such; else None."""
+    if not (isinstance(key, tuple) and len(key) == 3 and key[2] == ("dict",)
+            and all(_lean_key(k) for k in key[1][1:])):
+        return None
+    return key[1][1:]
+
+
+def _lean_key(k: Any) -> bool:
+    """Whether `_walk`'s key `k` is of a tensor, or a list or tuple of such."""
+    if k[0] == "T":
+        return True
+    return k[0] in ("list", "tuple") and all(_lean_key(c) for c in k[1:])
+
+
+def output_leaf(o: Any, i: int) -> Any:
+    if o is None or isinstance(o, Tensor):
+        return o
+    if isinstance(o, Variable):
+        return o.value()
+    if isinstance(o, (bool, int, float, complex, np.ndarray, np.generic)):
+        return convert_to_tensor(o)
+    raise TracingError(f"tapeflow.function: output {i} of the traced function is a "
+                       f"{type(o).__name__}; a traced function returns tensors, Python numbers, "
+                       "None, or lists/tuples/dicts of them.")
+
+
+def argument_names(fn: Callable, args: tuple, kwargs: dict, n: int) -> list[str]:
+    """The names of a call's tensor arguments, for printed graph tensors ("x:0", as
+    TensorFlow): the parameters' names where each of the `n` tensors is an argument."""
+    if kwargs:
+        return []
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    if len(params) < len(args) or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                                      for p in params[:len(args)]):
+        return []
+    names = [p.name for p, a in zip(params, args) if isinstance(a, TensorBase)]
+    return names if len(names) == n else []
+
+

@@ -1,0 +1,151 @@
+"""Window geometry that conv and pooling share: output sizes, padding, strides, the
+TensorFlow forms of their arguments, and the blocks of examples an implementation
+runs over.
+
+Everything here is static: shapes, pairs of ints and NumPy padding, never a tensor
+or a primitive (the convolution and pooling primitives live in ops/conv.py and
+ops/pooling.py, which import these).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+
+__all__ = ["CACHE_BYTES", "block_size", "out_size", "out_hw", "pad", "pads_for", "pair",
+           "window_slice"]
+
+
+def out_size(n: int, k: int, stride: int, dilation: int, pad: tuple) -> int:
+    """The number of windows of `k` taps, `dilation` apart, `stride` apart along an axis
+    of `n` elements padded by `pad` (before, after).
+
+    Example:
+        >>> from tapeflow.ops.windows import out_size
+        >>> out_size(5, 3, 2, 1, (1, 1))
+        3
+    """
+    span = (k - 1) * dilation + 1
+    return (n + pad[0] + pad[1] - span) // stride + 1
+
+
+def out_hw(x_shape: tuple, ksize: tuple, strides: tuple, pads: tuple,
+           dilations: tuple = (1, 1)) -> tuple[int, int]:
+    """(OH, OW): the windows of an NHWC image of `x_shape` (its last three axes are H, W,
+    C), per axis as `out_size`.
+
+    Example:
+        >>> from tapeflow.ops.windows import out_hw
+        >>> out_hw((1, 4, 5, 2), (2, 2), (2, 2), ((0, 0), (0, 1)))
+        (2, 3)
+    """
+    return (out_size(x_shape[-3], ksize[0], strides[0], dilations[0], pads[0]),
+            out_size(x_shape[-2], ksize[1], strides[1], dilations[1], pads[1]))
+
+
+def pad(x: np.ndarray, pads: tuple, fill: Any = 0) -> np.ndarray:
+    """`x` (an image [..., H, W, C]) padded by `pads` ((top, bottom), (left, right)) with
+    `fill`; `x` itself where there is no padding.
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.ops.windows import pad
+        >>> pad(np.ones((1, 2, 2, 1)), ((1, 0), (0, 1))).shape
+        (1, 3, 3, 1)
+    """
+    if not any(pads[0] + pads[1]):
+        return x
+    width = [(0, 0)] * (x.ndim - 3) + [pads[0], pads[1], (0, 0)]
+    return np.pad(x, width, constant_values=fill)
+
+
+def window_slice(i: int, j: int, oh: int, ow: int, strides: tuple) -> tuple:
+    """The index, in the padded image, of kernel offset (i, j) of every one of the OH x
+    OW windows `strides` apart.
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.ops.windows import window_slice
+        >>> np.arange(16).reshape(1, 4, 4, 1)[window_slice(1, 0, 2, 2, (2, 2))][0, :, :, 0]
+        array([[ 4,  6],
+               [12, 14]])
+    """
+    sh, sw = strides
+    return (Ellipsis, slice(i, i + sh * (oh - 1) + 1, sh), slice(j, j + sw * (ow - 1) + 1, sw),
+            slice(None))
+
+
+def pair(value: Any, name: str, op: str) -> tuple[int, int]:
+    """(height, width) of a window argument in TensorFlow's forms: an int, [h, w], or
+    [1, h, w, 1] (NHWC); an error naming `op` and the argument `name` otherwise.
+
+    Example:
+        >>> from tapeflow.ops.windows import pair
+        >>> pair([1, 2, 3, 1], "strides", "conv2d")
+        (2, 3)
+    """
+    v = [int(value)] if np.ndim(value) == 0 else [int(a) for a in np.asarray(value).reshape(-1)]
+    if len(v) == 1:
+        v = v * 2
+    elif len(v) == 4:
+        if v[0] != 1 or v[3] != 1:
+            raise InvalidArgumentError(f"{op}: `{name}` over the batch and channel dims must be 1 "
+                                       f"(NHWC); got {value!r}.")
+        v = v[1:3]
+    if len(v) != 2 or min(v) < 1:
+        raise InvalidArgumentError(f"{op}: `{name}` must be a positive int, 2 ints or 4 ints; "
+                                   f"got {value!r}.")
+    return v[0], v[1]
+
+
+def pads_for(padding: Any, in_hw: tuple, k_hw: tuple, strides: tuple, dilations: tuple,
+             op: str) -> tuple:
+    """((top, bottom), (left, right)) for `padding` "SAME", "VALID" or explicit
+    [[0,0],[t,b],[l,r],[0,0]], for an image of `in_hw` and a kernel of `k_hw` (SAME pads
+    as TensorFlow: the odd element after).
+
+    Example:
+        >>> from tapeflow.ops.windows import pads_for
+        >>> pads_for("SAME", (5, 6), (3, 2), (2, 2), (1, 1), "max_pool2d")
+        ((1, 1), (0, 0))
+    """
+    if isinstance(padding, str):
+        mode = padding.upper()
+        if mode == "VALID":
+            return (0, 0), (0, 0)
+        if mode == "SAME":
+            pads = []
+            for n, k, s, d in zip(in_hw, k_hw, strides, dilations, strict=True):
+                out = -(-n // s)
+                total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
+                pads.append((total // 2, total - total // 2))
+            return tuple(pads)
+        raise InvalidArgumentError(f"{op}: `padding` must be 'SAME', 'VALID' or explicit "
+                                   f"[[0, 0], [top, bottom], [left, right], [0, 0]]; got {padding!r}.")
+    arr = np.asarray(padding)
+    if arr.shape != (4, 2) or arr[0].any() or arr[3].any() or (arr < 0).any():
+        raise InvalidArgumentError(f"{op}: explicit `padding` must be [[0, 0], [top, bottom], "
+                                   f"[left, right], [0, 0]] with non-negative ints; got {padding!r}.")
+    return (int(arr[1, 0]), int(arr[1, 1])), (int(arr[2, 0]), int(arr[2, 1]))
+
+
+# The conv and pooling implementations run over blocks of examples whose working set (an
+# im2col matrix; for conv's input gradient, kernel-offset blocks and output; a window
+# sum's rows) stays in cache, about 2 MiB at once: one block for small batches, and time
+# linear in the batch size beyond (no cache cliff).
+CACHE_BYTES = 1 << 21
+
+
+def block_size(n: int, per_example_bytes: int) -> int:
+    """How many of `n` examples, each `per_example_bytes` of working set, make one block
+    of about `CACHE_BYTES` (at least 1, at most `n`).
+
+    Example:
+        >>> from tapeflow.ops.windows import block_size
+        >>> block_size(640, 64 * 1024)
+        32
+    """
+    return max(1, min(n, CACHE_BYTES // max(1, per_example_bytes)))
