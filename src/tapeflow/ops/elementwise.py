@@ -30,7 +30,8 @@ from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, binary_args, check_dtype, convert_like
 from .structural import (add_p, batch_elementwise, batch_unary, cast_p, conj_if_complex,
                          elementwise_deps, float_mask, is_one, is_plus_zero, linear, multiply_p,
-                         neutral_right, per_input, select_p, shape_of, twin, unary, zeros_of)
+                         neutral_right, no_derivative, per_input, select_p, shape_of, twin, unary,
+                         zeros_of)
 
 FLOAT = "fc"        # floating or complex
 NUMERIC = "fciu"    # any number
@@ -275,39 +276,23 @@ sign_p = define(
 # ================================================================== no derivative
 # Comparisons and logic give bools; floor, ceil and round are piecewise constant and, as
 # TensorFlow, have no gradient (None).
-equal_p = define(Primitive("equal", np.equal, effects=(NO_DERIVATIVE,)),
-                 batch_elementwise, lower=twin("equal"))
-not_equal_p = define(Primitive("not_equal", np.not_equal, effects=(NO_DERIVATIVE,)),
-                     batch_elementwise, lower=twin("not_equal"))
-less_p = define(Primitive("less", np.less, effects=(NO_DERIVATIVE,)),
-                batch_elementwise, lower=twin("less"))
-less_equal_p = define(Primitive("less_equal", np.less_equal, effects=(NO_DERIVATIVE,)),
-                      batch_elementwise, lower=twin("less_equal"))
-greater_p = define(Primitive("greater", np.greater, effects=(NO_DERIVATIVE,)),
-                   batch_elementwise, lower=twin("greater"))
-greater_equal_p = define(Primitive("greater_equal", np.greater_equal, effects=(NO_DERIVATIVE,)),
-                         batch_elementwise, lower=twin("greater_equal"))
-logical_and_p = define(Primitive("logical_and", np.bitwise_and, effects=(NO_DERIVATIVE,)),
-                       batch_elementwise, lower=twin("bitwise_and"))  # bitwise for integers
-logical_or_p = define(Primitive("logical_or", np.bitwise_or, effects=(NO_DERIVATIVE,)),
-                      batch_elementwise, lower=twin("bitwise_or"))
-logical_xor_p = define(Primitive("logical_xor", np.bitwise_xor, effects=(NO_DERIVATIVE,)),
-                       batch_elementwise, lower=twin("bitwise_xor"))
-logical_not_p = define(Primitive("logical_not", np.invert, effects=(NO_DERIVATIVE,)),
-                       batch_unary, lower=twin("invert"))
+equal_p = no_derivative("equal", np.equal, batch_elementwise)
+not_equal_p = no_derivative("not_equal", np.not_equal, batch_elementwise)
+less_p = no_derivative("less", np.less, batch_elementwise)
+less_equal_p = no_derivative("less_equal", np.less_equal, batch_elementwise)
+greater_p = no_derivative("greater", np.greater, batch_elementwise)
+greater_equal_p = no_derivative("greater_equal", np.greater_equal, batch_elementwise)
+logical_and_p = no_derivative("logical_and", np.bitwise_and, batch_elementwise)  # bitwise for
+logical_or_p = no_derivative("logical_or", np.bitwise_or, batch_elementwise)     # integers
+logical_xor_p = no_derivative("logical_xor", np.bitwise_xor, batch_elementwise)
+logical_not_p = no_derivative("logical_not", np.invert, batch_unary)
 
-floor_p = define(Primitive("floor", np.floor, effects=(NO_DERIVATIVE,)),
-                 batch_unary, lower=twin("floor"))
-ceil_p = define(Primitive("ceil", np.ceil, effects=(NO_DERIVATIVE,)),
-                batch_unary, lower=twin("ceil"))
-round_p = define(Primitive("round", np.round, effects=(NO_DERIVATIVE,)),  # half to even,
-                 batch_unary, lower=twin("round"))  # as TensorFlow (jnp.round too)
-is_finite_p = define(Primitive("is_finite", np.isfinite, effects=(NO_DERIVATIVE,)),
-                     batch_unary, lower=twin("isfinite"))
-is_nan_p = define(Primitive("is_nan", np.isnan, effects=(NO_DERIVATIVE,)),
-                  batch_unary, lower=twin("isnan"))
-is_inf_p = define(Primitive("is_inf", np.isinf, effects=(NO_DERIVATIVE,)),
-                  batch_unary, lower=twin("isinf"))
+floor_p = no_derivative("floor", np.floor, batch_unary)
+ceil_p = no_derivative("ceil", np.ceil, batch_unary)
+round_p = no_derivative("round", np.round, batch_unary)  # half to even, as TensorFlow (jnp too)
+is_finite_p = no_derivative("is_finite", np.isfinite, batch_unary)
+is_nan_p = no_derivative("is_nan", np.isnan, batch_unary)
+is_inf_p = no_derivative("is_inf", np.isinf, batch_unary)
 
 
 # ================================================================== public ops: arithmetic

@@ -51,7 +51,7 @@ __all__ = [
     "swap_last_axes", "move_axis", "move_to_front", "align_batched", "kept_shape",
     "expand_reduced", "reshape_to",
     # rule families (catalog.define takes them)
-    "per_input", "linear", "unary", "binary", "twin", "batch_elementwise", "batch_unary",
+    "per_input", "linear", "unary", "binary", "no_derivative", "twin", "batch_elementwise", "batch_unary",
     "batch_reduction", "batch_along_axis", "batch_no_inputs",
     # dependency rules (NOTE(sparsity))
     "elementwise_deps", "reduction_deps", "along_axis_deps", "dense_deps", "per_matrix_deps",
@@ -360,6 +360,13 @@ def binary(name: str, impl: Callable, dx: Any, dy: Any, reads: tuple, lower: Any
         batch_elementwise, sparsity=elementwise_deps,
         lower=twin(impl.__name__) if lower is None else lower,
         passes=Hints(simplify=simplify, elementwise=True))
+
+
+def no_derivative(name: str, impl: Callable, batch: Callable[[Primitive], dict]) -> Primitive:
+    """An elementwise primitive without a derivative (a comparison, a rounding): its
+    batching family `batch` and jax.numpy's twin of its impl as its lowering."""
+    return define(Primitive(name, impl, effects=(NO_DERIVATIVE,)), batch,
+                  lower=twin(impl.__name__))
 
 
 def twin(name: str) -> Lowering:
