@@ -228,3 +228,16 @@ def test_a_stencil_written_as_a_convolution_is_exact():
     J, info = tf.sparse_jacobian(f, u, return_info=True)
     sliced = tf.sparse_jacobian(_laplacian_rhs(n), u)
     assert abs(J - sliced).max() < 1e-12 and J.nnz == sliced.nnz and info.colors <= 7
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse", "auto"])
+def test_a_repeated_scatter_index_is_counted_once_in_every_mode(mode):
+    # Row 1 is written twice; the last update (u[5]) lands, u[4] is overwritten: reverse mode
+    # gave J[4, 4] = 2 and jacrev J[1, 4] = 1, where jacfwd has 1 and 0.
+    def f(u):
+        return tf.tensor_scatter_nd_update(u, [[1], [1]], u[4:])
+
+    x = np.linspace(-1.0, 1.0, 6)
+    want = tf.jacfwd(f)(tf.constant(x)).numpy()
+    np.testing.assert_array_equal(tf.sparse_jacobian(f, x, mode=mode).toarray(), want)
+    np.testing.assert_array_equal(tf.jacrev(f)(tf.constant(x)).numpy(), want)

@@ -1,6 +1,7 @@
 """Op-table rows of the indexing primitives (src/tapeflow/ops/indexing.py): getitem,
 gather, their transposes (bound directly: their rules are what the others' reverse
-rules run), scatter_update (tensor_scatter_nd_update) and check_indices (no derivative);
+rules run), scatter_update (tensor_scatter_nd_update, a repeated row's last update landing) with
+last_writes and check_indices (no derivative);
 gather_nd and gather with batch_dims, composites built on gather; tensor_scatter_nd_add
 and scatter_nd, composites built on gather_transpose.
 """
@@ -12,7 +13,7 @@ import numpy as np
 import tapeflow as tf
 from tapeflow.core import bind
 from tapeflow.ops.indexing import (gather_transpose_p, getitem_transpose_dyn_p,
-                                   getitem_transpose_p)
+                                   getitem_transpose_p, last_writes_p)
 
 from op_table import NondiffRow, Row, args, normal, uniform
 
@@ -24,6 +25,13 @@ _BATCH_IDX = np.array([[3, 0, 3], [1, 2, 2]])            # gather batch_dims=1, 
 _TABLE = np.arange(12.).reshape(3, 4)
 _ROWS_IDX = np.array([[3], [1]])
 _ELEM_IDX = np.array([[2, 1], [0, 3], [1, 1]])
+_REPEATED_IDX = np.array([[1], [2], [1]])  # row 1 twice: the last update lands
+
+
+def _np_last_writes(x):
+    i = x.astype(int) - 2
+    i = np.where(i < 0, i + 4, i)
+    return np.array([j == max(k for k in range(len(i)) if i[k] == i[j]) for j in range(len(i))])
 
 
 def _update_ref(idx):
@@ -65,6 +73,10 @@ ROWS: list = [
     # the scatters: rows (k = 1) and elements (k = 2); adds with a repeated index
     Row("tensor_scatter_nd_update", lambda x, u: tf.tensor_scatter_nd_update(x, _ROWS_IDX, u),
         args(normal(4, 2), normal(2, 2)), _update_ref(_ROWS_IDX), prims=("scatter_update",)),
+    # a repeated row: the last update lands, the first one is overwritten (derivative 0)
+    Row("tensor_scatter_nd_update_repeated",
+        lambda x, u: tf.tensor_scatter_nd_update(x, _REPEATED_IDX, u),
+        args(normal(4, 2), normal(3, 2)), _update_ref(_REPEATED_IDX), prims=("scatter_update",)),
     Row("tensor_scatter_nd_update_elements",
         lambda x, u: tf.tensor_scatter_nd_update(x, _ELEM_IDX, u), args(normal(3, 4), normal(3)),
         _update_ref(_ELEM_IDX), prims=("scatter_update",)),
@@ -75,6 +87,9 @@ ROWS: list = [
 ]
 
 NONDIFF_ROWS: list = [
+    # which updates land: the last of each repeated row, negative rows from the end
+    NondiffRow("last_writes", lambda x: bind(last_writes_p, tf.cast(x, tf.int32) - 2, n=4),
+               args(uniform(0.0, 5.99, 7)), _np_last_writes),
     # Indices from floats (truncated); a gather_nd from a constant table carries no derivative.
     NondiffRow("check_indices", lambda x: tf.gather_nd(_TABLE, tf.cast(x, tf.int32)),
                args(uniform(0.0, 2.99, 5, 2)), lambda x: _TABLE[tuple(x.astype(int).T)]),

@@ -24,7 +24,10 @@ from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, convert_like, int_arg, int_tensor, static_shape
-from .structural import (add_p, broadcast_to_p, cast_p, dtype_of, linear, move_to_front, moved_deps, multiply_p, per_input, reduce_sum_p, reshape_p, scatter_deps, shape_of, shape_source, transpose_p)
+from .structural import (add_p, broadcast_to_p, cast_p, dtype_of, linear, move_to_front,
+                         moved_deps, multiply_p, per_input, reduce_sum_p, reshape_p,
+                         scatter_deps, shape_of, shape_source, transpose_p)
+from .elementwise import floormod_p
 from .sizes import shape_p
 
 _brange = builtins.range
@@ -269,12 +272,53 @@ def _scatter_update_lower(jax: Any, x: Any, indices: Any, u: Any) -> Any:
     # last-wins by sending every update but the last one to each row out of range (dropped).
     jnp = jax.numpy
     x = jnp.asarray(x)
-    n, m = x.shape[0], int(np.shape(indices)[0])
+    n = x.shape[0]
+    winner = _last_writes_lower(jax, indices, n)
+    return x.at[jnp.where(winner, _wrapped(jax, indices, n), n)].set(u, mode="drop")
+
+
+# ------------------------------------------------------------------ last_writes
+# Which of a scatter's updates land: NumPy's assignment keeps the last of several updates
+# to one row (and the lowering does too), so the others' cotangents are 0, not the row's.
+def _last_writes_impl(indices: np.ndarray, n: int) -> np.ndarray:
+    i = np.where(indices < 0, indices + n, indices)  # negative rows count from the end
+    order = np.arange(i.shape[0])
+    last = np.full(n, -1, order.dtype)
+    last[i] = order  # repeated rows: the last assignment stays, as the impl's
+    return last[i] == order
+
+
+def _last_writes_batch(vals: tuple, dims: tuple, n: int) -> tuple:
+    # Every example's indices into one [B * n] flattening: the rows of different
+    # examples never collide.
+    size = dims.size
+    i = move_to_front(vals[0], dims[0])
+    i = bind(floormod_p, i, Tensor(np.array(n, dtype_of(i))))  # negative rows from the end
+    m = shape_of(i)[1]
+    flat = bind(last_writes_p, bind(reshape_p, _offset_indices(i, size, n), shape=(size * m,)),
+                n=size * n)
+    return bind(reshape_p, flat, shape=(size, m)), 0
+
+
+def _last_writes_lower(jax: Any, indices: Any, n: int) -> Any:
+    jnp = jax.numpy
     i = _wrapped(jax, indices, n)
-    order = jnp.arange(m)
+    order = jnp.arange(i.shape[0])
     last = jnp.full((n,), -1, order.dtype).at[i].max(order, mode="drop")
-    winner = last.at[i].get(mode="fill", fill_value=-1) == order
-    return x.at[jnp.where(winner, i, n)].set(u, mode="drop")
+    return last.at[i].get(mode="fill", fill_value=-1) == order
+
+
+last_writes_p = define(Primitive("last_writes", _last_writes_impl, effects=(NO_DERIVATIVE,)),
+                       batch=_last_writes_batch, lower=_last_writes_lower)
+
+
+def _landed(g: Tensor, i: Tensor, u: Tensor, n: int) -> Tensor:
+    """The rows of `g` the updates `u` were written to, 0 for an update a later one with
+    the same row overwrote."""
+    rows = bind(gather_p, g, i, axis=0)
+    hit = bind(cast_p, bind(last_writes_p, i, n=n), dtype=dtype_of(g))
+    return bind(multiply_p, rows, bind(reshape_p, hit, shape=shape_of(hit) + (1,) * (
+        len(shape_of(u)) - 1)))
 
 
 scatter_update_p = define(
@@ -287,7 +331,7 @@ scatter_update_p = define(
               vjp=(lambda g, ans, x, i, u: bind(scatter_update_p, g, i,
                                                 _zeros(shape_of(u), dtype_of(g))),
                    None,
-                   lambda g, ans, x, i, u: bind(gather_p, g, i, axis=0)),
+                   lambda g, ans, x, i, u: _landed(g, i, u, shape_source(x)[0])),
               reads=("i", "", "i")),
     moved_deps(0, 2), batch=_scatter_update_batch, lower=_scatter_update_lower)
 
@@ -535,8 +579,10 @@ def tensor_scatter_nd_update(tensor: Any, indices: Any, updates: Any,
 
     Out-of-range indices raise. With a repeated index the last update wins (TensorFlow
     leaves the order unspecified). The gradient of `tensor` is zero at the updated
-    positions; that of `updates` is the cotangent gathered at `indices` (for every
-    repeated index, as TensorFlow).
+    positions; that of `updates` is the cotangent gathered at `indices`, zero for an
+    update a later one with the same index overwrote: the derivative of the value
+    computed, in every mode (TensorFlow, whose order is unspecified, gives every repeated
+    update the cotangent).
 
     Example:
         >>> import tapeflow as tf
