@@ -43,7 +43,7 @@ class DType:
 
     @property
     def is_floating(self) -> bool:
-        return self._np.kind == "f"
+        return is_real_floating(self._np)
 
     @property
     def is_complex(self) -> bool:
@@ -139,6 +139,20 @@ _ALL = [float16, float32, float64, int8, int16, int32, int64, uint8, uint16,
 _BY_NP: dict[np.dtype, DType] = {d._np: d for d in _ALL}
 _BY_NAME: dict[str, DType] = {d.name: d for d in _ALL}
 _BY_NAME.update({"half": float16, "float": float32, "double": float64})
+
+
+def is_real_floating(np_dtype: Any) -> bool:
+    """Whether a NumPy dtype is a real floating type, bfloat16 included (ml_dtypes' types
+    have NumPy kind 'V', not 'f').
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.dtypes import is_real_floating
+        >>> is_real_floating(np.float16), is_real_floating(np.int32)
+        (True, False)
+    """
+    np_dtype = np.dtype(np_dtype)
+    return np_dtype.kind == "f" or (bfloat16 is not None and np_dtype == bfloat16._np)
 
 
 def as_dtype(type_value: Any) -> DType:

@@ -95,6 +95,19 @@ def test_float_to_int_casts_saturate_and_send_nan_to_zero(src):
     assert scalar.shape == () and np.ndim(scalar.numpy()) == 0 and scalar.numpy() == 0
     assert tf.cast(tf.zeros([0], src), tf.int32).shape == (0,)
 
+@pytest.mark.skipif(tf.bfloat16 is None, reason="bfloat16 needs ml_dtypes")
+def test_bfloat16_to_int_casts_saturate_as_every_float_does():
+    # bfloat16's NumPy kind is 'V', not 'f': the saturating path must not miss it (it gave
+    # [0, 0, 300, -5, 99840] eagerly, and all zeros to uint8).
+    x = tf.cast(tf.constant([3e38, -3e38, 300., -5.5, 1e5, np.nan]), tf.bfloat16)
+    assert tf.cast(x, tf.int32).numpy().tolist() == [2 ** 31 - 1, -2 ** 31, 300, -5, 99840, 0]
+    assert tf.cast(x, tf.uint8).numpy().tolist() == [255, 0, 255, 0, 255, 0]
+    replayed = tf.function(lambda v: tf.cast(v, tf.int8))
+    for _ in range(2):
+        assert replayed(x).numpy().tolist() == [127, -128, 127, -5, 127, 0]
+    assert tf.bfloat16.is_floating
+
+
 # ------------------------------------------------------------------ TensorFlow's values
 def test_round_is_bankers_rounding_and_keeps_integers():
     x = tf.constant([0.5, 1.5, 2.5, -0.5, -1.5, 2.4999, 2.5001])

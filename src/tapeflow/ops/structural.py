@@ -34,6 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import blas
+from ..dtypes import is_real_floating
 from ..catalog import NO_DERIVATIVE, Hints, Lowering, define
 from ..core import Husk, Primitive, Zero, bind, sizes
 # The dependency-rule families live with the pattern algebra (NOTE(sparsity)); re-exported
@@ -495,7 +496,7 @@ def _int_bounds(float_dtype: np.dtype, dtype: np.dtype) -> tuple:
 
 
 def _float_to_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    if x.dtype == np.float16:
+    if x.dtype.itemsize < 4:  # float16, bfloat16: compared as float32 (2^31 overflows them)
         x = x.astype(np.float32)
     lo, hi = _int_bounds(x.dtype, dtype)
     # The common case, every value in range (NaN fails each test); a few values are
@@ -522,7 +523,7 @@ def _saturated(xp: Any, x: Any, dtype: np.dtype) -> Any:
 def _cast_impl(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if x.dtype.kind == "c" and dtype.kind != "c":
         x = x.real  # TensorFlow keeps the real part
-    if x.dtype.kind == "f" and dtype.kind in "iu":  # NOTE(float-to-int)
+    if dtype.kind in "iu" and is_real_floating(x.dtype):  # NOTE(float-to-int)
         return _float_to_int(x, dtype)
     return x.astype(dtype, copy=False)
 
@@ -531,9 +532,9 @@ def _cast_lower(jax: Any, x: Any, dtype: np.dtype) -> Any:
     jnp = jax.numpy
     if jnp.iscomplexobj(x) and dtype.kind != "c":
         x = x.real
-    if x.dtype.kind != "f" or dtype.kind not in "iu":
+    if dtype.kind not in "iu" or not is_real_floating(x.dtype):
         return x.astype(dtype)
-    if x.dtype == np.float16:  # NOTE(float-to-int), explicit rather than XLA's own choice
+    if np.dtype(x.dtype).itemsize < 4:  # NOTE(float-to-int): float16, bfloat16 as float32
         x = x.astype(np.float32)
     return _saturated(jnp, x, dtype)
 
