@@ -580,3 +580,27 @@ def test_nested_grads_keep_their_perturbations_apart():
     assert float(tf.grad(lambda x: x * tf.grad(lambda y: x + y)(x))(1.0)) == 1.0
     # the inner argument still carries the outer derivative: d/dx d/dy (x y^2)|y=x = 2
     assert float(tf.grad(lambda x: tf.grad(lambda y: x * y * y)(x))(1.5)) == 6.0
+
+
+@pytest.mark.parametrize("transform", ["jacfwd", "jacrev", "hessian", "jacobian_rev",
+                                       "jacfwd_chunked"])
+def test_jacobians_at_a_size_0_input_are_empty(transform):
+    # They raised `range() arg 3 must not be zero` (an IndexError with chunk_size), where
+    # tape.jacobian and JAX give the empty Jacobian.
+    fns = {"jacfwd": lambda f: tf.jacfwd(f), "jacrev": lambda f: tf.jacrev(f),
+           "hessian": lambda f: tf.hessian(lambda v: tf.reduce_sum(f(v))),
+           "jacobian_rev": lambda f: tf.jacobian(f, mode="reverse"),
+           "jacfwd_chunked": lambda f: tf.jacfwd(f, chunk_size=2)}
+    got = fns[transform](lambda v: v * 2.0)(tf.constant(np.zeros(0)))
+    assert got.shape == (0, 0) and got.dtype == tf.float64
+    assert tf.jacfwd(lambda v: v[:0])(tf.constant([1.0, 2.0, 3.0])).shape == (0, 3)
+    assert tf.jacrev(lambda v: v[:0])(tf.constant([1.0, 2.0, 3.0])).shape == (0, 3)
+
+
+@pytest.mark.parametrize("transform", ["grad", "jacfwd", "jacrev", "jacobian", "hessian"])
+def test_an_integer_valued_function_is_refused_naming_the_dtype(transform):
+    # Its derivative would be zeros by construction: JAX raises, and so do these.
+    f = (lambda v: tf.cast(tf.reduce_sum(v), tf.int32)) if transform in ("grad", "hessian") \
+        else (lambda v: tf.cast(v, tf.int32))
+    with pytest.raises(TypeError, match="output 0 of the function has dtype int32"):
+        getattr(tf, transform)(f)(tf.constant([1.0, 2.0]))

@@ -315,8 +315,10 @@ def vmap_chunks(fn: Callable, n: int, make_rows: Callable[[int, int], np.ndarray
     only a chunk of rows (and of every batched intermediate) exists at once. Outputs
     with out_axes 0 are joined along axis 0; those with None are taken from the first
     chunk. `show_progress` reports the chunks done (tapeflow.progress)."""
-    chunk = n if chunk_size is None else max(1, int(chunk_size))
-    starts = progress(range(0, n, chunk), desc="Jacobian chunks", enabled=show_progress)
+    chunk = max(n, 1) if chunk_size is None else max(1, int(chunk_size))
+    # No rows: one empty chunk, whose vmap gives the outputs' empty batch (a Jacobian of a
+    # size-0 input is an empty array, as JAX's).
+    starts = progress(range(0, max(n, 1), chunk), desc="Jacobian chunks", enabled=show_progress)
     pieces = [vmap(fn, out_axes=out_axes)(rows_tensor(make_rows(s, min(s + chunk, n))))
               for s in starts]
     return _join(pieces, out_axes)

@@ -61,6 +61,17 @@ def _diff_tree(tree: Any, fname: str, where: str) -> Any:
     return nest.map_structure(convert, tree)
 
 
+def _check_outputs(out: Any, fname: str) -> None:
+    """A TypeError naming the first output that is not floating or complex: an integer or
+    bool output has no derivative (its Jacobian would be zeros by construction), as JAX
+    refuses it."""
+    for i, o in enumerate(nest.flatten(out)):
+        if isinstance(o, TensorBase) and not (o.dtype.is_floating or o.dtype.is_complex):
+            raise TypeError(f"{fname}: output {i} of the function has dtype {o.dtype.name}; "
+                            f"{fname} differentiates floating and complex outputs only (cast "
+                            "the output to a float type if its derivative is meant).")
+
+
 def _split(args: tuple, nums: tuple, fname: str) -> tuple[list, list]:
     """Arguments with the differentiated ones converted, and the list of those trees."""
     args = list(args)
@@ -117,6 +128,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0,
             shape = tuple(np.shape(out._value)) if isinstance(out, TensorBase) else type(out).__name__
             raise TypeError(f"grad: the function must return a scalar tensor; got {shape}. Use "
                             "jacrev/jacobian for non-scalar outputs.")
+        _check_outputs(out, "grad")
         grads = tape.gradient(out, leaves, unconnected_gradients=UnconnectedGradients.ZERO)
         g = _pick(_regroup(grads, trees), argnums)
         return ((out, aux), g) if has_aux else (out, g)
@@ -335,6 +347,7 @@ def _jacrev_at(f: Callable, args: list, nums: tuple, trees: list, argnums: Any,
                has_aux: bool, chunks: tuple) -> Any:
     res = vjp(_partial(f, args, nums), *trees, has_aux=has_aux)
     out, vjp_fn = res[0], res[1]
+    _check_outputs(out, "jacrev")
     jac = _jacrev_from(out, vjp_fn, trees, argnums, chunks)
     return (jac, res[2]) if has_aux else jac
 
@@ -391,6 +404,7 @@ def _jacfwd_at(f: Callable, args: list, nums: tuple, trees: list, argnums: Any,
             # The primal output does not depend on the batched tangent: out_axes None.
             return nest.map_structure(lambda o: _zero_if_none(acc.jvp(o), o), y), y, a
         cols, out, aux = _over_basis(column, x, chunks, out_axes=(0, None, None))
+        _check_outputs(out, "jacfwd")
         per_in.append(nest.flatten(cols))
     flat_out = nest.flatten(out)
     per_out = []
@@ -429,6 +443,7 @@ def jacobian(f: Callable, argnums: int | Sequence[int] = 0, mode: str = "auto",
         if chosen == "fwd":
             return _jacfwd_at(f, args, nums, trees, argnums, False, chunks)
         out, vjp_fn = vjp(_partial(f, args, nums), *trees)
+        _check_outputs(out, "jacobian")
         n_in = sum(int(np.size(x._value)) for x in nest.flatten(trees))
         n_out = sum(int(np.size(o._value)) for o in nest.flatten(out))
         if chosen == "auto" and n_in < n_out:
