@@ -150,3 +150,23 @@ def test_bad_input_is_named():
     assert call(-np.ones(4)).shape == (4,)
     with pytest.raises(ValueError, match="output of one shape"):
         call(np.ones(4))
+
+
+def test_arguments_pass_as_scipy_passes_them():
+    # A Python int raised a dtype mismatch (it became an int32 tensor) and a dict raised
+    # "'dict' object has no attribute 'shape'": SciPy passes them to f unchanged, and so
+    # does tapeflow; arrays become tensors (inputs of the traces, not constants).
+    res = tfs.minimize(lambda x, k: tf.reduce_sum((x - k) ** 2), np.zeros(3), args=(2,),
+                       method="trust-ncg")
+    np.testing.assert_allclose(res.x, [2.0, 2.0, 2.0], atol=1e-8)
+    params = {"c": np.array([1.0, 2.0, 3.0]), "w": 2.0}
+    res = tfs.minimize(lambda x, p: tf.reduce_sum((x - p["c"]) ** 2) * p["w"], np.zeros(3),
+                       args=(params,), method="BFGS")
+    np.testing.assert_allclose(res.x, params["c"], atol=1e-5)
+    np.testing.assert_allclose(tfs.root(lambda x, k: x ** 3 - k, np.ones(2), args=(8,)).x,
+                               [2.0, 2.0], rtol=1e-10)
+    np.testing.assert_allclose(tfs.least_squares(lambda x, k: x - k, np.zeros(2), args=(3,)).x,
+                               [3.0, 3.0], rtol=1e-10)
+    sol = tfs.solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), np.ones(2), args=(2,),
+                        rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(sol.y[:, -1], np.exp(-2.0), rtol=1e-5)

@@ -32,7 +32,7 @@ except ImportError as _missing:  # an optional extra
     raise ImportError("tapeflow.scipy needs SciPy: pip install 'tapeflow[scipy]'") from _missing
 
 from .graph import function
-from .sparse_jacobians import SparseJacobian
+from .sparse_jacobians import SparseJacobian, arguments
 from .tensor import convert_to_tensor
 from .transforms import hessian, hvp, value_and_grad
 
@@ -50,12 +50,6 @@ SPARSE_MIN_SIZE = 2500
 def _x(a: Any) -> Any:
     """SciPy's float64 iterate as a tensor (a copy: SciPy reuses its buffers)."""
     return convert_to_tensor(np.array(a, dtype=np.float64))
-
-
-def _args(args: tuple) -> tuple:
-    """Extra arguments as tensors (Python floats as float64, as SciPy passes them): inputs
-    of the traces, never constants frozen into them."""
-    return tuple(convert_to_tensor(np.asarray(a)) for a in args)
 
 
 def _numpy(t: Any) -> np.ndarray:
@@ -78,7 +72,7 @@ def minimize(fun: Callable, x0: Any, args: tuple = (), method: str | None = None
         if given in kwargs:
             raise TypeError(f"tapeflow.scipy.minimize computes `{given}` itself; remove it "
                             "(or call scipy.optimize.minimize directly).")
-    targs = _args(args)
+    targs = arguments(args)
     both = function(lambda x, *a: value_and_grad(lambda y: fun(y, *a))(x))
 
     def value_and_gradient(x: np.ndarray) -> tuple:
@@ -162,7 +156,7 @@ def least_squares(fun: Callable, x0: Any, args: tuple = (), jac_sparsity: Any = 
     """
     if "jac" in kwargs:
         raise TypeError("tapeflow.scipy.least_squares computes `jac` itself; remove it.")
-    targs = _args(args)
+    targs = arguments(args)
     jac = _Jacobian(fun, jac_sparsity, kwargs.get("method", "trf") != "lm", args=targs)
     res = _optimize.least_squares(_vector_fun(fun, targs), np.asarray(x0, np.float64),
                                   jac=jac, **kwargs)
@@ -184,7 +178,7 @@ def root(fun: Callable, x0: Any, args: tuple = (), method: str = "hybr",
     """
     if "jac" in kwargs:
         raise TypeError("tapeflow.scipy.root computes `jac` itself; remove it.")
-    targs = _args(args)
+    targs = arguments(args)
     if method in ("hybr", "lm"):
         kwargs["jac"] = _Jacobian(fun, None, allow_sparse=False, args=targs)
     return _optimize.root(_vector_fun(fun, targs), np.asarray(x0, np.float64), method=method,
@@ -206,7 +200,7 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: str = "BDF", args: tu
     """
     if "jac" in options:
         raise TypeError("tapeflow.scipy.solve_ivp computes `jac` itself; remove it.")
-    targs = _args(args)
+    targs = arguments(args)
     if method.lower() in _SPARSE_JAC_METHODS | {"lsoda"}:
         options["jac"] = _Jacobian(fun, jac_sparsity, method.lower() in _SPARSE_JAC_METHODS,
                                    swap=True, args=targs)

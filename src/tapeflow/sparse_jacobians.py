@@ -28,12 +28,12 @@ from .graph import function
 from .graph.sparsity import graph_pattern
 from .optional import required
 from .patterns import Pattern, sorted_unique
-from .tensor import Tensor, convert_to_tensor
+from .tensor import Tensor, TensorBase, convert_to_tensor
 from .transforms import jvp as _jvp
 from .transforms import vjp as _vjp
 
 __all__ = ["sparse_jacobian", "SparseJacobian", "SparseJacobianInfo", "jacobian_sparsity",
-           "color_columns"]
+           "color_columns", "arguments"]
 
 
 # ---------------------------------------------------------------------------- detection
@@ -244,6 +244,21 @@ def _make_plan(pattern: Pattern, mode: str, detected: bool) -> _Plan:
 
 
 # ---------------------------------------------------------------------------- evaluation
+def arguments(args: tuple) -> tuple:
+    """Extra arguments of `f`: arrays (and tensors) as tensors, inputs of the traces rather
+    than constants frozen into them; anything else (a Python number, a dict, an object)
+    unchanged, as `f` gets it eagerly (a traced function keys its traces on such values).
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.sparse_jacobians import arguments
+        >>> [type(a).__name__ for a in arguments((np.ones(2), 3, {"k": 1.0}))]
+        ['Tensor', 'int', 'dict']
+    """
+    return tuple(convert_to_tensor(a) if isinstance(a, (np.ndarray, np.generic, TensorBase))
+                 else a for a in args)
+
+
 def _input(x: Any, fname: str) -> Tensor:
     t = convert_to_tensor(x)
     if not (t.dtype.is_floating or t.dtype.is_complex):
@@ -330,7 +345,7 @@ class SparseJacobian:
         """The Jacobian in `x` at (x, *args); `args` are passed to f as tensors, so new
         values replay the same trace."""
         x = _input(x, "SparseJacobian")
-        args = tuple(convert_to_tensor(a) for a in args)
+        args = arguments(args)
         plan, out_shape, run = self._plan_for(x, args)
         dtype = np.result_type(x._value.dtype, np.float32)
         traced = run.experimental_get_tracing_count()
