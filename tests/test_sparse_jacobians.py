@@ -241,3 +241,47 @@ def test_a_repeated_scatter_index_is_counted_once_in_every_mode(mode):
     want = tf.jacfwd(f)(tf.constant(x)).numpy()
     np.testing.assert_array_equal(tf.sparse_jacobian(f, x, mode=mode).toarray(), want)
     np.testing.assert_array_equal(tf.jacrev(f)(tf.constant(x)).numpy(), want)
+
+
+def test_a_sparse_jacobian_shared_by_threads_decodes_every_branch_right():
+    # f branches on its input's values (a guard): a thread whose input takes a branch
+    # another thread traced first decoded it with the old pattern (entries missing, two
+    # columns added together) while calls raced.
+    import sys
+    import threading
+
+    def f(x):
+        if float(tf.reduce_sum(x)) > 0:
+            return x[1:] * x[:-1]
+        return tf.concat([x[:1] * x[-1:], x[1:] ** 2], axis=0)
+
+    jac = tf.SparseJacobian(f)
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(6) + (2.0 if k % 2 else -2.0) for k in range(64)]
+    wants = [tf.jacfwd(f)(tf.constant(x)).numpy() for x in inputs]
+    wrong: list = []
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        def work(k: int) -> None:
+            for j in range(k, len(inputs), 8):
+                if not np.array_equal(jac(inputs[j]).toarray(), wants[j]):
+                    wrong.append(j)
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not wrong, wrong
+
+
+def test_a_sparse_jacobian_keeps_a_bounded_number_of_plans():
+    from tapeflow import sparse_jacobians
+
+    jac = tf.SparseJacobian(lambda x: x[1:] * 2.0)
+    with pytest.warns(UserWarning, match="SparseJacobian has found a pattern"):
+        for n in range(2, sparse_jacobians.MAX_PLANS + 12):
+            jac(np.ones(n))
+    assert len(jac._plans) == sparse_jacobians.MAX_PLANS

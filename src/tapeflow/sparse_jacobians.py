@@ -17,7 +17,9 @@ shape (output size, input size), flattened in C order.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import threading
 import warnings
 from typing import Any, Callable
 
@@ -25,6 +27,8 @@ import numpy as np
 
 from .batching import vmap
 from .graph import function
+from .graph.function import MAX_SIGNATURES as MAX_PLANS
+from .graph.function import RETRACE_WARN_AFTER
 from .graph.sparsity import graph_pattern
 from .optional import required
 from .patterns import Pattern, sorted_unique
@@ -316,13 +320,21 @@ class SparseJacobian:
         self.f = f
         self.sparsity = sparsity
         self.mode = mode
-        self._plans: dict[tuple, tuple] = {}
+        # input shape and dtype -> (plan, output shape, compressed products), the least
+        # recently used dropped beyond MAX_PLANS, as tf.function drops signatures
+        self._plans: collections.OrderedDict = collections.OrderedDict()
+        self._planned = 0
+        # Calls run one at a time: a call learns that its input took a new branch of f
+        # only from the tracing count rising during its own run (NOTE(value-reads)).
+        self._lock = threading.RLock()
         self.info: SparseJacobianInfo | None = None
 
     def _plan_for(self, x: Tensor, args: tuple) -> tuple:
         key = (tuple(x.shape), np.dtype(x._value.dtype).str)
         entry = self._plans.get(key)
-        if entry is None:
+        if entry is not None:
+            self._plans.move_to_end(key)
+        else:
             detected, out_shape = _detect(self.f, x, args)
             n = x._value.size
             if self.sparsity is None:
@@ -338,14 +350,30 @@ class SparseJacobian:
                         "and raises if one is nonzero there.", stacklevel=3)
             plan = _make_plan(pattern, self.mode, is_detected)
             entry = (plan, out_shape, _compressed(self.f, plan, check=not is_detected))
-            self._plans[key] = entry
+            self._keep(key, entry)
         return entry
+
+    def _keep(self, key: tuple, entry: tuple) -> None:
+        self._plans[key] = entry
+        while len(self._plans) > MAX_PLANS:
+            self._plans.popitem(last=False)
+        self._planned += 1
+        if self._planned == RETRACE_WARN_AFTER + 1 or (
+                self._planned > RETRACE_WARN_AFTER and self._planned % 50 == 0):
+            warnings.warn(f"SparseJacobian has found a pattern and traced its products "
+                          f"{self._planned} times, once per new input shape or new branch of "
+                          "f: keep the input's shape fixed (each plan is kept, up to "
+                          f"{MAX_PLANS}).", stacklevel=4)
 
     def __call__(self, x: Any, *args: Any) -> Any:
         """The Jacobian in `x` at (x, *args); `args` are passed to f as tensors, so new
         values replay the same trace."""
         x = _input(x, "SparseJacobian")
         args = arguments(args)
+        with self._lock:
+            return self._call(x, args)
+
+    def _call(self, x: Tensor, args: tuple) -> Any:
         plan, out_shape, run = self._plan_for(x, args)
         dtype = np.result_type(x._value.dtype, np.float32)
         traced = run.experimental_get_tracing_count()
@@ -360,8 +388,8 @@ class SparseJacobian:
                                               np.concatenate(rows), np.concatenate(cols))
                 plan = _make_plan(merged, self.mode, True)
                 run = _compressed(self.f, plan, check=False)
-                self._plans[(tuple(x.shape), np.dtype(x._value.dtype).str)] = (plan, out_shape,
-                                                                                 run)
+                self._keep((tuple(x.shape), np.dtype(x._value.dtype).str),
+                           (plan, out_shape, run))
                 fwd, rev, probe = run(x, *args)
         values = _recover(plan, fwd, rev)
         if probe is not None:

@@ -267,3 +267,51 @@ def test_get_and_config_round_trip():
     opt = keras.optimizers.Adam(S.PiecewiseConstantDecay([5], [0.1, 0.01]), beta_1=0.8)
     again = keras.optimizers.Adam.from_config(opt.get_config())
     assert again.beta_1 == 0.8 and isinstance(again._learning_rate, S.PiecewiseConstantDecay)
+
+
+def _eight_threads_step(opt, variables, steps=3):
+    import sys
+    import threading
+
+    errors: list = []
+
+    def step(v) -> None:
+        try:
+            for _ in range(steps):
+                opt.apply_gradients([(2.0 * v.value(), v)])
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            errors.append(e)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=step, args=(v,)) for v in variables]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    return errors
+
+
+@pytest.mark.parametrize("trial", range(5))
+def test_threads_sharing_an_optimizer_build_each_variables_slots_once(trial):
+    # Eight threads, each its own variable, calling apply_gradients for the first time at
+    # once: build gave two variables one index (IndexError in _slot, or a variable updated
+    # with another's slots).
+    opt = tf.keras.optimizers.Adam(0.1)
+    variables = [tf.Variable(np.full(3, k + 1.0, np.float32), name=f"v{k}") for k in range(8)]
+    assert not _eight_threads_step(opt, variables)
+    for v in variables:
+        assert v._name in opt._slot("m", v).name  # its own slot
+    # Momentum's slot carries each variable's own history: the same as alone.
+    opt = tf.keras.optimizers.SGD(0.1, momentum=0.9)
+    variables = [tf.Variable(np.full(3, k + 1.0, np.float32)) for k in range(8)]
+    assert not _eight_threads_step(opt, variables)
+    for k, v in enumerate(variables):
+        alone = tf.Variable(np.full(3, k + 1.0, np.float32))
+        ref = tf.keras.optimizers.SGD(0.1, momentum=0.9)
+        for _ in range(3):
+            ref.apply_gradients([(2.0 * alone.value(), alone)])
+        np.testing.assert_allclose(v.numpy(), alone.numpy(), rtol=1e-6)

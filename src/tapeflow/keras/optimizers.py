@@ -14,6 +14,7 @@ creates them in its first trace and its replays only update them.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, Iterable
 
 import numpy as np
@@ -30,6 +31,10 @@ from .schedules import LearningRateSchedule
 __all__ = ["Optimizer", "SGD", "Adam", "RMSprop", "Adagrad", "schedules", "get"]
 
 _log = logging.getLogger("tapeflow.keras")
+
+# Builds of every optimizer, one at a time: rare (a variable's first step), and a module
+# lock survives copying and pickling an optimizer.
+_BUILDING = threading.RLock()
 
 
 def _check_float(value: Any, who: str, arg: str, lo: float = 0.0, hi: float | None = None) -> float:
@@ -155,7 +160,7 @@ class Optimizer:
                                     shape: Any = None, initial_value: Any = None) -> Variable:
         """A slot variable like `model_variable` (zeros unless `initial_value` is given),
         named ``"<variable_name>/<model variable's name>"``."""
-        with no_recorders():
+        with _BUILDING, no_recorders():
             if initial_value is None:
                 shape = tuple(model_variable.shape) if shape is None else tuple(shape)
                 initial_value = np.zeros(shape, model_variable.dtype.as_numpy_dtype)
@@ -165,13 +170,17 @@ class Optimizer:
         return slot
 
     def build(self, var_list: Iterable[Variable]) -> None:
-        """Create the slots of the variables not seen before (each variable once)."""
-        for var in var_list:
-            if id(var) in self._index:
-                continue
-            self._index[id(var)] = len(self._index)
-            for slot_name, slot in self._slot_makers(var):
-                self._slots.setdefault(slot_name, []).append(slot)
+        """Create the slots of the variables not seen before (each variable once). Threads
+        sharing the optimizer build one at a time: a variable's index and its slots' places
+        in the slot lists are assigned together."""
+        with _BUILDING:
+            for var in var_list:
+                if id(var) in self._index:
+                    continue
+                made = self._slot_makers(var)
+                self._index[id(var)] = len(self._index)
+                for slot_name, slot in made:
+                    self._slots.setdefault(slot_name, []).append(slot)
 
     def _slot_makers(self, var: Variable) -> list[tuple[str, Variable]]:
         """The (slot name, slot variable) pairs of a new variable (none by default)."""
