@@ -24,7 +24,7 @@ conv2d max_pool2d avg_pool2d l2_loss sigmoid_cross_entropy_with_logits
 softmax_cross_entropy_with_logits sparse_softmax_cross_entropy_with_logits""".split()
 CORE = """Tensor Variable TensorShape DType constant convert_to_tensor as_dtype newaxis float16
 float32 float64 int8 int16 int32 int64 uint8 bool complex64 complex128 GradientTape
-UnconnectedGradients custom_gradient recompute_grad stop_gradient function TensorSpec vmap grad
+UnconnectedGradients custom_gradient recompute_grad stop_gradient function TensorSpec Graph vmap grad
 value_and_grad jvp vjp linearize jacfwd jacrev jacobian hessian hvp""".split()
 
 

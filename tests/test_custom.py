@@ -360,3 +360,20 @@ def test_the_tape_prunes_a_grad_fn_downstream_of_stop_gradient():
         z = tf.stop_gradient(f(x)) + y + x
     assert float(tape.gradient(z, x)) == 1.0
     assert calls == []
+
+
+def test_custom_gradient_on_a_method_passes_the_instance_through():
+    # As TensorFlow: `self` goes to the function, not among its inputs (it raised "argument
+    # 0 is a Model, which is not a tensor").
+    class Doubler(tf.keras.Model):
+        @tf.custom_gradient
+        def f(self, x):
+            def grad(dy):
+                return dy * 3.0
+            return x * 2.0, grad
+
+    x = tf.constant(1.5)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = Doubler().f(x)
+    assert float(y) == 3.0 and float(tape.gradient(y, x)) == 3.0

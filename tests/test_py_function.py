@@ -70,3 +70,24 @@ def test_bad_input():
         tf.py_function(3, [tf.constant(1.0)], tf.float32)
     with pytest.raises(TypeError, match="list of tensors"):
         tf.py_function(lambda v: v, tf.constant(1.0), tf.float32)
+
+
+def test_py_function_and_numpy_function_as_decorators():
+    # TensorFlow's decorator form: @tf.py_function(Tout=...) makes a function of tensors.
+    @tf.py_function(Tout=tf.float32)
+    def cube(v):
+        return v ** 3
+
+    x = tf.constant(2.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = cube(x)
+    assert float(y) == 8.0 and float(tape.gradient(y, x)) == 12.0
+
+    @tf.numpy_function(Tout=tf.float32)
+    def ascending(a):
+        return np.sort(a)
+
+    assert ascending(tf.constant([3.0, 1.0])).numpy().tolist() == [1.0, 3.0]
+    with pytest.raises(TypeError, match="`inp` without `func`"):
+        tf.py_function(inp=[x], Tout=tf.float32)

@@ -283,10 +283,16 @@ def test_jacobian_loop_without_pfor_gives_same_values(monkeypatch):
                                tape.jacobian(y, x), rtol=1e-12)
 
 
-def test_batch_jacobian_needs_a_source_of_rank_two():
+def test_batch_jacobian_needs_a_source_and_a_target_of_rank_two():
     x = tf.constant([1.0, 2.0])
-    with tf.GradientTape() as tape:
+    with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
         y = x * 2.0
+        xs = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+        tape.watch(xs)
+        total = tf.reduce_sum(xs, axis=1)  # one number per example: rank 1, as TensorFlow refuses
     with pytest.raises(ValueError, match="`source` \\(2,\\) must have rank >= 2"):
         tape.batch_jacobian(y, x)
+    with pytest.raises(ValueError, match="`target` \\(2,\\) and `source` \\(2, 2\\) must "
+                                         "have rank >= 2"):
+        tape.batch_jacobian(total, xs)

@@ -26,7 +26,7 @@ from .custom import custom_gradient, grad_pass_through, recompute_grad
 from .dtypes import (DType, as_dtype, bfloat16, bool, complex64, complex128, float16, float32,
                      float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from .forward import ForwardAccumulator
-from .graph import TensorSpec, function
+from .graph import Graph, TensorSpec, function
 from .graph.plot import plot_graph
 from .module import Module, name_scope
 from .py_function import numpy_function, py_function
@@ -60,7 +60,7 @@ __all__ = [
     "GradientTape", "UnconnectedGradients", "ForwardAccumulator", "custom_gradient",
     "grad_pass_through", "init_scope", "py_function", "numpy_function", "scan", "foldl",
     "foldr", "map_fn", "cond", "switch_case", "while_loop", "vectorized_map",
-    "recompute_grad", "vmap", "function", "TensorSpec", "Module", "name_scope", "print", "grad",
+    "recompute_grad", "vmap", "function", "TensorSpec", "Graph", "Module", "name_scope", "print", "grad",
     "value_and_grad", "jvp", "vjp", "plot_graph",
     "linearize", "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
     # sparse Jacobians

@@ -153,7 +153,8 @@ def custom_gradient(f: Callable | None = None) -> Callable:
     (flattened) positional argument of `f`, Python numbers included, None where there is
     none. `y` may hold Python numbers and NumPy arrays (converted to tensors). If `f` reads trainable variables,
     `grad_fn` must accept ``variables=`` and return ``(input_grads, variable_grads)``.
-    Forward-mode JVPs through `f` are the transpose of `grad_fn`.
+    Forward-mode JVPs through `f` are the transpose of `grad_fn`. On a method, the
+    instance is passed through to `f`, not taken for an input (as TensorFlow).
 
     Example:
         >>> import tapeflow as tf
@@ -171,31 +172,49 @@ def custom_gradient(f: Callable | None = None) -> Callable:
     """
     if f is None:
         return custom_gradient
+    return _CustomGradient(f)
 
-    @functools.wraps(f)
-    def decorated(*args: Any, **kwargs: Any) -> Any:
-        watcher = _VariableReads()
-        # Hide the forward from tapes and accumulators (the custom rule replaces its
-        # derivative) but not from vmap and tracing, which must compute or record it.
-        with substack(lambda r: r.sees_custom_forward, extra=(watcher,)):
-            result, grad_fn = f(*args, **kwargs)
-        flat_out = [_as_input(o, f, f"output {i}") for i, o in enumerate(nest.flatten(result))]
-        # Every positional argument is an input, Python numbers and arrays included (as
-        # TensorFlow): grad_fn returns one gradient per flattened argument.
-        inputs = [_as_input(a, f, f"argument {i}")
-                  for i, a in enumerate(nest.flatten(list(args)))]
-        arg_ids = {id(a) for a in nest.flatten(list(args))}
-        variables = [v for k, v in watcher.variables.items() if k not in arg_ids]
-        if variables and "variables" not in inspect.signature(grad_fn).parameters and not any(
-                p.kind is p.VAR_KEYWORD for p in inspect.signature(grad_fn).parameters.values()):
-            raise TypeError(f"custom_gradient: {f.__name__} reads the variables "
-                            f"{[v.name for v in variables]}, so its grad_fn must accept a "
-                            "`variables` keyword argument and return (input_grads, variable_grads).")
-        outs = bind(custom_gradient_p, *inputs, *variables, *flat_out, grad_fn=grad_fn,
-                    n_inputs=len(inputs), n_vars=len(variables))
-        return nest.pack_sequence_as(result, outs)
 
-    return decorated
+class _CustomGradient:
+    """`custom_gradient(f)`: callable as `f`; on a class, a method, whose instance goes to
+    `f` without being an input."""
+
+    def __init__(self, f: Callable) -> None:
+        self._f = f
+        functools.update_wrapper(self, f)
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        if instance is None:
+            return self
+        return functools.partial(_with_custom_gradient, self._f, (instance,))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _with_custom_gradient(self._f, (), *args, **kwargs)
+
+
+def _with_custom_gradient(f: Callable, bound: tuple, *args: Any, **kwargs: Any) -> Any:
+    """f(*bound, *args) with its custom gradient; `bound` (a method's instance) is passed
+    through, every other positional argument is an input."""
+    watcher = _VariableReads()
+    # Hide the forward from tapes and accumulators (the custom rule replaces its
+    # derivative) but not from vmap and tracing, which must compute or record it.
+    with substack(lambda r: r.sees_custom_forward, extra=(watcher,)):
+        result, grad_fn = f(*bound, *args, **kwargs)
+    flat_out = [_as_input(o, f, f"output {i}") for i, o in enumerate(nest.flatten(result))]
+    # Every positional argument is an input, Python numbers and arrays included (as
+    # TensorFlow): grad_fn returns one gradient per flattened argument.
+    inputs = [_as_input(a, f, f"argument {i}")
+              for i, a in enumerate(nest.flatten(list(args)))]
+    arg_ids = {id(a) for a in nest.flatten(list(args))}
+    variables = [v for k, v in watcher.variables.items() if k not in arg_ids]
+    if variables and "variables" not in inspect.signature(grad_fn).parameters and not any(
+            p.kind is p.VAR_KEYWORD for p in inspect.signature(grad_fn).parameters.values()):
+        raise TypeError(f"custom_gradient: {f.__name__} reads the variables "
+                        f"{[v.name for v in variables]}, so its grad_fn must accept a "
+                        "`variables` keyword argument and return (input_grads, variable_grads).")
+    outs = bind(custom_gradient_p, *inputs, *variables, *flat_out, grad_fn=grad_fn,
+                n_inputs=len(inputs), n_vars=len(variables))
+    return nest.pack_sequence_as(result, outs)
 
 
 def recompute_grad(f: Callable) -> Callable:

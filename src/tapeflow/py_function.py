@@ -11,6 +11,7 @@ callback cannot be vectorized) and stack the results; with no batched input, onc
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -135,10 +136,13 @@ def _call(prim: Primitive, func: Callable, inp: Sequence[Any], Tout: Any, name: 
     return outs[0] if single else list(outs)
 
 
-def py_function(func: Callable, inp: Sequence[Any], Tout: Any, name: str | None = None) -> Any:
+def py_function(func: Callable | None = None, inp: Sequence[Any] | None = None,
+                Tout: Any = None, name: str | None = None) -> Any:
     """Run `func` on the tensors `inp` as one op: eagerly, at every call and every replay
     of a traced function, differentiable through what `func` computes. `Tout` is a dtype
-    (one result) or a list of dtypes (a list of results).
+    (one result) or a list of dtypes (a list of results). Without `func` and `inp`, a
+    decorator, as TensorFlow's: ``@tf.py_function(Tout=tf.float32)`` makes a function of
+    tensors that runs as one op.
 
     Example:
         >>> import tapeflow as tf
@@ -148,12 +152,35 @@ def py_function(func: Callable, inp: Sequence[Any], Tout: Any, name: str | None 
         ...     y = tf.py_function(lambda v: v ** 3, [x], tf.float32)
         >>> float(y), float(tape.gradient(y, x))
         (8.0, 12.0)
+        >>> @tf.py_function(Tout=tf.float32)
+        ... def cube(v):
+        ...     return v ** 3
+        >>> float(cube(x))
+        8.0
     """
+    if func is None or inp is None:
+        return _decorator(py_function_p, func, inp, Tout, "py_function", tensors=True)
     return _call(py_function_p, func, inp, Tout, "py_function", tensors=True)
 
 
-def numpy_function(func: Callable, inp: Sequence[Any], Tout: Any, stateful: bool = True,
-                   name: str | None = None) -> Any:
+def _decorator(prim: Primitive, func: Callable | None, inp: Any, Tout: Any, name: str,
+               tensors: bool) -> Any:
+    """TensorFlow's decorator form: `func` wrapped so that its arguments are `inp`."""
+    if inp is not None:
+        raise TypeError(f"{name}: `inp` without `func`: pass both, or neither to decorate a "
+                        "function.")
+
+    def decorate(f: Callable) -> Callable:
+        @functools.wraps(f)
+        def wrapped(*args: Any) -> Any:
+            return _call(prim, f, list(args), Tout, name, tensors)
+        return wrapped
+
+    return decorate if func is None else decorate(func)
+
+
+def numpy_function(func: Callable | None = None, inp: Sequence[Any] | None = None,
+                   Tout: Any = None, stateful: bool = True, name: str | None = None) -> Any:
     """Run `func` on the NumPy values of `inp` as one op, at every call and every replay
     of a traced function; it has no derivative. (`stateful` is accepted; the call is
     always kept, as a stateful one.)
@@ -163,4 +190,6 @@ def numpy_function(func: Callable, inp: Sequence[Any], Tout: Any, stateful: bool
         >>> tf.numpy_function(lambda a: np.sort(a), [tf.constant([3, 1, 2])], tf.int32).numpy()
         array([1, 2, 3], dtype=int32)
     """
+    if func is None or inp is None:
+        return _decorator(numpy_function_p, func, inp, Tout, "numpy_function", tensors=False)
     return _call(numpy_function_p, func, inp, Tout, "numpy_function", tensors=False)

@@ -495,10 +495,10 @@ class GradientTape(Recorder):
         (t,) = self._flat_targets(target)
         (s,) = self._flat_sources(source)
         ts, ss = shape_of(t), shape_of(s)
-        if len(ss) < 2 or not ts or ts[0] != ss[0]:
-            raise ValueError(f"GradientTape.batch_jacobian: `source` {ss} must have rank >= 2 "
-                             f"(a batch of examples, as TensorFlow) and `target` {ts} rank >= 1, "
-                             "with the same first (batch) dimension.")
+        if len(ss) < 2 or len(ts) < 2 or ts[0] != ss[0]:
+            raise ValueError(f"GradientTape.batch_jacobian: `target` {ts} and `source` {ss} "
+                             "must have rank >= 2 (a batch of examples, as TensorFlow), with "
+                             "the same first (batch) dimension.")
         plan, reach = self._plan([s])
         inner = int(np.prod(ts[1:], dtype=np.int64))
 

@@ -393,3 +393,8 @@ def test_gradient_through_a_first_call_whose_arguments_repeat():
         tape.watch(x)
         y = f(x, x)
     assert float(tape.gradient(y, x)) == 6.0
+
+
+def test_a_concrete_functions_graph_is_a_tf_graph():
+    cf = tf.function(lambda a: a * 2.0).get_concrete_function(tf.constant(1.0))
+    assert isinstance(cf.graph, tf.Graph)

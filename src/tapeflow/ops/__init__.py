@@ -5,6 +5,7 @@ one block, and the public ops (the TensorFlow functions) built on them.
   select, reshape, transpose, broadcast_to, fill, reduce_sum), the helpers built only
   from them (unbroadcast, move_axis, ...) and the rule families (per_input, linear,
   unary, binary, batch_*), which catalog.define takes.
+- simplify: the graph passes' simplify rules (x * 1 is x; x + 0. is not, at -0.).
 - convert: argument conversion for public ops (as_tensor, binary_args, static_shape).
 - windows: window geometry conv and pooling share (sizes, padding, strides).
 - sizes: shapes as tensors (shape, size) and the ops that take their shape from one
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import structural, convert, windows  # noqa: F401 - the bottom and the helpers of families
+from . import simplify, structural, convert, windows  # noqa: F401 - the bottom and the helpers of families
 from . import (complex, conv, creation, decompositions, einsum, elementwise, indexing, linalg,
                nn, pooling, random, reduction, shape, sizes, transcendental)
 

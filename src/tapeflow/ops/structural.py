@@ -42,6 +42,8 @@ from ..core import Husk, Primitive, Zero, bind, sizes
 from ..patterns import (along_axis_deps, dense_deps, elementwise_deps, moved_deps,
                         per_example_deps, per_matrix_deps, reduction_deps, scatter_deps)
 from ..tensor import Tensor
+from .simplify import (constant_is, is_minus_zero, is_one, is_plus_zero, neutral_right,
+                       same_as_input)
 
 __all__ = [
     # static helpers
@@ -57,7 +59,7 @@ __all__ = [
     # dependency rules (NOTE(sparsity))
     "elementwise_deps", "reduction_deps", "along_axis_deps", "dense_deps", "per_matrix_deps",
     "per_example_deps", "moved_deps", "scatter_deps",
-    # simplify-rule helpers (graph passes)
+    # simplify rules (graph passes), from ops/simplify.py
     "constant_is", "is_minus_zero", "is_plus_zero", "is_one", "same_as_input", "neutral_right",
     # the structural primitives
     "add_p", "multiply_p", "conj_p", "cast_p", "select_p", "reshape_p", "transpose_p",
@@ -413,58 +415,6 @@ def batch_along_axis(prim: Primitive) -> dict:
     def rule(vals: tuple, dims: tuple, axis: int, **params: Any) -> tuple:
         return bind(prim, move_to_front(vals[0], dims[0]), axis=axis + 1, **params), 0
     return {"batch": rule}
-
-
-# ================================================================== simplify-rule helpers
-# The graph passes drop a node whose output always equals one of its inputs exactly
-# (Primitive.simplify), NaNs and signed zeros included.
-def constant_is(c: Any, test: Callable[[np.ndarray], np.ndarray]) -> bool:
-    """Whether `c` is a known, non-empty constant whose every entry passes `test`."""
-    if c is None:
-        return False
-    arr = np.asarray(c)
-    if arr.size == 0:
-        return False
-    passed = test(arr)
-    return bool(passed) if arr.ndim == 0 else bool(passed.all())
-
-
-def _signed_zero(negative: bool) -> Callable[[np.ndarray], np.ndarray]:
-    """Entries that are 0 with the given sign bit (both parts, for complex; any 0 for ints)."""
-    def test(c: np.ndarray) -> np.ndarray:
-        if c.dtype.kind == "c":
-            return test(c.real) & test(c.imag)
-        if c.dtype.kind != "f":
-            return c == 0
-        return (c == 0) & (np.signbit(c) == negative)
-    return test
-
-
-is_minus_zero = _signed_zero(True)   # x + (-0.) is x exactly; x + (+0.) is not at x = -0.
-is_plus_zero = _signed_zero(False)   # x - (+0.) is x exactly; x - (-0.) is not at x = -0.
-
-
-def is_one(c: np.ndarray) -> np.ndarray:
-    """Entries equal to 1, real dtypes only: a complex (1+0j) times (inf+0j) is inf+nanj."""
-    return (c == 1) if c.dtype.kind != "c" else np.zeros(c.shape, bool)
-
-
-def same_as_input(consts: list, same: Callable[[int], bool], **params: Any) -> int | None:
-    """Simplify rule of ops that change nothing when the shape and dtype stay."""
-    return 0 if same(0) else None
-
-
-def neutral_right(test: Callable[[np.ndarray], np.ndarray],
-                  left_too: bool = False) -> Callable[..., int | None]:
-    """Simplify rule of x op c = x for a constant c passing `test` (and c op x = x with
-    `left_too`, for commutative ops)."""
-    def rule(consts: list, same: Callable[[int], bool]) -> int | None:
-        if same(0) and constant_is(consts[1], test):
-            return 0
-        if left_too and same(1) and constant_is(consts[0], test):
-            return 1
-        return None
-    return rule
 
 
 # ================================================================== the structural primitives
