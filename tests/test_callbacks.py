@@ -120,3 +120,30 @@ def test_an_unknown_rank_spec_accepts_every_shape():
         g(tf.ones([2], tf.float64))
     with pytest.raises(ValueError, match="unknown TensorShape"):
         spec.shape.as_list()
+
+
+def test_print_once_per_call_never_when_tracing_alone_nor_from_an_abandoned_replay(capsys):
+    # TensorFlow prints when a call runs: get_concrete_function prints nothing, and a call
+    # whose input takes another branch (a replay abandoned at its guard, then a trace)
+    # prints once, where the abandoned replay printed too.
+    @tf.function
+    def f(x):
+        tf.print("f", x, output_stream="stdout")
+        return x * 2.0
+
+    f.get_concrete_function(tf.constant(1.0))
+    assert capsys.readouterr().out == ""
+    f(tf.constant(1.0))
+    f(tf.constant(2.0))
+    assert capsys.readouterr().out == "f 1\nf 2\n"
+
+    @tf.function
+    def g(x):
+        tf.print("g", x, output_stream="stdout")
+        if x > 0:
+            return x
+        return -x
+
+    for v in (1.0, -1.0, -2.0, 3.0):
+        g(tf.constant(v))
+    assert capsys.readouterr().out == "g 1\ng -1\ng -2\ng 3\n"

@@ -5,14 +5,14 @@ function prints at every replay (not only while tracing), as TensorFlow's does.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from . import nest
 from .catalog import HOST_CALLBACK, NO_DERIVATIVE, STATEFUL, define
 from .core import Primitive, bind
-from .scopes import quiet
+from .scopes import emit, quiet
 from .tensor import TensorBase, Variable
 
 __all__ = ["print_"]
@@ -82,20 +82,24 @@ def _format(obj: Any, values: tuple, summarize: int, top: bool) -> str:
 
 def _print_impl(*values: np.ndarray, template: tuple, sep: str, end: str, stream: Any,
                 summarize: int) -> np.ndarray:
-    if quiet():  # a probe trace (NOTE(probe) in graph/polymorphic.py) prints nothing
+    if quiet():  # a trace that is no call prints nothing (scopes.py)
         return np.zeros((), np.float32)
     text = sep.join(_format(item, values, summarize, True) for item in template) + end
-    if stream is None or stream == "stderr":
-        out = sys.stderr  # looked up at each print: pytest and notebooks swap it
-        out.write(text)
-    elif stream == "stdout":
-        sys.stdout.write(text)
-    elif isinstance(stream, str) and stream.startswith("file://"):
-        with open(stream[len("file://"):], "a") as fh:
-            fh.write(text)
-    else:
-        stream.write(text)
+    emit(_writer(stream), text)  # held by a replay until its guards pass (scopes.py)
     return np.zeros((), np.float32)  # no value: the primitive exists for its effect
+
+
+def _writer(stream: Any) -> Callable[[str], Any]:
+    if stream is None or stream == "stderr":
+        return lambda text: sys.stderr.write(text)  # looked up at each print: pytest swaps it
+    if stream == "stdout":
+        return lambda text: sys.stdout.write(text)
+    if isinstance(stream, str) and stream.startswith("file://"):
+        def append(text: str) -> None:
+            with open(stream[len("file://"):], "a") as fh:
+                fh.write(text)
+        return append
+    return stream.write
 
 
 # Stateful: graph passes never drop or merge it, so every replay prints; no derivative.

@@ -45,6 +45,7 @@ from .lean import MISS as _MISS
 from .passes import optimize
 from .polymorphic import (ProbeTracer, calls_python, first_size_read, generalize, generic_key,
                           probe_arrays, probe_effects)
+from ..scopes import held_output, quieted
 from .replay import GuardFailed
 from .scope import seal
 from .signature import (TensorSpec, argument_names, output_leaf, positional_keys, rebuild,
@@ -187,10 +188,14 @@ class Function:
         failed = None
         for k in (key, generic):
             for cf in reversed(self._cache.get(k, ()) if k is not None else ()):
-                try:
-                    return True, cf._run(leaves), None
-                except GuardFailed as e:
-                    failed = e.guard
+                # What the replay prints is held until its guards have passed: one that a
+                # guard abandons printed nothing (scopes.py), as it wrote no variable.
+                with held_output() as held:
+                    try:
+                        return True, cf._run(leaves), None
+                    except GuardFailed as e:
+                        held.discard()
+                        failed = e.guard
         return False, None, failed
 
     def _trace(self, key: Any, leaves: list, args: tuple, kwargs: dict,
@@ -367,7 +372,8 @@ class Function:
             generic = self._generic_key(leaves)
             if generic in self._cache:
                 return self._cache[generic][-1]
-            self._call(args[len(bound):], kwargs, bound)
+            with quieted():  # a trace that is no call prints nothing, as TensorFlow
+                self._call(args[len(bound):], kwargs, bound)
             if key not in self._cache:
                 return self._cache[generic][-1]
         return self._cache[key][-1]
@@ -399,7 +405,7 @@ class Function:
         for k in (generic, key):
             if k is not None and k in self._cache:
                 return self._cache[k][-1]
-        with self._lock:
+        with self._lock, quieted():  # a trace that is no call prints nothing, as TensorFlow
             try:
                 self._trace(key, leaves, tuple(args), kwargs, None, generic, specs)
             except Exception as e:
