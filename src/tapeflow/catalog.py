@@ -25,7 +25,8 @@ from typing import Any, Callable
 from .patterns import dense_deps
 
 __all__ = ["Effect", "EFFECTS", "NO_DERIVATIVE", "STATEFUL", "PER_EXAMPLE", "IDENTITY",
-           "READS_VARIABLE", "CUSTOM_GRADIENT", "HOST_CALLBACK", "CALLS_USER_CODE", "Kind", "KINDS", "Lowering", "Hints", "NO_HINTS", "define", "rule", "reads_all",
+           "READS_VARIABLE", "CUSTOM_GRADIENT", "HOST_CALLBACK", "CALLS_USER_CODE", "DATA_SHAPE",
+           "Kind", "KINDS", "Lowering", "Hints", "NO_HINTS", "define", "rule", "reads_all",
            "markdown_table", "markdown_effects"]
 
 
@@ -59,11 +60,13 @@ CUSTOM_GRADIENT = Effect("custom_gradient", "its `grad_fn` param is the user's c
 HOST_CALLBACK = Effect("host_callback", "its impl calls back into Python at every run "
                        "(tf.print, py_function): never compiled, a graph holding it replays "
                        "with NumPy")
+DATA_SHAPE = Effect("data_shape", "its output's shape depends on its inputs' values (tf.range "
+                    "of tensors): a trace guards that shape, so a replay at another traces again")
 CALLS_USER_CODE = Effect("calls_user_code", "its impl runs the user's Python (py_function, "
                          "numpy_function): a trace is never run again only to probe it")
 
 EFFECTS = (NO_DERIVATIVE, STATEFUL, PER_EXAMPLE, IDENTITY, READS_VARIABLE, CUSTOM_GRADIENT,
-           HOST_CALLBACK, CALLS_USER_CODE)
+           HOST_CALLBACK, CALLS_USER_CODE, DATA_SHAPE)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -320,3 +320,36 @@ def test_str_and_repr_of_a_traced_tensor_print_it_as_a_graph_tensor():
     with pytest.raises(ValueError):  # the value does not leave the trace through a string
         tf.function(lambda x: tf.constant(float(str(x).split("(")[1].split(",")[0])))(
             tf.constant(1.5))
+
+
+def test_a_loop_over_a_range_of_a_tensor_retraces_for_another_length():
+    # TensorFlow's guide's fizzbuzz loop: `for i in tf.range(1, n + 1)` unrolls n steps;
+    # at another n the graph must not replay (it returned the first n's results). The
+    # range's shape, which its bounds' values decide, is guarded.
+    @tf.function
+    def doubled(n):
+        return tf.stack([i * 2 for i in tf.range(1, n + 1)])
+
+    assert doubled(tf.constant(3)).numpy().tolist() == [2, 4, 6]
+    assert doubled(tf.constant(5)).numpy().tolist() == [2, 4, 6, 8, 10]
+    assert doubled(tf.constant(3)).numpy().tolist() == [2, 4, 6]
+    assert doubled.experimental_get_tracing_count() == 2
+
+
+def test_fizzbuzz_takes_the_branches_of_tensorflows_guide(capsys):
+    @tf.function
+    def fizzbuzz(n):
+        for i in tf.range(1, n + 1):
+            if i % 15 == 0:
+                tf.print("fizzbuzz", output_stream="stdout")
+            elif i % 3 == 0:
+                tf.print("fizz", output_stream="stdout")
+            elif i % 5 == 0:
+                tf.print("buzz", output_stream="stdout")
+            else:
+                tf.print(i, output_stream="stdout")
+
+    fizzbuzz(tf.constant(5))
+    assert capsys.readouterr().out == "1\n2\nfizz\n4\nbuzz\n"
+    fizzbuzz(tf.constant(15))
+    assert capsys.readouterr().out.split()[-1] == "fizzbuzz"

@@ -54,11 +54,13 @@ class Guard:
     """A value Python read while tracing; the replay is valid only if it reads the same."""
 
     slot: int
-    how: str           # "bool", "float", "int", "index", "complex", "array"
+    how: str           # "bool", "float", "int", "index", "complex", "array", or "shape"
     expected: Any
     where: str         # the source line that read it
 
     def holds(self, value: Any) -> bool:
+        if self.how == "shape":  # the shape of a value whose shape its inputs' values decide
+            return np.shape(value) == self.expected
         # Python tells -0.0 from 0.0 (atan2, copysign, 1 / x), so a float read's zero
         # carries its sign; int() and indexing cannot see it.
         if self.how == "bool":

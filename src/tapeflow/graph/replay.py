@@ -392,8 +392,10 @@ def _interpret(g: Graph, inputs: list[Tensor], env: dict) -> list:
             for o, t in zip(n.outputs, out if n.prim.multiple_results else [out], strict=True):
                 env[o] = t
         elif isinstance(n, Guard):
-            # A read through the hook: an enclosing trace records this guard too.
-            value = env[n.slot]._read_for_python(_HOW[n.how])
+            # A read through the hook: an enclosing trace records this guard too (a shape
+            # guard reads no value: the op that made it guards again in that trace).
+            t = env[n.slot]
+            value = t._value if n.how == "shape" else t._read_for_python(_HOW[n.how])
             if not n.holds(value):
                 raise GuardFailed(n)
         else:

@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..catalog import CUSTOM_GRADIENT
+from ..catalog import CUSTOM_GRADIENT, DATA_SHAPE
 from ..core import Primitive, Recorder, records_open, substack
 from ..custom import call_grad_fn
 from ..tensor import Tensor, TensorShape, Variable, key_of, new_key
@@ -216,6 +216,12 @@ class Tracer(Recorder):
         node = Node(prim, ins, dict(params), outs,
                     phase="backward" if records_open() else "forward", sized=sized)
         self.graph.nodes.append(node)
+        if DATA_SHAPE in prim.effects:
+            # Python may have read its shape (iterating a tf.range): a replay where the
+            # inputs' values give another shape traces again.
+            where = user_line()
+            self.graph.nodes.extend(Guard(s, "shape", np.shape(o._value), where)
+                                    for s, o in zip(outs, outputs, strict=True))
         if CUSTOM_GRADIENT in prim.effects:
             node.backward = self._trace_backward(inputs, outputs, params)
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..catalog import NO_DERIVATIVE, define
+from ..catalog import DATA_SHAPE, NO_DERIVATIVE, define
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase, convert_to_tensor
@@ -236,7 +236,7 @@ def _range_lower(jax: Any, start: Any, limit: Any, delta: Any, dtype: np.dtype) 
     return _range_impl(start, limit, delta, dtype)
 
 
-range_p = define(Primitive("range", _range_impl, effects=(NO_DERIVATIVE,)),
+range_p = define(Primitive("range", _range_impl, effects=(NO_DERIVATIVE, DATA_SHAPE)),
                  batch=_range_batch, sparsity=dense_deps,
                  lower=_range_lower)  # static bounds are NumPy values there (graph/xla.py)
 
