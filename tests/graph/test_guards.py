@@ -353,3 +353,14 @@ def test_fizzbuzz_takes_the_branches_of_tensorflows_guide(capsys):
     assert capsys.readouterr().out == "1\n2\nfizz\n4\nbuzz\n"
     fizzbuzz(tf.constant(15))
     assert capsys.readouterr().out.split()[-1] == "fizzbuzz"
+
+
+def test_a_shape_made_from_a_tensor_value_is_guarded_like_a_range():
+    @tf.function
+    def ones_plus(n):
+        z = tf.zeros(tf.reshape(n, [1]))  # its length is n's value
+        return tf.stack([v + 1.0 for v in z])
+
+    assert ones_plus(tf.constant(2)).numpy().tolist() == [1.0, 1.0]
+    assert ones_plus(tf.constant(4)).numpy().tolist() == [1.0] * 4
+    assert ones_plus.experimental_get_tracing_count() == 2

@@ -216,9 +216,10 @@ class Tracer(Recorder):
         node = Node(prim, ins, dict(params), outs,
                     phase="backward" if records_open() else "forward", sized=sized)
         self.graph.nodes.append(node)
-        if DATA_SHAPE in prim.effects:
+        if DATA_SHAPE in prim.effects and not self.dynamic:
             # Python may have read its shape (iterating a tf.range): a replay where the
-            # inputs' values give another shape traces again.
+            # inputs' values give another shape traces again. (A size-generic trace's
+            # shapes vary by design; its probe finds a size Python read, NOTE(probe).)
             where = user_line()
             self.graph.nodes.extend(Guard(s, "shape", np.shape(o._value), where)
                                     for s, o in zip(outs, outputs, strict=True))
