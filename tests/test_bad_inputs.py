@@ -66,10 +66,35 @@ CASES = [
      E, r"reduce_max: axis 0 of `input_tensor` \(shape \(0, 2\)\) is empty"),
     ("tf.reduce_min of an empty tensor", lambda: tf.reduce_min(tf.zeros([2, 0])),
      E, r"reduce_min: axis 1 .* is empty"),
+    ("tf.jacfwd(f) where f returns an integer tensor",
+     lambda: tf.jacfwd(lambda x: tf.cast(x, tf.int32))(np.ones(3)),
+     TypeError, r"jacfwd: output 0 of the function has dtype int32"),
+    ("tape.batch_jacobian(y, x) with a rank-1 target", lambda: _rank_one_batch_jacobian(),
+     ValueError, r"batch_jacobian: `target` \(2,\) and `source` \(2,\) must have rank >= 2"),
+    ("a tf.Variable made on a second trace of a tf.function",
+     lambda: _variable_on_a_second_trace(),
+     ValueError, r"made the variables \['Variable:0'\] while tracing again"),
     ("a tensor kept from inside a traced function, used after", lambda: _kept_from_a_trace() + 1.,
      tf.errors.InaccessibleTensorError,
      r"was made while tracing tapeflow.function 'keep' and is used after that trace ended"),
 ]
+
+
+def _rank_one_batch_jacobian():
+    x = tf.constant([1.0, 2.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * 2.0
+    return tape.batch_jacobian(y, x)
+
+
+def _variable_on_a_second_trace():
+    @tf.function
+    def f(x):
+        return tf.Variable(x) * 2.0
+
+    f(tf.constant(1.0))
+    return f(tf.constant([1.0, 2.0]))
 
 
 def _kept_from_a_trace():

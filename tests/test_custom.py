@@ -362,6 +362,41 @@ def test_the_tape_prunes_a_grad_fn_downstream_of_stop_gradient():
     assert calls == []
 
 
+
+def test_a_traced_function_prunes_a_grad_fn_downstream_of_stop_gradient(capsys):
+    # Tracing a custom gradient traces its grad_fn, which ran (and printed) even where no
+    # derivative can reach it; its tf.print printed at trace time, before any gradient.
+    calls = []
+
+    @tf.custom_gradient
+    def f(x):
+        def grad(dy):
+            calls.append(1)
+            tf.print("grad", output_stream="stdout")
+            return dy * 3.0
+        return x * 2.0, grad
+
+    pruned = tf.function(lambda x: f(tf.stop_gradient(x) * 2.0) + x)
+    connected = tf.function(lambda x: f(x) + x)
+    x = tf.constant(1.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        z = pruned(x)
+    assert float(tape.gradient(z, x)) == 1.0
+    assert calls == []
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        z = connected(x)
+        assert capsys.readouterr().out == ""  # tracing printed nothing
+    assert float(tape.gradient(z, x)) == 4.0
+    assert capsys.readouterr().out == "grad\n"
+    for _ in range(2):  # replays
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            z = connected(x)
+        assert float(tape.gradient(z, x)) == 4.0
+        assert capsys.readouterr().out == "grad\n"
+
 def test_custom_gradient_on_a_method_passes_the_instance_through():
     # As TensorFlow: `self` goes to the function, not among its inputs (it raised "argument
     # 0 is a Model, which is not a tensor").

@@ -256,8 +256,8 @@ def arguments(args: tuple) -> tuple:
     Example:
         >>> import numpy as np
         >>> from tapeflow.sparse_jacobians import arguments
-        >>> [type(a).__name__ for a in arguments((np.ones(2), 3, {"k": 1.0}))]
-        ['Tensor', 'int', 'dict']
+        >>> " ".join(type(a).__name__ for a in arguments((np.ones(2), 3, {"k": 1.0})))
+        'Tensor int dict'
     """
     return tuple(convert_to_tensor(a) if isinstance(a, (np.ndarray, np.generic, TensorBase))
                  else a for a in args)
@@ -320,20 +320,26 @@ class SparseJacobian:
         self.f = f
         self.sparsity = sparsity
         self.mode = mode
-        # input shape and dtype -> (plan, output shape, compressed products), the least
+        # (input shape and dtype, output shape) -> (plan, output shape, compressed
+        # products; f may branch on values to outputs of other shapes), the least
         # recently used dropped beyond MAX_PLANS, as tf.function drops signatures
         self._plans: collections.OrderedDict = collections.OrderedDict()
+        self._recent: dict = {}  # input shape and dtype -> the output shape f gave last
         self._planned = 0
         # Calls run one at a time: a call learns that its input took a new branch of f
         # only from the tracing count rising during its own run (NOTE(value-reads)).
         self._lock = threading.RLock()
         self.info: SparseJacobianInfo | None = None
 
-    def _plan_for(self, x: Tensor, args: tuple) -> tuple:
-        key = (tuple(x.shape), np.dtype(x._value.dtype).str)
-        entry = self._plans.get(key)
+    def _plan_for(self, x: Tensor, args: tuple, out_shape: tuple | None) -> tuple:
+        """The plan for x's shape and the output shape `out_shape` (None: the one f gave
+        last at x's shape), made from f's pattern at x where there is none."""
+        shape = (tuple(x.shape), np.dtype(x._value.dtype).str)
+        if out_shape is None:
+            out_shape = self._recent.get(shape)
+        entry = self._plans.get((shape, out_shape))
         if entry is not None:
-            self._plans.move_to_end(key)
+            self._plans.move_to_end((shape, out_shape))
         else:
             detected, out_shape = _detect(self.f, x, args)
             n = x._value.size
@@ -347,16 +353,19 @@ class SparseJacobian:
                     warnings.warn(
                         f"SparseJacobian: the supplied sparsity pattern lacks {missed} entries "
                         "the program's structure can make nonzero; each call checks the result "
-                        "and raises if one is nonzero there.", stacklevel=3)
+                        "and raises if one is nonzero there.", stacklevel=4)
             plan = _make_plan(pattern, self.mode, is_detected)
-            entry = (plan, out_shape, _compressed(self.f, plan, check=not is_detected))
-            self._keep(key, entry)
+            entry = (plan, out_shape, _compressed(self.f, plan, not is_detected, out_shape))
+            self._keep((shape, out_shape), entry)
+        self._recent[shape] = out_shape
         return entry
 
     def _keep(self, key: tuple, entry: tuple) -> None:
         self._plans[key] = entry
         while len(self._plans) > MAX_PLANS:
-            self._plans.popitem(last=False)
+            (shape, out_shape), _ = self._plans.popitem(last=False)
+            if self._recent.get(shape) == out_shape:
+                del self._recent[shape]
         self._planned += 1
         if self._planned == RETRACE_WARN_AFTER + 1 or (
                 self._planned > RETRACE_WARN_AFTER and self._planned % 50 == 0):
@@ -374,7 +383,18 @@ class SparseJacobian:
             return self._call(x, args)
 
     def _call(self, x: Tensor, args: tuple) -> Any:
-        plan, out_shape, run = self._plan_for(x, args)
+        out_shape = None
+        for _ in range(2):
+            try:
+                return self._run(x, args, *self._plan_for(x, args, out_shape))
+            except _OtherOutputShape as other:
+                # f branched on x's values to an output of another shape: its own plan.
+                out_shape = other.shape
+        raise ValueError(f"SparseJacobian: f's output shape at one input changed between "
+                         f"two traces (now {out_shape}): f must be a function of x and args.")
+
+    def _run(self, x: Tensor, args: tuple, plan: _Plan, out_shape: tuple,
+             run: Callable) -> Any:
         dtype = np.result_type(x._value.dtype, np.float32)
         traced = run.experimental_get_tracing_count()
         fwd, rev, probe = run(x, *args)
@@ -387,8 +407,8 @@ class SparseJacobian:
                 merged = Pattern.from_entries(plan.pattern.shape, plan.pattern.n,
                                               np.concatenate(rows), np.concatenate(cols))
                 plan = _make_plan(merged, self.mode, True)
-                run = _compressed(self.f, plan, check=False)
-                self._keep((tuple(x.shape), np.dtype(x._value.dtype).str),
+                run = _compressed(self.f, plan, False, out_shape)
+                self._keep(((tuple(x.shape), np.dtype(x._value.dtype).str), out_shape),
                            (plan, out_shape, run))
                 fwd, rev, probe = run(x, *args)
         values = _recover(plan, fwd, rev)
@@ -405,9 +425,19 @@ def _missing(detected: Pattern, supplied: Pattern) -> int:
     return int(np.setdiff1d(d_rows * n + d_cols, s_rows * n + s_cols, assume_unique=True).size)
 
 
-def _compressed(f: Callable, plan: _Plan, check: bool) -> Callable:
+class _OtherOutputShape(Exception):
+    """A trace of the products found f's output shaped otherwise than its plan's."""
+
+    def __init__(self, shape: tuple) -> None:
+        super().__init__(shape)
+        self.shape = shape
+
+
+def _compressed(f: Callable, plan: _Plan, check: bool, out_shape: tuple) -> Callable:
     """The traced pass: JVPs of the forward seeds, VJPs of the reverse ones, and (for a
-    supplied pattern) one random JVP to check the result against."""
+    supplied pattern) one random JVP to check the result against. A trace that finds f's
+    output shaped otherwise than `out_shape` (a branch on x's values) raises
+    _OtherOutputShape: decoded with this plan, its products would be wrong."""
     seeds, cots = plan.seeds, plan.cotangents
     probe = _probe(plan.pattern.n) if check else None
 
@@ -419,12 +449,18 @@ def _compressed(f: Callable, plan: _Plan, check: bool) -> Callable:
         if seeds is not None and seeds.shape[0]:
             s = convert_to_tensor(seeds.reshape((-1,) + shape), dtype=dtype)
             fwd = vmap(lambda v: _jvp(g, (x,), (v,))[1])(s)
+            if tuple(fwd.shape[1:]) != out_shape:
+                raise _OtherOutputShape(tuple(fwd.shape[1:]))
         if cots is not None and cots.shape[0]:
             y, pull = _vjp(g, x)
+            if tuple(y.shape) != out_shape:
+                raise _OtherOutputShape(tuple(y.shape))
             c = convert_to_tensor(cots.reshape((-1,) + tuple(y.shape)), dtype=y.dtype)
             rev = vmap(lambda ct: pull(ct)[0])(c)
         if probe is not None:
             chk = _jvp(g, (x,), (convert_to_tensor(probe.reshape(shape), dtype=dtype),))[1]
+            if tuple(chk.shape) != out_shape:
+                raise _OtherOutputShape(tuple(chk.shape))
         return fwd, rev, chk
 
     return function(run)

@@ -26,10 +26,11 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..catalog import CUSTOM_GRADIENT, DATA_SHAPE
+from ..catalog import CUSTOM_GRADIENT, DATA_SHAPE, NO_DERIVATIVE
 from ..core import Primitive, Recorder, records_open, substack
 from ..custom import call_grad_fn
 from ..tensor import Tensor, TensorShape, Variable, key_of, new_key
+from ..scopes import quieted
 from .ir import Assign, CustomBackward, Graph, Guard, Node, SizeOf
 from .passes import optimize
 
@@ -155,6 +156,9 @@ class Tracer(Recorder):
         # them alive: a trace holds no more memory than the traced code (only constants).
         self._slots: dict[int, int] = {}
         self.made: list = []  # weak references to the tensors the trace made, to seal
+        # Slots no derivative can reach (made from stop_gradient and other NO_DERIVATIVE
+        # ops only): a custom gradient on them is pruned, as a tape prunes it.
+        self._inert: set[int] = set()
         for x in inputs:
             slot = graph.new_slot(x._value)
             graph.inputs.append(slot)
@@ -223,7 +227,14 @@ class Tracer(Recorder):
             where = user_line()
             self.graph.nodes.extend(Guard(s, "shape", np.shape(o._value), where)
                                     for s, o in zip(outs, outputs, strict=True))
-        if CUSTOM_GRADIENT in prim.effects:
+        inert, constants = self._inert, self.graph.constants
+        if NO_DERIVATIVE in prim.effects or (
+                ins and all(i in inert or i in constants for i in ins)):
+            inert.update(outs)
+        elif CUSTOM_GRADIENT in prim.effects and not all(
+                i in inert or i in constants for i in ins[:params["n_inputs"] + params["n_vars"]]):
+            # Its grad_fn runs when its backward is traced, so only where a derivative can
+            # reach it (TensorFlow calls it when the gradient is built, never if pruned).
             node.backward = self._trace_backward(inputs, outputs, params)
 
     def _trace_backward(self, inputs: Any, outputs: tuple, params: dict) -> CustomBackward:
@@ -233,7 +244,8 @@ class Tracer(Recorder):
         tracer = Tracer(sub, cts, self.guards, outer=self)
         tracer.dynamic = self.dynamic
         n_in, n_vars = params["n_inputs"], params["n_vars"]
-        with substack(lambda r: False, extra=(tracer,)):
+        # Tracing is no call: what the grad_fn prints, its replays print (scopes.py).
+        with substack(lambda r: False, extra=(tracer,)), quieted():
             grads = call_grad_fn(params["grad_fn"], cts, list(inputs[n_in:n_in + n_vars]), n_in)
         sub.outputs = [None if g is None else tracer.slot_of(g) for g in grads]
         optimize(sub)
