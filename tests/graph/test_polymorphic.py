@@ -323,8 +323,9 @@ def test_concrete_function_takes_every_size_of_its_signature():
     np.testing.assert_array_equal(cf(tf.ones([6, 2], tf.float64)).numpy(), np.ones(6))
     with pytest.raises(TypeError, match="traced for shape"):
         cf(tf.ones([6, 3], tf.float64))
-    with pytest.raises(TypeError, match="traced for shape"):
-        cf(tf.ones([1, 2], tf.float64))  # size 1: not a size this graph serves
+    # size 1 is not a size this graph serves; the concrete function of the signature
+    # serves it, as TensorFlow's (through a trace of its own)
+    np.testing.assert_array_equal(cf(tf.ones([1, 2], tf.float64)).numpy(), np.ones(1))
 
 
 def test_gradient_through_a_generic_call_from_outside():
@@ -497,8 +498,10 @@ def test_get_concrete_function_of_tensor_specs():
     assert cf.serves_all_sizes and double.experimental_get_tracing_count() == 1
     assert printed[0] == 'Tensor("a:0", shape=(None,), dtype=float32)'
     assert cf is double.get_concrete_function(tf.TensorSpec([None], tf.float32))
-    with pytest.raises(TypeError, match="unknown rank"):
-        double.get_concrete_function(tf.TensorSpec(None, tf.float32))
+    # the function's own calls of matching shapes reuse that trace (TensorFlow does)
+    np.testing.assert_array_equal(double(tf.constant([1.0, 2.0, 3.0, 4.0])).numpy(),
+                                  [2.0, 4.0, 6.0, 8.0])
+    assert double.experimental_get_tracing_count() == 1
 
     sig = tf.function(lambda x: tf.reduce_sum(x, axis=0),
                       input_signature=[tf.TensorSpec([None, 3], tf.float64)])
@@ -540,3 +543,52 @@ def test_the_tensors_only_call_key_is_the_general_one():
                  (tf.zeros([2, 0, 3], tf.float64),)]:
         leaves: list = []
         assert f._key(args, {})[0] == _walk((list(args), {}), leaves)
+
+
+def test_a_concrete_function_of_unknown_rank_serves_every_rank():
+    # TensorFlow: get_concrete_function(TensorSpec(None)) serves tensors of any rank
+    # (tapeflow raised "unknown rank"); each rank is traced on its first call.
+    f = tf.function(lambda x: tf.reduce_sum(x * 2.0))
+    cf = f.get_concrete_function(tf.TensorSpec(None, tf.float32))
+    for shape in [(), (3,), (5,), (2, 3), (4, 1), (1,), (2, 2, 2)]:
+        x = tf.ones(shape)
+        assert float(cf(x)) == 2.0 * np.prod(shape)
+    assert f.experimental_get_tracing_count() == 6  # one per rank, sizes 0 and 1 their own
+    assert float(f(tf.ones([7, 5]))) == 70.0  # the function's calls reuse them
+    with pytest.raises(TypeError, match=r"shape \(2,\) and dtype int32, which does not match"):
+        cf(tf.constant([1, 2]))
+    assert "multiply" in str(cf.graph)
+
+
+def test_concrete_functions_of_specs_keep_their_python_arguments_apart():
+    # The key of a trace for TensorSpecs left out the Python arguments: the second
+    # concrete function was the first, and added 3 where 4 was asked for.
+    g = tf.function(lambda x, k: x + k)
+    three = g.get_concrete_function(tf.TensorSpec([None], tf.float32), 3.0)
+    four = g.get_concrete_function(tf.TensorSpec([None], tf.float32), 4.0)
+    x = tf.constant([1.0, 2.0])
+    np.testing.assert_array_equal(three(x).numpy(), [4.0, 5.0])
+    np.testing.assert_array_equal(four(x).numpy(), [5.0, 6.0])
+    np.testing.assert_array_equal(g(tf.constant([1.0, 2.0, 3.0]), 4.0).numpy(), [5.0, 6.0, 7.0])
+    assert g.experimental_get_tracing_count() == 2
+
+
+def test_a_concrete_function_of_two_none_dimensions_takes_unequal_sizes():
+    # Traced on placeholders of equal sizes, it refused (2, 3) ("traced for shape (8, 8)").
+    g = tf.function(lambda x: tf.reduce_sum(x, 1))
+    cf = g.get_concrete_function(tf.TensorSpec([None, None], tf.float32))
+    np.testing.assert_array_equal(cf(tf.ones([2, 3])).numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(cf(tf.ones([1, 4])).numpy(), [4.0])
+
+
+def test_reduce_retracing_relaxes_the_shapes_that_changed():
+    # TensorFlow: after a trace at one size, another size traces once for a shape with
+    # None where they differ, and later sizes reuse it (tapeflow ignored the flag).
+    h = tf.function(lambda x: x * 3.0, reduce_retracing=True)
+    for n in (3, 4, 5, 2, 9, 3):
+        np.testing.assert_array_equal(h(tf.ones([n, 2])).numpy(), np.full((n, 2), 3.0))
+    assert h.experimental_get_tracing_count() == 2
+    plain = tf.function(lambda x: x * 3.0)
+    for n in (3, 4, 5, 2, 9):
+        plain(tf.ones([n, 2]))
+    assert plain.experimental_get_tracing_count() == 5

@@ -38,7 +38,7 @@ from .. import nest
 from ..core import bind, substack
 from ..ops.shape import identity_p
 from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor
-from .concrete import ConcreteFunction
+from .concrete import AnyRank, ConcreteFunction
 from .device import array_of
 from .ir import Graph, Guard
 from .lean import MISS as _MISS
@@ -49,7 +49,7 @@ from ..scopes import held_output, quieted
 from .replay import GuardFailed
 from .scope import seal
 from .signature import (TensorSpec, argument_names, output_leaf, positional_keys, rebuild,
-                        tensor_key, walk)
+                        fits, relaxed_shapes, skeleton, tensor_key, walk)
 from .trace import Tracer, TracingError
 from .xla import require_jax
 
@@ -80,6 +80,13 @@ class Function:
         self._jit_compile = bool(jit_compile)
         self._keep_on_device = bool(keep_on_device)
         self._input_signature = None if input_signature is None else list(input_signature)
+        self._reduce_retracing = bool(reduce_retracing)
+        # Without an input_signature: (skeleton of a call key, TensorSpecs) of each trace
+        # made for TensorSpecs (get_concrete_function, or a shape relaxed by
+        # reduce_retracing), which later calls of that skeleton and matching shapes reuse,
+        # as TensorFlow's do; and the specs of each generic key they give.
+        self._spec_traces: list[tuple[Any, list]] = []
+        self._generic_specs: dict[tuple, list] = {}
         self._guards = guards
         self._cache: collections.OrderedDict = collections.OrderedDict()
         # generic key -> a first trace that made variables and so was not probed: the next
@@ -110,14 +117,50 @@ class Function:
         key = walk((list(args), kwargs), leaves)
         return key, leaves, args
 
-    def _generic_key(self, leaves: list) -> tuple | None:
+    def _generic_key(self, leaves: list, key: Any = None) -> tuple | None:
         """The key under which one graph serves every size of the signature's None
-        dimensions (NOTE(probe) in graph/polymorphic.py); None without such dimensions."""
-        if self._input_signature is None or len(leaves) != len(self._input_signature):
+        dimensions (NOTE(probe) in graph/polymorphic.py), or of the TensorSpecs of an
+        earlier trace whose skeleton `key` has; None without such dimensions."""
+        specs = self._input_signature
+        if specs is None:
+            if not self._spec_traces or key is None or key in self._cache:
+                return None
+            skel = skeleton(key)
+            for s, specs in reversed(self._spec_traces):
+                if fits(s, skel) and all(spec.is_compatible_with(t)
+                                         for spec, t in zip(specs, leaves, strict=True)):
+                    specs = [TensorSpec([None] * np.ndim(array_of(t)), spec.dtype)
+                             if spec.shape.rank is None else spec
+                             for spec, t in zip(specs, leaves, strict=True)]
+                    break
+            else:
+                return None
+        elif len(leaves) != len(specs):
             return None
         arrays = [array_of(t) for t in leaves]
-        return generic_key(self._input_signature, [np.shape(a) for a in arrays],
-                           [a.dtype for a in arrays])
+        generic = generic_key(specs, [np.shape(a) for a in arrays], [a.dtype for a in arrays])
+        if generic is not None and self._input_signature is None:
+            generic += (skel,)
+            self._generic_specs[generic] = specs
+        return generic
+
+    def _add_spec_trace(self, key: Any, specs: list) -> None:
+        entry = (skeleton(key, frozenset(k for k, spec in enumerate(specs)
+                                         if spec.shape.rank is None)), specs)
+        if entry not in self._spec_traces:
+            self._spec_traces.append(entry)
+            del self._spec_traces[:-MAX_SIGNATURES]
+
+    def _relaxed_key(self, key: Any, leaves: list) -> tuple | None:
+        """reduce_retracing: the generic key of specs with None wherever this call's shapes
+        differ from those of the latest trace of its skeleton (as TensorFlow relaxes)."""
+        for k in reversed(self._cache):
+            shapes = None if k[0] == "generic" else relaxed_shapes(k, key)
+            if shapes is not None and any(None in s for s in shapes):
+                self._add_spec_trace(key, [TensorSpec(s, t.dtype)
+                                           for s, t in zip(shapes, leaves, strict=True)])
+                return self._generic_key(leaves, key)
+        return None
 
     def _check_signature(self, args: tuple, kwargs: dict) -> tuple:
         specs = self._input_signature
@@ -149,7 +192,7 @@ class Function:
         if _config.functions_run_eagerly():
             return self._fn(*bound, *args, **kwargs)  # tf.config.run_functions_eagerly(True)
         key, leaves, args = self._key(args, kwargs, bound)
-        generic = self._generic_key(leaves)
+        generic = self._generic_key(leaves, key)
         done, result, failed = self._replay(key, generic, leaves)
         if done:
             if not bound and key != self._lean_tried:
@@ -169,7 +212,10 @@ class Function:
             done, result, again = self._replay(key, generic, leaves)
             if done:
                 return result
-            return self._trace(key, leaves, args, kwargs, again or failed, generic)
+            if generic is None and self._reduce_retracing and self._input_signature is None:
+                generic = self._relaxed_key(key, leaves)
+            return self._trace(key, leaves, args, kwargs, again or failed, generic,
+                               bound=bound)
 
     def _lean_of(self, key: Any) -> Callable[[tuple], Any] | None:
         """The lean call of a call signature `key` (NOTE(lean-call)): its executable's, where
@@ -200,7 +246,7 @@ class Function:
 
     def _trace(self, key: Any, leaves: list, args: tuple, kwargs: dict,
                failed: Guard | None, generic: tuple | None = None,
-               specs: list | None = None) -> Any:
+               specs: list | None = None, bound: tuple = ()) -> Any:
         graph = Graph(name=getattr(self._fn, "__name__", "fn"))
         # Each tensor argument enters the trace as a tensor of its own, made by an identity
         # op that recorders outside the trace see: the same tensor passed twice, or passed
@@ -209,7 +255,9 @@ class Function:
         tracer = Tracer(graph, inputs, self._guards)
         tracer.dynamic = generic is not None  # NOTE(dynamic-shapes) in ops/structural.py
         tracer.input_names = argument_names(self._fn, args, kwargs, len(leaves))
-        specs = self._input_signature if specs is None else specs
+        if specs is None:
+            specs = self._input_signature if generic is None or self._input_signature else \
+                self._generic_specs.get(generic)
         if specs is not None and len(specs) == len(leaves):
             tracer.input_shapes = [
                 TensorShape([None if d is None or spec.shape[k] is None else d
@@ -248,8 +296,13 @@ class Function:
                 gc.enable()
         general = None if generic is None else self._serves_all_sizes(
             generic, graph, tracer, args, kwargs, leaves, specs)
+        def call(new_leaves: list) -> Any:  # the function at other sizes of `specs`
+            a, k = rebuild((list(args), kwargs), new_leaves, [0])
+            return self._call(tuple(a[len(bound):]), k, bound)
+
         cf = ConcreteFunction(graph, key, stats, self._jit_compile, self._keep_on_device,
-                              None if general is None else (specs, generic, general))
+                              None if general is None else (specs, generic, general),
+                              None if specs is None else (specs, call))
         if general is not None:
             key = generic
         # A new graph: the lean calls are made again
@@ -369,7 +422,7 @@ class Function:
             return self._concrete_for_specs(args, kwargs, bound)
         key, leaves, args = self._key(args, kwargs, bound)
         if key not in self._cache:
-            generic = self._generic_key(leaves)
+            generic = self._generic_key(leaves, key)
             if generic in self._cache:
                 return self._cache[generic][-1]
             with quieted():  # a trace that is no call prints nothing, as TensorFlow
@@ -378,16 +431,22 @@ class Function:
                 return self._cache[generic][-1]
         return self._cache[key][-1]
 
-    def _concrete_for_specs(self, args: tuple, kwargs: dict, bound: tuple) -> ConcreteFunction:
+    def _concrete_for_specs(self, args: tuple, kwargs: dict, bound: tuple) -> Any:
+        if any(isinstance(a, TensorSpec) and a.shape.rank is None
+               for a in nest.flatten([list(args), kwargs])):
+            # A graph per rank, each traced on the first call of that rank (tapeflow traces
+            # on values); the function's own calls of any rank reuse them too.
+            any_rank = AnyRank(lambda a, k: self._concrete_for_specs(a, k, bound),
+                               lambda a, k: self._call(a, k, bound), args, kwargs)
+            leaves: list = []
+            key = walk(any_rank.placeholders(), leaves)
+            self._add_spec_trace(key, any_rank.specs)
+            return any_rank
         spec_of: dict[int, TensorSpec] = {}
 
         def placeholder(x: Any) -> Any:
             if not isinstance(x, TensorSpec):
                 return x
-            if x.shape.rank is None:
-                raise TypeError(f"{self.__name__}.get_concrete_function: {x} has an unknown "
-                                "rank; tapeflow traces on values of a concrete rank: give it "
-                                "one (shape=[None, ...]).")
             t = Tensor(np.ones([_PLACEHOLDER_SIZE if d is None else d for d in x.shape],
                                x.dtype._np))
             spec_of[id(t)] = x
@@ -402,12 +461,17 @@ class Function:
         specs = [spec_of.get(id(t)) or TensorSpec(np.shape(t._value), t.dtype) for t in leaves]
         generic = generic_key(specs, [np.shape(t._value) for t in leaves],
                               [t._value.dtype for t in leaves])
+        if generic is not None and self._input_signature is None:
+            # Python arguments and structure are part of what the trace serves
+            generic += (skeleton(key),)
+            self._generic_specs[generic] = specs
+            self._add_spec_trace(key, specs)
         for k in (generic, key):
             if k is not None and k in self._cache:
                 return self._cache[k][-1]
         with self._lock, quieted():  # a trace that is no call prints nothing, as TensorFlow
             try:
-                self._trace(key, leaves, tuple(args), kwargs, None, generic, specs)
+                self._trace(key, leaves, tuple(args), kwargs, None, generic, specs, bound)
             except Exception as e:
                 raise type(e)(f"{e} (tapeflow traces on values: get_concrete_function traced "
                               "with ones as placeholders for the TensorSpecs; pass example "
@@ -484,7 +548,11 @@ def function(fn: Callable | None = None, *, input_signature: Sequence[TensorSpec
     graph/xla.py); with ``keep_on_device=True`` too, its compiled calls return
     `DeviceTensor`s, whose values stay JAX device arrays (copied to the host only when read,
     and passed to other compiled functions as they are: chained compiled functions skip the
-    host round trip). `reduce_retracing` is accepted for compatibility. It pickles as a
+    host round trip). With `reduce_retracing`, a call at new sizes of an earlier call's
+    shapes traces once for those shapes with None where the sizes differ, and later sizes
+    reuse that trace where it serves every size (as an input_signature's would), as
+    TensorFlow relaxes shapes; `get_concrete_function` of TensorSpecs (any rank, with
+    `TensorSpec(None)`) makes traces the function's own matching calls reuse. It pickles as a
     Python function does: by name where it is a module's, otherwise (with cloudpickle) with
     its Python function and none of its traces, tracing again where it is loaded.
 

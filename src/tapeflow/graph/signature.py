@@ -22,7 +22,7 @@ from .device import DeviceTensor, array_of
 from .trace import TracingError
 
 __all__ = ["TensorSpec", "walk", "rebuild", "positional_keys", "tensor_key", "output_leaf",
-           "argument_names"]
+           "argument_names", "skeleton", "fits", "relaxed_shapes"]
 
 
 class TensorSpec:
@@ -148,3 +148,49 @@ def argument_names(fn: Callable, args: tuple, kwargs: dict, n: int) -> list[str]
     return names if len(names) == n else []
 
 
+
+
+def skeleton(key: Any, any_rank: frozenset = frozenset()) -> Any:
+    """A call key with each tensor's shape replaced by its rank (None for the tensors
+    numbered in `any_rank`, of TensorSpecs of unknown rank): the calls one trace for
+    TensorSpecs may serve, Python values and structure the same (see `fits`)."""
+    count = iter(range(1 << 62))
+
+    def strip(k: Any) -> Any:
+        if type(k) is tuple:
+            if len(k) == 3 and k[0] == "T" and type(k[1]) is tuple:
+                return ("T", None if next(count) in any_rank else len(k[1]), k[2])
+            return tuple(strip(c) for c in k)
+        return k
+
+    return strip(key)
+
+
+def fits(pattern: Any, skel: Any) -> bool:
+    """Whether a call of skeleton `skel` is one a trace of skeleton `pattern` serves."""
+    if pattern == skel:
+        return True
+    if type(pattern) is not tuple or type(skel) is not tuple or len(pattern) != len(skel):
+        return False
+    if len(pattern) == 3 and pattern[0] == "T" and pattern[1] is None:
+        return skel[0] == "T" and skel[2] == pattern[2]
+    return all(fits(a, b) for a, b in zip(pattern, skel))
+
+
+def relaxed_shapes(a: Any, b: Any) -> list | None:
+    """The shapes of the tensors of two call keys of one skeleton, None along each
+    dimension where their sizes differ (`reduce_retracing`); None if the skeletons differ."""
+    if skeleton(a) != skeleton(b):
+        return None
+    specs: list = []
+
+    def visit(x: Any, y: Any) -> None:
+        if type(x) is tuple:
+            if len(x) == 3 and x[0] == "T" and type(x[1]) is tuple:
+                specs.append([d if d == e else None for d, e in zip(x[1], y[1])])
+            else:
+                for u, v in zip(x, y):
+                    visit(u, v)
+
+    visit(a, b)
+    return specs
