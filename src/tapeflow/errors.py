@@ -38,7 +38,8 @@ class InaccessibleTensorError(RuntimeError):
     """A tensor made while tracing a `tapeflow.function` was used after that trace ended
     (kept on an object, a global or a closure), as TensorFlow's error of that name.
     Unlike TensorFlow's it is no ValueError: code that falls back on a ValueError (a failed
-    conversion) must not swallow it.
+    conversion) must not swallow it. As TensorFlow's tf.function guide shows, its use in an
+    op is a TypeError too, and its `.numpy()` an AttributeError (graph/scope.py).
 
     Example:
         >>> import tapeflow as tf

@@ -339,3 +339,30 @@ def test_the_exemption_is_per_thread():
     tape2.gradient(z, x)
     t.join()
     assert errors == ["raised"]
+
+
+def test_the_leaked_tensor_of_tensorflows_guide():
+    # The tf.function guide's "leaking tensors": `.numpy()` of the leaked tensor raises
+    # AttributeError, and using it in another function raises TypeError.
+    leaked = []
+
+    @tf.function
+    def leaky_function(a):
+        leaked.append(a + 1)
+        return a + 2
+
+    assert leaky_function(tf.constant(1)).numpy() == 3
+    x = leaked[0]
+    with pytest.raises(AttributeError, match="made while tracing tapeflow.function"):
+        x.numpy()
+
+    @tf.function
+    def captures_leaked_tensor(b):
+        b += x
+        return b
+
+    with pytest.raises(TypeError, match="made while tracing tapeflow.function"):
+        captures_leaked_tensor(tf.constant(2))
+    # an op that converts its arguments keeps the error's kind and message
+    with pytest.raises(tf.errors.InaccessibleTensorError, match="'leaky_function'"):
+        tf.sin(x)

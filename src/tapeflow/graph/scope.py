@@ -21,9 +21,19 @@ from .. import core as _core
 from ..errors import InaccessibleTensorError
 from ..tensor import Tensor, TensorBase, TensorShape
 
-__all__ = ["OutOfScopeTensor", "seal"]
+__all__ = ["OutOfScopeTensor", "OutOfScopeUse", "OutOfScopeRead", "seal"]
 
 _raw_value = Tensor._value  # the slot itself, under OutOfScopeTensor's guard
+
+
+class OutOfScopeUse(InaccessibleTensorError, TypeError):
+    """An out-of-scope tensor passed to an op: a TypeError too, as TensorFlow raises for
+    a graph tensor used outside its graph (its tf.function guide catches TypeError)."""
+
+
+class OutOfScopeRead(InaccessibleTensorError, AttributeError):
+    """`.numpy()` of an out-of-scope tensor: an AttributeError too, as TensorFlow's graph
+    tensors have no `numpy` (its tf.function guide catches AttributeError)."""
 
 
 class OutOfScopeTensor(Tensor):
@@ -37,8 +47,16 @@ class OutOfScopeTensor(Tensor):
     def _value(self) -> Any:
         if _core.records_open():
             return _raw_value.__get__(self)
+        raise self._error(OutOfScopeUse)
+
+    def numpy(self) -> Any:
+        if _core.records_open():
+            return super().numpy()
+        raise self._error(OutOfScopeRead)
+
+    def _error(self, kind: type) -> InaccessibleTensorError:
         value = _raw_value.__get__(self)
-        raise InaccessibleTensorError(
+        return kind(
             f"A tensor of shape {tuple(np.shape(value))} and dtype "
             f"{_dt.from_numpy(value.dtype).name} was made while tracing tapeflow.function "
             f"{self._made_in!r} and is used after that trace ended (it was kept on an object, "

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import DTypeMismatchError, InvalidArgumentError
+from ..errors import DTypeMismatchError, InaccessibleTensorError, InvalidArgumentError
 from ..tensor import Tensor, TensorBase, Variable, convert_to_tensor
 
 __all__ = ["as_tensor", "convert_like", "binary_args", "check_dtype", "static_shape",
@@ -38,6 +38,8 @@ def as_tensor(x: Any, op: str, arg: str) -> Tensor:
         return x.value()
     try:
         return convert_to_tensor(x)
+    except InaccessibleTensorError:
+        raise  # its own message names the trace it came from
     except (TypeError, ValueError) as e:
         raise TypeError(f"{op}: argument `{arg}` could not be converted to a tensor: {e}") from None
 
@@ -57,6 +59,8 @@ def convert_like(x: Any, other: Tensor, op: str, arg: str) -> Tensor:
         return Tensor(target.type(x))  # the common `t * 2.0`: no array round trip
     try:
         return convert_to_tensor(x, dtype=target)
+    except InaccessibleTensorError:
+        raise
     except (TypeError, ValueError, OverflowError) as e:
         raise TypeError(f"{op}: argument `{arg}`={x!r} cannot be converted to "
                         f"{_dt.from_numpy(target).name} to match the other operand: {e}") from None
