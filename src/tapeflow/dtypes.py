@@ -155,6 +155,73 @@ def is_real_floating(np_dtype: Any) -> bool:
     return np_dtype.kind == "f" or (bfloat16 is not None and np_dtype == bfloat16._np)
 
 
+def kind(np_dtype: np.dtype) -> str:
+    """NumPy's kind letter of a dtype ('f', 'c', 'i', 'u', 'b'), with 'f' for bfloat16,
+    whose kind NumPy reports as 'V' (a code path keyed on 'f' would skip it).
+
+    Example:
+        >>> import numpy as np, tapeflow as tf
+        >>> from tapeflow.dtypes import kind
+        >>> kind(np.dtype(np.float16)), kind(np.dtype(tf.bfloat16.as_numpy_dtype))
+        ('f', 'f')
+    """
+    k = np_dtype.kind
+    return "f" if k == "V" and bfloat16 is not None and np_dtype == bfloat16._np else k
+
+
+_HALF = frozenset([np.dtype(np.float16)] + ([np.dtype(bfloat16._np)] if bfloat16 else []))
+
+
+def is_half(np_dtype: np.dtype) -> bool:
+    """Whether a NumPy dtype is float16 or bfloat16.
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.dtypes import is_half
+        >>> is_half(np.dtype(np.float16)), is_half(np.dtype(np.int16))
+        (True, False)
+    """
+    return np_dtype.itemsize == 2 and np_dtype in _HALF
+
+
+def half_in_float32(impl: Any) -> Any:
+    """`impl` computed at float32 when its first argument is float16 or bfloat16, its
+    floating results cast back: TensorFlow accumulates half-precision sums and products in
+    float32, while NumPy's bfloat16 sums round at every step (1000 ones summed to 256) and
+    it has no bfloat16 matmul, einsum or LAPACK.
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.dtypes import half_in_float32
+        >>> total = half_in_float32(lambda x: x.sum())
+        >>> total(np.ones(3000, np.float16)).dtype, float(total(np.ones(3000, np.float16)))
+        (dtype('float16'), 3000.0)
+    """
+    def run(x: Any, *args: Any, **params: Any) -> Any:
+        low = x.dtype  # an array (or NumPy scalar) first, as every impl takes
+        if low.itemsize == 2 and low in _HALF:
+            return _in_float32(impl, low, x, args, params)
+        return impl(x, *args, **params)
+
+    run.__name__ = getattr(impl, "__name__", "impl")
+    run.__doc__ = impl.__doc__
+    run.__wrapped__ = impl
+    return run
+
+
+def _in_float32(impl: Any, low: np.dtype, x: Any, args: tuple, params: dict) -> Any:
+    out = impl(x.astype(np.float32), *[a.astype(np.float32) if getattr(a, "dtype", None) == low
+                                      else a for a in args], **params)
+    if isinstance(out, (tuple, list)):  # a named tuple (slogdet's) as a plain one
+        return (list if isinstance(out, list) else tuple)(_narrowed(o, low) for o in out)
+    return _narrowed(out, low)
+
+
+def _narrowed(value: Any, low: np.dtype) -> Any:
+    value = np.asarray(value)
+    return value.astype(low) if value.dtype.kind == "f" else value
+
+
 def as_dtype(type_value: Any) -> DType:
     """Convert a DType, NumPy dtype, Python type or name to a `DType`.
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from . import dtypes as _dt
 from . import nest
 from .catalog import NO_DERIVATIVE
 from .core import Primitive, Recorder, Zero, call_below
@@ -61,7 +62,7 @@ class ForwardAccumulator(Recorder):
         if not isinstance(primal, TensorBase):
             raise TypeError(f"ForwardAccumulator: primals[{i}] is a {type(primal).__name__}; "
                             "expected a tf.Tensor or tf.Variable.")
-        if primal._value.dtype.kind not in "fc":
+        if _dt.kind(primal._value.dtype) not in "fc":
             return  # integers and bools have no tangent: their JVP is None (as TensorFlow)
         if isinstance(tangent, TensorBase) and tangent._value.dtype != primal._value.dtype:
             raise DTypeMismatchError(f"ForwardAccumulator: tangents[{i}] has dtype "
@@ -108,7 +109,7 @@ class ForwardAccumulator(Recorder):
         # NOTE(strict-nesting): the rule is seen only by the recorders below this one.
         out_tangents = call_below(level, jvp, tans, outputs, inputs, **params)
         for o, t in zip(outputs, out_tangents, strict=True):
-            if type(t) is not Zero and t is not None and o._value.dtype.kind in "fc":
+            if type(t) is not Zero and t is not None and ((d := o._value.dtype).kind in "fc" or _dt.kind(d) == "f"):
                 self._store(o, t)
 
     def jvp(self, primals: Any, unconnected_gradients: Any = UnconnectedGradients.NONE) -> Any:

@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import dtypes as _dt
 from .batching import vmap
 from .catalog import READS_VARIABLE, STATEFUL, Hints, define
 from .core import Primitive, Zero, bind, substack
@@ -128,7 +129,7 @@ def _derived(body: Graph, key: tuple, make: Callable[[], tuple]) -> tuple[Graph,
 
 
 def _float(x: Any) -> bool:
-    return np.asarray(x._value).dtype.kind in "fc"
+    return _dt.kind(np.asarray(x._value).dtype) in "fc"
 
 
 def _step(x: Tensor) -> Any:
@@ -490,7 +491,7 @@ def _read_by_vjps(body: Graph) -> list:
     every float input taken to need a cotangent."""
     read = set()
     for n in body.nodes:
-        needs = tuple(np.dtype(body.avals[i][1]).kind in "fc" for i in n.inputs)
+        needs = tuple(_dt.kind(np.dtype(body.avals[i][1])) in "fc" for i in n.inputs)
         ins, outs = vjp_reads(n.prim, needs, len(n.outputs))
         read.update(i for i, r in zip(n.inputs, ins, strict=True) if r)
         read.update(o for o, r in zip(n.outputs, outs, strict=True)

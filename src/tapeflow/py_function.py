@@ -56,7 +56,7 @@ def _run(*values: np.ndarray, func: Callable, touts: tuple, tensors: bool) -> tu
 
 
 def _floating(x: Tensor) -> bool:
-    return x._value.dtype.kind in "fc"
+    return _dt.kind(x._value.dtype) in "fc"
 
 
 def _py_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, func: Callable,

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import dtypes as _dt
 from .batching import vmap
 from .graph import function
 from .graph.function import MAX_SIGNATURES as MAX_PLANS
@@ -57,7 +58,7 @@ def _scipy_sparse() -> Any:
 
 def _detect(f: Callable, x: Tensor, args: tuple = ()) -> tuple[Pattern, tuple]:
     graph, out_shape, out_dtype = _trace(f, x, args)
-    if out_dtype.kind not in "fc":
+    if _dt.kind(out_dtype) not in "fc":
         raise TypeError(f"sparse_jacobian: `f` returns {out_dtype.name}; a Jacobian needs a "
                         "floating (or complex) output.")
     pattern = graph_pattern(graph)
@@ -281,7 +282,7 @@ def _as_pattern(sparsity: Any, shape: tuple | None = None) -> Pattern:
         rows, cols = rows[keep], csr.indices[keep].astype(np.int64)
     else:
         arr = np.asarray(sparsity)
-        if arr.ndim != 2 or arr.dtype.kind not in "biuf":
+        if arr.ndim != 2 or _dt.kind(arr.dtype) not in "biuf":
             raise ValueError("sparsity: expected a 2-D boolean array or scipy.sparse matrix "
                              f"(outputs x inputs); got an array of shape {arr.shape} and dtype "
                              f"{arr.dtype}.")

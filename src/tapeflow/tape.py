@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from . import dtypes as _dt
 from . import nest
 from .batching import rows_tensor, vmap_chunks
 from .catalog import CUSTOM_GRADIENT, IDENTITY, NO_DERIVATIVE, READS_VARIABLE, STATEFUL
@@ -53,7 +54,7 @@ def _unconnected(value: Any) -> UnconnectedGradients:
 
 
 def _differentiable(x: Any) -> bool:
-    return x._value.dtype.kind in "fc"
+    return (d := x._value.dtype).kind in "fc" or _dt.kind(d) == "f"  # bfloat16: kind V
 
 
 def _fill_unconnected(result: Any, source: Any, mode: UnconnectedGradients) -> Any:
@@ -191,7 +192,7 @@ class GradientTape(Recorder):
             return
         out_keys = []
         for o in outputs:
-            if o._value.dtype.kind in "fc":
+            if (d := o._value.dtype).kind in "fc" or _dt.kind(d) == "f":
                 k = o._key
                 if k is None:  # a fresh output: no other thread can see it yet
                     k = o._key = new_key()

@@ -498,7 +498,7 @@ def _as_tensor(x: Any) -> Tensor:
 
 def _check_integral(value: Any, np_dtype: np.dtype) -> None:
     arr = np.asarray(value)
-    if np_dtype.kind in "iub" and arr.dtype.kind in "fc":
+    if _dt.kind(np_dtype) in "iub" and _dt.kind(arr.dtype) in "fc":
         if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr.real)):
             raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {np_dtype}: "
                             "the values are not integral.")
@@ -537,7 +537,7 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
         np_dtype = _dt.infer_numpy_dtype(value)
         if dtype_hint is not None and not isinstance(value, (np.ndarray, np.generic)):
             hinted = _dt.as_dtype(dtype_hint)._np
-            if np.can_cast(np_dtype, hinted, "same_kind") or np_dtype.kind in "iub":
+            if np.can_cast(np_dtype, hinted, "same_kind") or _dt.kind(np_dtype) in "iub":
                 np_dtype = hinted
     try:
         arr = np.asarray(value, dtype=np_dtype)

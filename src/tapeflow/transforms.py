@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import dtypes as _dt
 from . import nest
 from .batching import vmap_chunks
 from .core import Zero, bind, reading_records
@@ -53,7 +54,7 @@ def _diff_tree(tree: Any, fname: str, where: str) -> Any:
     """
     def convert(x: Any) -> Tensor:
         t = as_tensor(x, fname, where)
-        if t._value.dtype.kind not in "fc":
+        if _dt.kind(t._value.dtype) not in "fc":
             raise TypeError(f"{fname}: {where} has dtype {t.dtype.name}; only floating and complex "
                             "arguments can be differentiated (cast it, or leave it out of "
                             "argnums).")

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..core import Primitive
 
 __all__ = ["Graph", "Node", "CustomBackward", "Guard", "Assign", "Operation", "SizeOf", "resolve",
@@ -69,11 +70,11 @@ class Guard:
             value = np.asarray(value)
             if value.shape != self.expected.shape:
                 return False
-            if value.dtype.kind not in "fc":
+            if _dt.kind(value.dtype) not in "fc":
                 return bool(np.array_equal(value, self.expected))
             if not np.array_equal(value, self.expected, equal_nan=True):
                 return False
-            parts = (np.real, np.imag) if value.dtype.kind == "c" else (np.asarray,)
+            parts = (np.real, np.imag) if _dt.kind(value.dtype) == "c" else (np.asarray,)
             for part in parts:
                 v, e = part(value), part(self.expected)
                 zeros = v == 0

@@ -35,6 +35,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from .. import dtypes as _dt
 from .. import nest
 from ..catalog import CALLS_USER_CODE
 from ..scopes import quiet, quieted
@@ -322,7 +323,7 @@ def _same(x: Any, y: Any) -> bool:
     if isinstance(x, (np.ndarray, np.generic)) or isinstance(y, (np.ndarray, np.generic)):
         x, y = np.asarray(x), np.asarray(y)
         return (x.shape == y.shape and x.dtype == y.dtype
-                and bool(np.array_equal(x, y, equal_nan=x.dtype.kind in "fc")))
+                and bool(np.array_equal(x, y, equal_nan=_dt.kind(x.dtype) in "fc")))
     if type(x) is not type(y):
         return False
     if isinstance(x, (list, tuple)):

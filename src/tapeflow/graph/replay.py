@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..catalog import IDENTITY, READS_VARIABLE
 from ..core import bind, reading_records
 from ..tensor import Tensor
@@ -347,7 +348,7 @@ def _replayed_grad_fn(n: Node, env: dict) -> Callable:
         try:
             grads = interpret(n.backward.graph, list(cts) + refs)
         except GuardFailed as failed:
-            same = all(np.array_equal(r._value, v, equal_nan=np.asarray(v).dtype.kind in "fc")
+            same = all(np.array_equal(r._value, v, equal_nan=_dt.kind(np.asarray(v).dtype) in "fc")
                        for r, v in zip(refs, n.backward.ref_values, strict=True))
             if not same:
                 raise TracingError(

@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..catalog import HOST_CALLBACK, PER_EXAMPLE, STATEFUL
 from ..tensor import Tensor
 from .device import DeviceTensor, keep_placed, placed
@@ -213,7 +214,7 @@ def one_hot_form(value: Any) -> tuple | None:
         ((200, None), None, None)
     """
     if not isinstance(value, np.ndarray) or value.nbytes < _GENERATED_FROM or value.ndim < 2 \
-            or value.dtype.kind not in "fciub":
+            or _dt.kind(value.dtype) not in "fciub":
         return None
     n = value.shape[0]
     nonzero = np.count_nonzero(value)
@@ -231,8 +232,8 @@ def one_hot_form(value: Any) -> tuple | None:
     if not (ones == 1).all():
         return None
     # The iotas make +0.0 where the constant could hold -0.0 (1 / x tells them apart).
-    parts = () if value.dtype.kind not in "fc" else \
-        (value,) if value.dtype.kind == "f" else (value.real, value.imag)
+    parts = () if _dt.kind(value.dtype) not in "fc" else \
+        (value,) if _dt.kind(value.dtype) == "f" else (value.real, value.imag)
     return None if any(np.signbit(p).any() for p in parts) else (start, repeat)
 
 

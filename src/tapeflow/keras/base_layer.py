@@ -461,7 +461,7 @@ class Layer(Module):
     def _cast(self, x: Any) -> Any:
         """Keras' autocast: floating inputs take the layer's dtype; others are left alone."""
         if isinstance(x, TensorBase):
-            if x._value.dtype.kind == "f" and x._value.dtype != _dt.as_dtype(self.dtype)._np:
+            if _dt.kind(x._value.dtype) == "f" and x._value.dtype != _dt.as_dtype(self.dtype)._np:
                 return ops.elementwise.cast(x, self.dtype)
             return x
         if isinstance(x, (list, tuple)):

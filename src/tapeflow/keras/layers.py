@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes as _dt
 from .. import ops
 from ..tensor import TensorShape, Variable
 from . import activations, initializers
@@ -264,7 +265,7 @@ class Conv2D(Layer):
 
     def call(self, inputs: Any) -> Any:
         """``activation(tf.nn.conv2d(inputs, kernel) + bias)``."""
-        if inputs._value.dtype.kind not in "f":
+        if _dt.kind(inputs._value.dtype) not in "f":
             raise TypeError(f'Layer "{self.name}" (Conv2D) needs floating inputs; got dtype '
                             f"{inputs.dtype.name}. Cast them first, e.g. tf.cast(x, tf.float32).")
         shape = np.shape(inputs._value)

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..dtypes import half_in_float32
 from .. import blas
 from ..catalog import Hints, define
 from ..core import Primitive, bind
@@ -364,7 +365,7 @@ _SHARED_FILTER = Hints(examples=lambda shape, x, w, **p: (1, (0,)) if len(shape(
 # everything; for the transposes, per example (input_grad) and dense (filter_grad).
 # conv(x, w): d = conv(dx, w) + conv(x, dw); x-bar = input_grad(g, w), w-bar = filter_grad(x, g)
 conv2d_p = define(
-    Primitive("conv2d", _conv_impl),
+    Primitive("conv2d", half_in_float32(_conv_impl)),
     per_input(jvp=(lambda t, ans, x, w, **p: _conv(t, w, **p),
                    lambda t, ans, x, w, **p: _conv(x, t, **p)),
               vjp=(lambda g, ans, x, w, **p: _input_grad(g, w, shape_of(x)[-4:], **p),
@@ -375,7 +376,7 @@ conv2d_p = define(
 
 # input_grad(g, w) is conv's transpose in x: <conv(x, w), g> = <x, input_grad(g, w)>
 conv2d_input_grad_p = define(
-    Primitive("conv2d_input_grad", _input_grad_impl),
+    Primitive("conv2d_input_grad", half_in_float32(_input_grad_impl)),
     per_input(jvp=(lambda t, ans, g, w, input_shape, **p: _input_grad(t, w, input_shape, **p),
                    lambda t, ans, g, w, input_shape, **p: _input_grad(g, t, input_shape, **p)),
               vjp=(lambda c, ans, g, w, input_shape, **p: _conv(c, w, **p),
@@ -387,7 +388,7 @@ conv2d_input_grad_p = define(
 
 # filter_grad(x, g) is conv's transpose in w: <conv(x, w), g> = <w, filter_grad(x, g)>
 conv2d_filter_grad_p = define(
-    Primitive("conv2d_filter_grad", _filter_grad_impl),
+    Primitive("conv2d_filter_grad", half_in_float32(_filter_grad_impl)),
     per_input(jvp=(lambda t, ans, x, g, filter_shape, **p: _filter_grad(t, g, filter_shape, **p),
                    lambda t, ans, x, g, filter_shape, **p: _filter_grad(x, t, filter_shape, **p)),
               vjp=(lambda c, ans, x, g, filter_shape, **p: _input_grad(g, c, shape_of(x)[-4:],

@@ -107,7 +107,7 @@ def check_dtype(x: Tensor, kinds: str, op: str, arg: str = "x") -> None:
         >>> from tapeflow.ops.convert import check_dtype
         >>> check_dtype(tf.constant([1.]), "fc", "my_op")   # passes silently
     """
-    if x._value.dtype.kind not in kinds:
+    if (d := x._value.dtype).kind not in kinds and _dt.kind(d) not in kinds:  # bfloat16: V
         allowed = ", ".join(_KIND_NAMES[k] for k in kinds)
         raise InvalidArgumentError(f"{op}: argument `{arg}` has dtype "
                                    f"{_dt.from_numpy(x._value.dtype).name}; expected {allowed}.")

@@ -217,7 +217,7 @@ def _range_impl(start: Any, limit: Any, delta: Any, dtype: np.dtype) -> np.ndarr
     if (d > 0 and s > lim) or (d < 0 and s < lim):
         raise InvalidArgumentError(f"range: `delta`={d} does not step from `start`={s} towards "
                                    f"`limit`={lim}.")
-    if dtype.kind in "iu":
+    if _dt.kind(dtype) in "iu":
         n = (abs(int(lim) - int(s)) + abs(int(d)) - 1) // abs(int(d))
     else:
         n = int(np.ceil(np.abs((lim - s) / d)))
@@ -310,7 +310,7 @@ def linspace(start: Any, stop: Any, num: Any, name: str | None = None, axis: int
         array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
     """
     a, b = binary_args(start, stop, "linspace")
-    kind = a._value.dtype.kind
+    kind = _dt.kind(a._value.dtype)
     if kind in "iu":
         a, b = (bind(cast_p, t, dtype=np.dtype(np.float64)) for t in (a, b))
     elif kind != "f":

@@ -8,8 +8,8 @@ of matrices in its last two axes.
 
 Complex inputs follow TensorFlow's convention (the gradient of a real loss L is
 dL/d(conj z), so reverse rules use adjoints: NOTE(complex-gradients) in ops/complex.py).
-NumPy's LAPACK has no float16 routines: float16 inputs are computed in float32 and
-rounded back.
+NumPy's LAPACK has no float16 or bfloat16 routines: such inputs are computed in float32
+and rounded back (`dtypes.half_in_float32`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes as _dt
+from ..dtypes import half_in_float32
 from ..catalog import Lowering, define
 from ..core import Primitive, Zero, bind
 from ..errors import InvalidArgumentError
@@ -35,29 +37,26 @@ from .transcendental import pow as pow_
 
 
 def _lapack(op: str, failure: str, fn: Any, *arrays: np.ndarray) -> Any:
-    """Run a NumPy linalg routine; float16 via float32; LinAlgError -> InvalidArgumentError."""
-    dtype = arrays[0].dtype
-    if dtype == np.float16:
-        arrays = tuple(a.astype(np.float32) for a in arrays)
+    """Run a NumPy linalg routine; LinAlgError -> InvalidArgumentError."""
     try:
-        out = fn(*arrays)
+        out = half_in_float32(fn)(*arrays)
     except np.linalg.LinAlgError:
         raise InvalidArgumentError(f"{op}: {failure}") from None
     # Results keep the input dtype (rank 0 as a NumPy scalar, like every op's value).
+    dtype = arrays[0].dtype
     if isinstance(out, tuple):
         return [np.asarray(r).astype(dtype, copy=False)[()] for r in out]
     return np.asarray(out).astype(dtype, copy=False)[()]
 
 
 def _lowered(fn: Any) -> Any:
-    """A lowering rule running `fn(jax, *arrays)` as `_lapack` runs its routine: float16 in
-    float32, every result in the input dtype. XLA cannot raise: where the impl raises
-    (a singular matrix, one not positive definite) the results hold inf or nan, which
-    `_finite_check` catches."""
+    """A lowering rule running `fn(jax, *arrays)` as `_lapack` runs its routine (halves in
+    float32, results in the input dtype). XLA cannot raise: where the impl raises (a
+    singular matrix, one not positive definite) the results hold inf or nan, caught by
+    `_finite_check`."""
     def lower(jax: Any, *arrays: Any) -> Any:
         arrays = tuple(jax.numpy.asarray(a) for a in arrays)
-        dtype = arrays[0].dtype
-        if dtype == np.float16:
+        if _dt.is_half(np.dtype(dtype := arrays[0].dtype)):
             arrays = tuple(a.astype(np.float32) for a in arrays)
         out = fn(jax, *arrays)
         if isinstance(out, tuple):
@@ -323,7 +322,7 @@ def _triangular_solve_lower(jax: Any, m: Any, b: Any, lower: bool, adjoint: bool
 
 
 triangular_solve_p = define(
-    Primitive("triangular_solve", _triangular_solve_impl),
+    Primitive("triangular_solve", half_in_float32(_triangular_solve_impl)),
     # dX = op(T)^-1 (dB - op(dT) X), dT the same triangle of dM
     per_input(jvp=(lambda t, ans, m, b, lower, adjoint: negative(bind(
                        triangular_solve_p, m, _mm(_op_triangle(t, lower, adjoint), ans),
@@ -375,10 +374,13 @@ def _column(x: Tensor, axis: int) -> Tensor:
 
 def _gaps(e: Tensor) -> Tensor:
     """F[i, j] = 1 / (e[j] - e[i]) off the diagonal, 0 on it; TensorFlow's broadened
-    reciprocal x / (x^2 + 1e-20) keeps F finite for repeated eigenvalues."""
-    d = subtract(_column(e, -2), _column(e, -1))
-    f = divide(d, add(multiply(d, d), 1e-20))
-    return multiply(f, _mask(f, "offdiag"))
+    reciprocal x / (x^2 + 1e-20) keeps F finite for repeated eigenvalues (in float32 for
+    half types: 1e-20 is 0 in float16, and 0 / 0 on the diagonal made every entry NaN)."""
+    low = e.dtype if e.dtype.size == 2 else None
+    w = e if low is None else cast(e, "float32")
+    d = subtract(_column(w, -2), _column(w, -1))
+    f = multiply(divide(d, add(multiply(d, d), 1e-20)), _mask(d, "offdiag"))
+    return f if low is None else cast(f, low)
 
 
 def _eigh_jvp(tangents: tuple, outs: tuple, primals: tuple) -> tuple:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import half_in_float32
 from .. import blas
 from ..catalog import define
 from ..core import Primitive, Zero, bind
@@ -149,7 +150,7 @@ def _einsum_deps(pats: tuple, vals: tuple, outs: tuple, spec: str) -> tuple:
 # The VJP reads every operand (the others, conjugated, into each one's cotangent): no
 # `reads` (an einsum takes any number of operands).
 einsum_p = define(
-    Primitive("einsum", _einsum_impl),
+    Primitive("einsum", half_in_float32(_einsum_impl)),
     jvp=_einsum_jvp, vjp=_einsum_vjp, batch=_einsum_batch, sparsity=_einsum_deps,
     lower=lambda jax, *operands, spec: jax.numpy.einsum(
         spec, *operands, precision=jax.lax.Precision.HIGHEST))

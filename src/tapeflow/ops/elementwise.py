@@ -77,7 +77,7 @@ def unary_op(prim: Primitive, kinds: str, docstring: str) -> Callable[..., Tenso
 
     def op(x: Any, name: str | None = None) -> Tensor:
         x = x if type(x) is Tensor else as_tensor(x, opname, "x")
-        if x._value.dtype.kind not in kinds:
+        if (d := x._value.dtype).kind not in kinds and _dt.kind(d) not in kinds:  # bfloat16: V
             check_dtype(x, kinds, opname)
         return bind(prim, x)
 
@@ -166,7 +166,7 @@ def _floormod_lower(jax: Any, x: Any, y: Any) -> Any:
     """np.mod's values: the sign of y, a zero result signed as y (an integer zero divisor
     fails `_divisor_check`: the call reruns on NumPy, which raises)."""
     r = jax.numpy.mod(x, y)
-    if r.dtype.kind != "f":
+    if _dt.kind(r.dtype) != "f":
         return r
     return jax.numpy.where(r == 0, jax.numpy.copysign(jax.numpy.zeros_like(r), y), r)
 
@@ -187,7 +187,7 @@ floormod_p = define(
 def _floordiv_lower(jax: Any, x: Any, y: Any) -> Any:
     """np.floor_divide's values, a zero quotient signed as x / y (integers: as floormod)."""
     q = jax.numpy.floor_divide(x, y)
-    if q.dtype.kind != "f":
+    if _dt.kind(q.dtype) != "f":
         return q
     zero = jax.numpy.zeros_like(q)
     signed = jax.numpy.where(jax.numpy.signbit(x) != jax.numpy.signbit(y), -zero, zero)

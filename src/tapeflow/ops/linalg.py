@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import half_in_float32
 from .. import blas
 from ..catalog import Hints, define
 from ..core import Primitive, bind
@@ -104,7 +105,7 @@ def _matmul_deps(pats: tuple, vals: tuple, outs: tuple) -> tuple:
 
 
 matmul_p = define(
-    Primitive("matmul", blas.matmul),  # np.matmul, BLAS threads by size
+    Primitive("matmul", half_in_float32(blas.matmul)),  # np.matmul, BLAS threads by size
     per_input(jvp=(lambda t, ans, a, b: bind(matmul_p, t, b),
                    lambda t, ans, a, b: bind(matmul_p, a, t)),
               vjp=(lambda g, ans, a, b: bind(matmul_p, g, adjoint_of(b)),     # G B^H
@@ -218,7 +219,7 @@ def _matmul_rows_swap(emit: Any, shape: Any, rows: int, b: int, transpose_b: boo
 
 
 matmul_rows_p = define(
-    Primitive("matmul_rows", _matmul_rows_impl),
+    Primitive("matmul_rows", half_in_float32(_matmul_rows_impl)),
     # d(R B) = dR B + R dB, for B = b or b^T alike
     per_input(jvp=(lambda t, ans, rows, b, transpose_b: bind(matmul_rows_p, t, b,
                                                               transpose_b=transpose_b),

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes as _dt
+from ..dtypes import half_in_float32
 from ..catalog import NO_DERIVATIVE, Hints, Lowering, define
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
@@ -70,7 +71,7 @@ def _relu6_mask(x: Tensor) -> Tensor:
 
 
 relu6_p = define(
-    Primitive("relu6", lambda x: np.clip(x, 0, 6)),
+    Primitive("relu6", lambda x: np.minimum(np.maximum(x, 0), 6)),  # np.clip: bfloat16 -> float32
     per_input(jvp=(lambda t, ans, x: multiply(t, _relu6_mask(x)),),
               vjp=(lambda g, ans, x: multiply(g, _relu6_mask(x)),), reads=("x",)),
     batch_unary, sparsity=elementwise_deps,
@@ -182,7 +183,7 @@ def _softmax_lower(jax: Any, x: Any, axis: int) -> Any:
 # softmax: d s = s (dx - sum(s dx)); the VJP is the same product (the Jacobian is symmetric).
 # A primitive for speed: one fused NumPy pass and short rules, no recorded max.
 softmax_p = define(
-    Primitive("softmax", _softmax_impl),
+    Primitive("softmax", half_in_float32(_softmax_impl)),
     per_input(jvp=(lambda t, ans, x, axis: _weighted_center(ans, t, axis),),
               vjp=(lambda g, ans, x, axis: _weighted_center(ans, g, axis),), reads=("ans",)),
     batch_along_axis, sparsity=along_axis_deps, lower=_softmax_lower)
@@ -203,7 +204,7 @@ def _log_softmax_lower(jax: Any, x: Any, axis: int) -> Any:
 # log_softmax: d = dx - sum(softmax dx); VJP g - softmax sum(g), with softmax = exp(ans).
 # A primitive for stability: max-shifted, and exact where one logit dominates.
 log_softmax_p = define(
-    Primitive("log_softmax", _log_softmax_impl),
+    Primitive("log_softmax", half_in_float32(_log_softmax_impl)),
     per_input(jvp=(lambda t, ans, x, axis: subtract(
                   t, reduce_sum(multiply(exp(ans), t), axis=axis, keepdims=True)),),
               vjp=(lambda g, ans, x, axis: subtract(
@@ -255,7 +256,7 @@ def _one_hot_labels_lower(jax: Any, labels: Any, depth: int, dtype: np.dtype) ->
     # behaviour on GPU), so the loss is nan rather than silently 0.
     jnp = jax.numpy
     hot = (labels[..., None] == jnp.arange(depth, dtype=labels.dtype)).astype(dtype)
-    if dtype.kind not in "fc":
+    if _dt.kind(dtype) not in "fc":
         return hot
     bad = (labels < 0) | (labels >= depth)
     return jnp.where(bad[..., None], jnp.asarray(jnp.nan, dtype), hot)

@@ -32,6 +32,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import dtypes as _dt
+from ..dtypes import half_in_float32
 from ..catalog import Hints, define
 from ..core import Primitive, Zero, bind
 from ..errors import InvalidArgumentError, UnimplementedError
@@ -49,7 +51,7 @@ def _offsets(ksize: tuple) -> list[tuple[int, int]]:
 
 
 def _lowest(dtype: np.dtype) -> Any:
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    return -np.inf if _dt.kind(dtype) == "f" else np.iinfo(dtype).min
 
 
 def _max_pool_impl(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) -> np.ndarray:
@@ -66,7 +68,7 @@ def _max_and_argmax(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) ->
     """(the maximum of each window, `_argmax`): one running maximum gives both."""
     xp = pad(x, pads, _lowest(x.dtype))
     oh, ow = out_hw(x.shape, ksize, strides, pads)
-    nan = x.dtype.kind == "f" and bool(np.isnan(x).any())
+    nan = _dt.kind(x.dtype) == "f" and bool(np.isnan(x).any())
     # A running maximum over the offsets, in order: a later offset wins only if strictly
     # greater (the first maximum keeps ties), and then its offset is the largest yet, so
     # the argmax is a running maximum too. Branch-free ufuncs only: np.argmax over a
@@ -166,7 +168,7 @@ def _selector(values: np.ndarray) -> Any:
     """(mask, out=None) -> values where mask, else 0 (into `out` if given). A product with
     the mask is branch-free (a select with a random mask is several times slower), exact
     where values are finite."""
-    if values.dtype.kind in "fc" and not np.isfinite(values).all():
+    if _dt.kind(values.dtype) in "fc" and not np.isfinite(values).all():
         def select(mask: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
             picked = np.where(mask, values, 0)  # inf * 0 would be NaN
             if out is None:
@@ -218,7 +220,7 @@ def _xla_argmax(jax: Any, x: Any, ksize: tuple, strides: tuple, pads: tuple) -> 
     low = _lowest(np.dtype(x.dtype))
     xp = jnp.pad(x, _xla_pads(x.ndim - 3, pads), constant_values=low)
     oh, ow = out_hw(x.shape, ksize, strides, pads)
-    nan = np.dtype(x.dtype).kind == "f"
+    nan = _dt.kind(np.dtype(x.dtype)) == "f"
     top = arg = None
     for k, (i, j) in enumerate(_offsets(ksize)):
         v = _xla_window(jax, xp, i, j, oh, ow, strides)
@@ -312,7 +314,7 @@ def _argmax_form(args: tuple, params: dict, reverse: bool) -> Any:
     """max_pool2d's differentiation form (catalog.KINDS["form"]): under a tape or an
     accumulator, a float maximum keeps its argmax (`max_pool2d_argmax`, "the argmax, kept"
     below); other dtypes, which carry no derivative, run as bound (None)."""
-    if dtype_of(args[0]).kind in "fc":
+    if _dt.kind(dtype_of(args[0])) in "fc":
         return bind(max_pool2d_argmax_p, *args, **params)[0]
     return None
 
@@ -504,7 +506,7 @@ def _batch_first(prim: Primitive) -> dict:
 
 # XLA: the sum is lax.reduce_window; its transpose spreads g onto each offset, as the impl.
 window_sum_p = define(
-    Primitive("window_sum", _window_sum_impl),
+    Primitive("window_sum", half_in_float32(_window_sum_impl)),
     linear(lambda g, x, ksize, strides, pads: bind(
         window_sum_transpose_p, g, ksize=ksize, strides=strides, pads=pads,
         input_shape=shape_of(x)[-4:])),
@@ -512,7 +514,7 @@ window_sum_p = define(
     lower=lambda jax, x, ksize, strides, pads: _xla_reduce(
         jax, x, np.zeros((), x.dtype), jax.lax.add, ksize, strides, pads))
 window_sum_transpose_p = define(
-    Primitive("window_sum_transpose", _window_sum_transpose_impl),
+    Primitive("window_sum_transpose", half_in_float32(_window_sum_transpose_impl)),
     linear(lambda g, x, ksize, strides, pads, input_shape: _window_sum(g, ksize, strides, pads)),
     _windowed(per_example_deps(), batch=_batch_first),
     lower=lambda jax, g, ksize, strides, pads, input_shape: _xla_spread(

@@ -162,7 +162,7 @@ permutation_p = define(Primitive("random_permutation", _permutation_impl, effect
 # ---------------------------------------------------------------- public ops
 def _float_dtype(dtype: Any, op: str) -> np.dtype:
     dt = _dt.as_dtype(dtype)._np
-    if dt.kind != "f":
+    if _dt.kind(dt) != "f":
         raise InvalidArgumentError(f"{op}: `dtype` must be a floating dtype; got {dt}.")
     return dt
 
@@ -231,7 +231,7 @@ def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dt.fl
     op = "random.uniform"
     dt = _dt.as_dtype(dtype)._np
     dims = static_shape(shape, op)
-    if dt.kind in "iu":
+    if _dt.kind(dt) in "iu":
         if maxval is None:
             raise InvalidArgumentError(f"{op}: integer dtypes need `maxval`.")
         lo, hi = _int_bound(minval, op, "minval"), _int_bound(maxval, op, "maxval")
@@ -240,7 +240,7 @@ def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dt.fl
                                        f"maxval={hi}.")
         return bind(uniform_int_p, generator=_seeds.generator(seed), shape=dims, dtype=dt,
                           minval=lo, maxval=hi)
-    if dt.kind != "f":
+    if _dt.kind(dt) != "f":
         raise InvalidArgumentError(f"{op}: `dtype` must be floating or integer; got {dt}.")
     lo = _param(minval, dt, op, "minval")
     hi = _param(1.0 if maxval is None else maxval, dt, op, "maxval")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
+from ..dtypes import half_in_float32
 from ..catalog import NO_DERIVATIVE, define
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
@@ -103,7 +104,7 @@ def _cumsum_lower(jax: Any, x: Any, axis: int, exclusive: bool, reverse: bool) -
 
 
 cumsum_p = define(
-    Primitive("cumsum", _cumsum_impl),
+    Primitive("cumsum", half_in_float32(_cumsum_impl)),
     # The transpose of a running sum is the running sum in the other direction.
     linear(lambda g, x, axis, exclusive, reverse: bind(
         cumsum_p, g, axis=axis, exclusive=exclusive, reverse=not reverse)),
@@ -260,7 +261,7 @@ def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: bool = False,
     # by the reciprocal rounded from float64.
     shape = shape_source(x)
     sizes = tuple(shape[i] for i in (axis if axis is not None else range(len(shape))))
-    kind, dtype = x._value.dtype.kind, x._value.dtype
+    kind, dtype = x._value.dtype.kind, x._value.dtype  # ints only: bfloat16 (V) is not one
     if kind in "iu":
         count = bind(size_p, sizes=sizes, dtype=dtype, at_least=1)
         if kind == "u":
@@ -321,12 +322,12 @@ def reduce_logsumexp(input_tensor: Any, axis: Any = None, keepdims: bool = False
 
 def _variance(input_tensor: Any, axis: Any, keepdims: bool, op: str) -> Tensor:
     x = as_tensor(input_tensor, op, "input_tensor")
-    if x._value.dtype.kind not in "fc":
+    if _dt.kind(x._value.dtype) not in "fc":
         raise TypeError(f"{op}: `input_tensor` has dtype {_dt.from_numpy(x._value.dtype).name}; "
                         "expected a real or complex floating dtype.")
     axis = normalize_axis(axis, np.ndim(x._value), op)
     d = subtract(x, reduce_mean(x, axis=axis, keepdims=True))
-    sq = real(multiply(d, conj_if_complex(d))) if x._value.dtype.kind == "c" else square(d)
+    sq = real(multiply(d, conj_if_complex(d))) if _dt.kind(x._value.dtype) == "c" else square(d)
     return reduce_mean(sq, axis=axis, keepdims=keepdims)
 
 

@@ -9,6 +9,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import dtypes as _dt
+
 __all__ = ["constant_is", "is_minus_zero", "is_plus_zero", "is_one", "same_as_input",
            "neutral_right"]
 
@@ -27,9 +29,9 @@ def constant_is(c: Any, test: Callable[[np.ndarray], np.ndarray]) -> bool:
 def _signed_zero(negative: bool) -> Callable[[np.ndarray], np.ndarray]:
     """Entries that are 0 with the given sign bit (both parts, for complex; any 0 for ints)."""
     def test(c: np.ndarray) -> np.ndarray:
-        if c.dtype.kind == "c":
+        if _dt.kind(c.dtype) == "c":
             return test(c.real) & test(c.imag)
-        if c.dtype.kind != "f":
+        if _dt.kind(c.dtype) != "f":
             return c == 0
         return (c == 0) & (np.signbit(c) == negative)
     return test
@@ -41,7 +43,7 @@ is_plus_zero = _signed_zero(False)   # x - (+0.) is x exactly; x - (-0.) is not 
 
 def is_one(c: np.ndarray) -> np.ndarray:
     """Entries equal to 1, real dtypes only: a complex (1+0j) times (inf+0j) is inf+nanj."""
-    return (c == 1) if c.dtype.kind != "c" else np.zeros(c.shape, bool)
+    return (c == 1) if _dt.kind(c.dtype) != "c" else np.zeros(c.shape, bool)
 
 
 def same_as_input(consts: list, same: Callable[[int], bool], **params: Any) -> int | None:

@@ -34,6 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import blas
+from .. import dtypes as _dt
 from ..dtypes import is_real_floating
 from ..catalog import NO_DERIVATIVE, Hints, Lowering, define
 from ..core import Husk, Primitive, Zero, bind, sizes
@@ -471,18 +472,18 @@ def _saturated(xp: Any, x: Any, dtype: np.dtype) -> Any:
 
 
 def _cast_impl(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    if x.dtype.kind == "c" and dtype.kind != "c":
+    if _dt.kind(x.dtype) == "c" and _dt.kind(dtype) != "c":
         x = x.real  # TensorFlow keeps the real part
-    if dtype.kind in "iu" and is_real_floating(x.dtype):  # NOTE(float-to-int)
+    if _dt.kind(dtype) in "iu" and is_real_floating(x.dtype):  # NOTE(float-to-int)
         return _float_to_int(x, dtype)
     return x.astype(dtype, copy=False)
 
 
 def _cast_lower(jax: Any, x: Any, dtype: np.dtype) -> Any:
     jnp = jax.numpy
-    if jnp.iscomplexobj(x) and dtype.kind != "c":
+    if jnp.iscomplexobj(x) and _dt.kind(dtype) != "c":
         x = x.real
-    if dtype.kind not in "iu" or not is_real_floating(x.dtype):
+    if _dt.kind(dtype) not in "iu" or not is_real_floating(x.dtype):
         return x.astype(dtype)
     if np.dtype(x.dtype).itemsize < 4:  # NOTE(float-to-int): float16, bfloat16 as float32
         x = x.astype(np.float32)
@@ -491,13 +492,13 @@ def _cast_lower(jax: Any, x: Any, dtype: np.dtype) -> Any:
 
 def _cast_tangent(t: Tensor, ans: Tensor, x: Tensor, dtype: np.dtype) -> Any:
     # Derivatives flow only between floating and complex dtypes.
-    if dtype.kind not in "fc":
+    if _dt.kind(dtype) not in "fc":
         return Zero.like(ans)
     return bind(cast_p, t, dtype=dtype)
 
 
 def _cast_cotangent(g: Tensor, ans: Tensor, x: Tensor, dtype: np.dtype) -> Any:
-    return bind(cast_p, g, dtype=dtype_of(x)) if dtype_of(x).kind in "fc" else None
+    return bind(cast_p, g, dtype=dtype_of(x)) if _dt.kind(dtype_of(x)) in "fc" else None
 
 
 cast_p = define(
@@ -505,7 +506,7 @@ cast_p = define(
     per_input(jvp=(_cast_tangent,), vjp=(_cast_cotangent,), reads=("",)),
     batch_unary, lower=_cast_lower,
     sparsity=lambda pats, vals, outs, dtype: (
-        elementwise_deps(pats, vals, outs) if dtype.kind in "fc" else (None,)),  # ints: none
+        elementwise_deps(pats, vals, outs) if _dt.kind(dtype) in "fc" else (None,)),  # ints: none
     passes=Hints(simplify=same_as_input, elementwise=True))
 
 
@@ -585,6 +586,8 @@ def _sum_impl(x: np.ndarray, axis: tuple | None, keepdims: bool) -> Any:
     if x.dtype.kind in "iu":
         # Integers keep their dtype (NumPy would widen int32 sums to int64; TensorFlow does not).
         return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+    if x.dtype.itemsize == 2:  # float16, bfloat16: accumulated in float32 (half_in_float32)
+        return np.sum(x, axis=axis, keepdims=keepdims, dtype=np.float32).astype(x.dtype)
     if axis and len(axis) < x.ndim and x.size >= _GEMV_FROM and x.dtype in _BLAS_REAL \
             and x.flags.c_contiguous \
             and axis[0] >= 0 and axis == tuple(range(axis[0], axis[-1] + 1)):
