@@ -154,6 +154,47 @@ def test_a_graph_computed_from_the_sizes_is_traced_per_size():
     assert not cf.serves_all_sizes
 
 
+# Python computing from a None size in ways the traces at n and 2n agree on: the first
+# graph served every size (zeros at n = 3 after a call at n = 2, eager gives x).
+_SIZE_READS = {
+    "float(n % 2)": lambda x: x * float(x.shape[0] % 2),
+    "n >= 4": lambda x: x * 2.0 if x.shape[0] >= 4 else x,
+    "min(n, 4)": lambda x: x * float(min(x.shape[0], 4)),
+    "n in (2, 4, 8)": lambda x: x * 2.0 if x.shape[0] in (2, 4, 8) else x,
+    "n % 3": lambda x: x * float(x.shape[0] % 3),
+    "pad by n % 2": lambda x: tf.pad(x, [[0, x.shape[0] % 2], [0, 0]]),
+    "isqrt(n)": lambda x: x * float(__import__("math").isqrt(x.shape[0])),
+    "len(x)": lambda x: x * float(len(x) % 2),
+    "get_shape()": lambda x: x * float(x.get_shape()[0] % 2),
+    "as_list()": lambda x: x * float(x.shape.as_list()[0] % 2),
+    "unpacked": lambda x: (lambda n, m: x * float(n % 2))(*x.shape),
+    "shape ==": lambda x: x * 2.0 if x.shape == (4, 3) else x,
+    "num_elements()": lambda x: x * float(x.shape.num_elements() % 2),
+}
+
+
+@pytest.mark.filterwarnings("ignore:tapeflow.function .* has been traced")  # per size
+@pytest.mark.parametrize("jit", [False, True], ids=["numpy", "xla"])
+@pytest.mark.parametrize("fn", list(_SIZE_READS.values()), ids=list(_SIZE_READS))
+def test_python_arithmetic_on_a_size_never_replays_at_another(fn, jit):
+    if jit:
+        pytest.importorskip("jax")
+    f = tf.function(fn, input_signature=[S([None, 3], tf.float32)], jit_compile=jit)
+    for n in (2, 4, 3, 5, 8, 7, 1, 6, 9, 11, 4, 3):  # odd and prime sizes, and 1
+        x = tf.constant(np.arange(3.0 * n, dtype=np.float32).reshape(n, 3))
+        want = fn(x)
+        got = f(x)
+        assert got.shape == want.shape, n
+        np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=f"n = {n}")
+
+
+def test_two_none_sizes_compared_by_python():
+    f = tf.function(lambda x, y: x * 2.0 if x.shape[0] == y.shape[0] else x,
+                    input_signature=[S([None]), S([None])])
+    for n, m in [(2, 3), (4, 6), (3, 3), (5, 7), (6, 6), (2, 3)]:
+        x, y = tf.ones([n]), tf.ones([m])
+        np.testing.assert_array_equal(f(x, y).numpy(), np.full(n, 2.0 if n == m else 1.0))
+
 def _window_ops(x, w):
     return tf.nn.max_pool2d(tf.nn.conv2d(x, w, strides=2, padding="SAME"), 2, 2, "SAME")
 

@@ -136,12 +136,15 @@ def generalize(a: Graph, b: Graph, python_read: str | None = None,
     that differs (a constant such as range(n), a float such as 1/n) keeps the graph to
     the sizes it was traced at. Two traces at sizes n and 2n agreeing on these
     correspondences is the evidence; the function's own Python code, run at both, is what
-    the correspondence stands for; so where Python itself read a size of a None dimension
-    (`python_read`: where, from `size_reads`), which it could use in any way (min(n, 8)),
-    nothing differing is taken for a size; nor with `sizes` false. A loop's body (a
-    graph in a node's params) is generalized the same way, its sizes read from its own
+    the correspondence stands for. So where Python itself read a size of a None dimension
+    (`python_read`: where, from `size_reads`), which it could use in any way the graphs
+    need not show (x * float(n % 2) is x * 0.0 at both n = 2 and n = 4), there is no
+    such graph; with `sizes` false, nothing differing is taken for a size. A loop's body
+    (a graph in a node's params) is generalized the same way, its sizes read from its own
     values.
     """
+    if python_read is not None:
+        return None, f"Python reads a size of a None dimension at {python_read}"
     if (a.inputs != b.inputs or a.outputs != b.outputs or a.next_slot != b.next_slot
             or len(a.nodes) != len(b.nodes) or a.var_slots != b.var_slots
             or len(a.variables) != len(b.variables)
@@ -160,7 +163,7 @@ def generalize(a: Graph, b: Graph, python_read: str | None = None,
 
     def finder(slots: list) -> Any:
         def find(v1: int, v2: int) -> SizeOf | None:
-            if python_read is not None or not sizes:
+            if not sizes:
                 return None
             for s in slots:
                 for k, (d1, d2) in enumerate(zip(a.avals[s][0], b.avals[s][0])):
@@ -198,10 +201,9 @@ def generalize(a: Graph, b: Graph, python_read: str | None = None,
                 n.outputs == m.outputs and n.backward is None and m.backward is None:
             params = _sized(n.params, m.params,
                             finder(list(dict.fromkeys(n.inputs + a.inputs))),
-                            lambda p, q: generalize(p, q, python_read, sizes)[0])
+                            lambda p, q: generalize(p, q, None, sizes)[0])
         if params is None:
-            read = "" if python_read is None else f" (Python read a size at {python_read})"
-            return None, f"node {k} ({_describe(n)}), whose parameters depend on the sizes{read}"
+            return None, f"node {k} ({_describe(n)}), whose parameters depend on the sizes"
         sized = True
         nodes.append(Node(n.prim, n.inputs, params, n.outputs, None, n.phase, sized=True))
     if not sized:
