@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from typing import Any, Iterable
 
 import numpy as np
@@ -35,6 +36,18 @@ _log = logging.getLogger("tapeflow.keras")
 # Builds of every optimizer, one at a time: rare (a variable's first step), and a module
 # lock survives copying and pickling an optimizer.
 _BUILDING = threading.RLock()
+# Each optimizer's steps, one at a time: a step reads `iterations` (Adam's bias correction)
+# and adds 1 to it, so two threads stepping at once used one step count, and another none.
+# Kept beside the optimizer rather than on it, which then still copies and pickles.
+_STEPPING: "weakref.WeakKeyDictionary[Any, threading.RLock]" = weakref.WeakKeyDictionary()
+
+
+def _step_lock(optimizer: Any) -> threading.RLock:
+    lock = _STEPPING.get(optimizer)
+    if lock is None:
+        with _BUILDING:
+            lock = _STEPPING.setdefault(optimizer, threading.RLock())
+    return lock
 
 
 def _check_float(value: Any, who: str, arg: str, lo: float = 0.0, hi: float | None = None) -> float:
@@ -234,6 +247,10 @@ class Optimizer:
             if not isinstance(pair[1], Variable):
                 raise TypeError(f"{who}: item {i} of `grads_and_vars` pairs a gradient with "
                                 f"{type(pair[1]).__name__} {pair[1]!r}; expected a tf.Variable.")
+        with _step_lock(self):
+            return self._apply(pairs, who)
+
+    def _apply(self, pairs: list, who: str) -> Variable:
         if isinstance(self._learning_rate, LearningRateSchedule):
             self._current_learning_rate.assign(
                 ops.elementwise.cast(self._learning_rate(self._iterations),

@@ -1,0 +1,282 @@
+"""Randomized tests of the edges where wrong numbers hid: traced functions replayed at
+sizes their traces did not see, half-precision programs, sparse Jacobians of scatters
+with repeated indices, side effects per trace, and shared objects hit by 8 threads.
+
+Each draws its cases with Hypothesis, bounded in the default profile ("ci"); run
+``pytest tests/test_random_edges.py --hypothesis-profile=long`` for the long run.
+
+- Size programs: a function of an input with a None dimension, built from steps that
+  read sizes in every way a program does (tf.shape, reshape's -1, slices, means, and
+  Python arithmetic on ``x.shape[0]``: remainders, min, comparisons, padding), replayed
+  at 3 to 6 sizes drawn from 1, odd, even and prime sizes, against eager at each.
+- Half precision: the random programs of tests/programs.py at float16 and bfloat16
+  against float32 at the same (rounded) inputs, to the half type's precision.
+- Sparse Jacobians: programs of scatters (update and add, with repeated indices),
+  gathers, slices and elementwise ops, in every mode, against jacfwd.
+- Side effects: the Python body of a traced function runs once per trace.
+- Threads: one traced function (guards and None dimensions), one SparseJacobian and one
+  Adam shared by 8 threads at a 1 µs switch interval, each result against eager.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tapeflow as tf
+
+from programs import ROWS_F32, build
+
+SEEDS = st.integers(0, 2**32 - 1)
+SIZES = st.lists(st.sampled_from([1, 2, 3, 4, 5, 7, 8, 11, 13, 16]), min_size=3, max_size=6)
+# The costlier tests draw a quarter of the profile's examples.
+FEWER = settings(max_examples=max(10, settings.default.max_examples // 4))
+
+
+# ---------------------------------------------------------------- size programs
+def _steps():
+    """Steps x -> x (shape [n, 3] -> [n, 3]) that read the size n in different ways."""
+    return [
+        lambda x: x * float(x.shape[0] % 2),
+        lambda x: x * float(x.shape[0] % 3 + 1),
+        lambda x: x * float(min(x.shape[0], 4)),
+        lambda x: x * 2.0 if x.shape[0] >= 4 else x - 1.0,
+        lambda x: x + 1.0 if x.shape[0] in (2, 4, 8) else x,
+        lambda x: tf.pad(x, [[0, x.shape[0] % 2], [0, 0]])[:tf.shape(x)[0]],
+        lambda x: x - tf.reduce_mean(x, axis=0),
+        lambda x: tf.reshape(tf.reshape(x, [-1]) * 0.5, [tf.shape(x)[0], 3]),
+        lambda x: x * tf.cast(tf.range(tf.shape(x)[0]), x.dtype)[:, None],
+        lambda x: tf.concat([x[1:], x[:1]], axis=0),
+        lambda x: x / tf.cast(tf.shape(x)[0], x.dtype),
+        lambda x: tf.math.cumsum(x, axis=0) * 0.1,
+        lambda x: x * float(len(x) % 2 + 1),
+        lambda x: tf.tanh(x) + tf.reduce_max(x, axis=0, keepdims=True),
+    ]
+
+
+STEP_COUNT = len(_steps())
+
+
+def _size_program(picks):
+    steps = _steps()
+
+    def f(x):
+        for k in picks:
+            x = steps[k](x)
+        return x
+    return f
+
+
+@given(picks=st.lists(st.integers(0, STEP_COUNT - 1), min_size=1, max_size=4), sizes=SIZES)
+def test_a_traced_size_program_replays_like_eager_at_every_size(picks, sizes):
+    f = _size_program(picks)
+    traced = tf.function(f, input_signature=[tf.TensorSpec([None, 3], tf.float64)])
+    with _quiet():
+        for n in sizes:
+            x = tf.constant(np.linspace(-1.0, 1.0, 3 * n).reshape(n, 3))
+            want = f(x)
+            got = traced(x)
+            assert got.shape == want.shape, (picks, n)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12,
+                                       err_msg=f"steps {picks} at n = {n}")
+
+
+@FEWER
+@given(picks=st.lists(st.integers(0, STEP_COUNT - 1), min_size=1, max_size=3), sizes=SIZES)
+def test_a_compiled_size_program_replays_like_eager_at_every_size(picks, sizes):
+    pytest.importorskip("jax")
+    f = _size_program(picks)
+    traced = tf.function(f, input_signature=[tf.TensorSpec([None, 3], tf.float32)],
+                         jit_compile=True)
+    with _quiet():
+        for n in sizes:
+            x = tf.constant(np.linspace(-1.0, 1.0, 3 * n, dtype=np.float32).reshape(n, 3))
+            want = f(x)
+            got = traced(x)
+            assert got.shape == want.shape, (picks, n)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5,
+                                       err_msg=f"steps {picks} at n = {n}")
+
+
+@contextlib.contextmanager
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the retracing warning of per-size traces
+        yield
+
+
+# ---------------------------------------------------------------- half precision
+ml_dtypes = pytest.importorskip("ml_dtypes")
+HALF = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
+
+
+def _real_rows():
+    out = []
+    for r in ROWS_F32:
+        xs = [tf.constant(np.asarray(a, np.float32)) for a in r.make(np.random.default_rng(7))]
+        graph = tf.function(r.fn).get_concrete_function(*xs).graph
+        if not any(np.dtype(d).kind == "c" for _, d in graph.avals.values()):
+            out.append(r)
+    return out
+
+
+REAL_ROWS = _real_rows()
+
+
+@given(seed=SEEDS, n_steps=st.integers(1, 3), name=st.sampled_from(list(HALF)))
+def test_a_half_precision_program_matches_float32(seed, n_steps, name):
+    dtype = HALF[name]
+    program = build(seed, n_steps, 1, rows=REAL_ROWS)
+    low = np.asarray(program.inputs[0], np.float32).astype(dtype)
+    x_low, x_32 = tf.constant(low), tf.constant(low.astype(np.float32))
+    want = program(x_32).numpy()
+    with tf.GradientTape() as tape:
+        tape.watch(x_low)
+        y = program(x_low)
+        loss = tf.reduce_sum(y)
+    g = tape.gradient(loss, x_low)
+    assert y.dtype == tf.as_dtype(dtype) and g.dtype == tf.as_dtype(dtype)
+    eps = float(ml_dtypes.finfo(dtype).eps)
+    # sin of each step's output: values in [-1, 1]; a few roundings per step
+    np.testing.assert_allclose(y.numpy().astype(np.float64), want, atol=64 * eps * n_steps)
+    with tf.GradientTape() as tape:
+        tape.watch(x_32)
+        loss32 = tf.reduce_sum(program(x_32))
+    g32 = tape.gradient(loss32, x_32).numpy()
+    scale = max(1.0, float(np.abs(g32).max()))
+    np.testing.assert_allclose(g.numpy().astype(np.float64), g32,
+                               atol=64 * eps * n_steps * scale)
+
+
+# ---------------------------------------------------------------- sparse Jacobians
+def _scatter_program(seed):
+    """f(u) for u of size 8: scatters with repeated indices, gathers, slices."""
+    rng = np.random.default_rng(seed)
+    steps = []
+    for _ in range(int(rng.integers(1, 4))):
+        kind = int(rng.integers(0, 5))
+        idx = rng.integers(0, 8, size=(int(rng.integers(1, 5)), 1))
+        src = rng.integers(0, 8, size=len(idx))
+        steps.append((kind, idx, src, float(rng.uniform(0.5, 1.5))))
+
+    def f(u):
+        for kind, idx, src, c in steps:
+            picked = tf.gather(u, src)
+            if kind == 0:
+                u = tf.tensor_scatter_nd_update(u, idx, picked * c)
+            elif kind == 1:
+                u = tf.tensor_scatter_nd_add(u, idx, tf.sin(picked))
+            elif kind == 2:
+                u = tf.concat([u[1:] * u[:-1], u[:1] * c], axis=0)
+            elif kind == 3:
+                u = tf.tanh(u) + c * tf.gather(u, (np.arange(8) + 3) % 8)
+            else:
+                u = tf.tensor_scatter_nd_update(u, idx, tf.gather(u * u, src))
+        return u
+    return f
+
+
+@FEWER
+@given(seed=SEEDS)
+def test_sparse_jacobians_of_scatters_equal_jacfwd_in_every_mode(seed):
+    pytest.importorskip("scipy")
+    f = _scatter_program(seed)
+    x = np.linspace(-1.0, 1.0, 8)
+    want = tf.jacfwd(f)(tf.constant(x)).numpy()
+    np.testing.assert_allclose(tf.jacrev(f)(tf.constant(x)).numpy(), want, atol=1e-12)
+    for mode in ("auto", "forward", "reverse", "mixed"):
+        got = tf.sparse_jacobian(f, x, mode=mode).toarray()
+        np.testing.assert_allclose(got, want, atol=1e-12, err_msg=mode)
+
+
+# ---------------------------------------------------------------- side effects per trace
+@given(picks=st.lists(st.integers(0, 3), min_size=1, max_size=3), sizes=SIZES)
+def test_the_body_runs_once_per_trace(picks, sizes):
+    runs = []
+
+    def f(x):
+        runs.append(1)
+        for k in picks:
+            x = [tf.sin, tf.exp, lambda v: v * 2.0, tf.tanh][k](x)
+        return x
+
+    traced = tf.function(f)
+    for n in sizes:
+        traced(tf.ones([n, 2]))
+    assert len(runs) == traced.experimental_get_tracing_count()
+
+
+@pytest.mark.xfail(strict=True, reason="a signature with None dimensions is probed by a "
+                   "second run of the body (graph/polymorphic.py, NOTE(probe))")
+def test_the_body_runs_once_per_trace_of_a_none_dimension():
+    runs = []
+    traced = tf.function(lambda x: (runs.append(1), x * 2.0)[1],
+                         input_signature=[tf.TensorSpec([None], tf.float32)])
+    traced(tf.ones([3]))
+    assert len(runs) == traced.experimental_get_tracing_count()
+
+
+# ---------------------------------------------------------------- threads
+def _in_threads(work, n=8):
+    errors = []
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        def run(i):
+            try:
+                work(i)
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors[0]
+
+
+@FEWER
+@given(seed=SEEDS)
+def test_shared_objects_from_eight_threads(seed):
+    rng = np.random.default_rng(seed)
+
+    def f(x):
+        y = tf.sin(x) * tf.reduce_mean(x)
+        return y * 2.0 if float(tf.reduce_sum(x)) > 0 else tf.exp(y)
+
+    traced = tf.function(f, input_signature=[tf.TensorSpec([None], tf.float64)])
+    inputs = [rng.standard_normal(int(rng.integers(2, 9))) for _ in range(16)]
+    jac = tf.SparseJacobian(lambda u: tf.concat([u[1:] * u[:-1], tf.sin(u[:1])], axis=0))
+    adam = tf.keras.optimizers.Adam(0.1)
+    variables = [tf.Variable(np.ones(3)) for _ in range(8)]
+
+    def work(i):
+        for j in range(i, len(inputs), 8):
+            x = tf.constant(inputs[j])
+            np.testing.assert_allclose(traced(x).numpy(), f(x).numpy(), rtol=1e-12)
+            want = tf.jacfwd(lambda u: tf.concat([u[1:] * u[:-1], tf.sin(u[:1])], 0))(x)
+            np.testing.assert_allclose(jac(inputs[j]).toarray(), want.numpy(), atol=1e-12)
+        adam.apply_gradients([(tf.constant(np.full(3, float(i + 1))), variables[i])])
+
+    with _quiet():
+        _in_threads(work)
+    # One step each, at steps 1..8 of the optimizer (its iteration count is shared, as in
+    # Keras) in some order: Adam's first moment and second moment of a variable's own
+    # gradient g give the step lr * (1 - b1) / (1 - b1^t) * sqrt((1 - b2^t) / (1 - b2))
+    # whatever g > 0 is; a slot mixed with another thread's, or a step counted twice,
+    # gives another value.
+    b1, b2 = 0.9, 0.999
+    steps = [0.1 * (1 - b1) / (1 - b1 ** t) * np.sqrt((1 - b2 ** t) / (1 - b2))
+             for t in range(1, 9)]
+    got = sorted(1.0 - float(v.numpy()[0]) for v in variables)
+    np.testing.assert_allclose(got, sorted(steps), rtol=1e-5)
+    assert int(adam.iterations) == 8
