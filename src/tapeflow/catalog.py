@@ -63,7 +63,7 @@ HOST_CALLBACK = Effect("host_callback", "its impl calls back into Python at ever
 DATA_SHAPE = Effect("data_shape", "its output's shape depends on its inputs' values (tf.range "
                     "of tensors): a trace guards that shape, so a replay at another traces again")
 CALLS_USER_CODE = Effect("calls_user_code", "its impl runs the user's Python (py_function, "
-                         "numpy_function): a trace is never run again only to probe it")
+                         "numpy_function): a replay runs it at every call, as eagerly")
 
 EFFECTS = (NO_DERIVATIVE, STATEFUL, PER_EXAMPLE, IDENTITY, READS_VARIABLE, CUSTOM_GRADIENT,
            HOST_CALLBACK, CALLS_USER_CODE, DATA_SHAPE)

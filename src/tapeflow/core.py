@@ -228,8 +228,8 @@ class Recorder:
     def on_read(self, tensor: Any, how: str) -> None:
         pass
 
-    def python_shape(self, dims: tuple) -> TensorShape:
-        """The shape user code reads of a tensor, in a `dynamic` recorder (core.python_shape)."""
+    def python_shape(self, dims: tuple, tensor: Any) -> TensorShape:
+        """The shape user code reads of `tensor`, in a `dynamic` recorder (core.python_shape)."""
         return tuple.__new__(TensorShape, dims)
 
     def sizes(self, tensor: Any) -> tuple | None:
@@ -400,9 +400,9 @@ def sizes(x: Any) -> tuple:
     return v.shape if isinstance(v, (np.ndarray, np.generic)) else np.shape(v)
 
 
-def python_shape(dims: tuple) -> TensorShape:
+def python_shape(dims: tuple, tensor: Any = None) -> TensorShape:
     """The shape Python reads of a tensor (`Tensor.shape`, `len`): in a size-generic trace
-    (NOTE(probe) in graph/polymorphic.py), when the reading code (the caller's caller) is
+    (NOTE(two-sizes) in graph/polymorphic.py), when the reading code (the caller's caller) is
     the user's and not tapeflow's, the innermost one's (which notes the sizes read);
     else a plain TensorShape."""
     stack = _state.stack
@@ -411,7 +411,7 @@ def python_shape(dims: tuple) -> TensorShape:
             if rec.dynamic:
                 filename = sys._getframe(2).f_code.co_filename
                 if not os.path.abspath(filename).startswith(_PACKAGE):
-                    return rec.python_shape(dims)
+                    return rec.python_shape(dims, tensor)
                 break
     return tuple.__new__(TensorShape, dims)  # NumPy's dims are ints already
 

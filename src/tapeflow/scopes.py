@@ -1,8 +1,8 @@
 """Per-thread context that is not a recorder: the name scope, muted and held printing.
 
 `tf.name_scope` (module.py) and `tf.Module`'s scopes prefix the names of the variables
-made inside them; a probe trace (NOTE(probe) in graph/polymorphic.py) and a trace that
-is no call (`get_concrete_function`) mute what tf.print prints; a replay holds it back
+made inside them; a trace that is no call (`get_concrete_function`) and the backward
+pass a trace records mute what tf.print prints; a replay holds it back
 until its guards have passed (a replay a guard abandons printed nothing, as it wrote no
 variable). None takes part in recording, so none lives on core's recorder stack: each
 is a per-thread value of its own here, set for a block by a context manager.
@@ -51,8 +51,8 @@ def scope_entered(scope: str) -> Iterator[str]:
 
 
 def quiet() -> bool:
-    """Whether this thread runs a block whose printing is muted (a probe trace): tf.print
-    and the probe's muted streams check it."""
+    """Whether this thread runs a block whose printing is muted (a trace that is no call):
+    tf.print checks it."""
     return _local.quiet > 0
 
 

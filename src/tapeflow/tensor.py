@@ -152,10 +152,10 @@ class TensorBase:
 
     @property
     def shape(self) -> TensorShape:
-        return _core.python_shape(np.shape(self._value))
+        return _core.python_shape(np.shape(self._value), self)
 
     def get_shape(self) -> TensorShape:
-        return _core.python_shape(np.shape(self._value))
+        return _core.python_shape(np.shape(self._value), self)
 
     @property
     def dtype(self) -> _dt.DType:
@@ -211,7 +211,7 @@ class TensorBase:
         shape = np.shape(self._value)
         if not shape:
             raise TypeError("Scalar tensor has no `len()`.")
-        return _core.python_shape(shape)[0]
+        return _core.python_shape(shape, self)[0]
 
     def __iter__(self) -> Iterator[Any]:
         shape = np.shape(self._value)

@@ -1,10 +1,11 @@
 """Every op-table row in a trace that serves every size (graph/polymorphic.py).
 
 Each row's function, its gradient (a VJP) and a JVP are traced with every input
-dimension left open (TensorSpec of None sizes). Where the trace is taken for one that
-serves every size (the probe's graph agrees, its sizes read at replay), it must give the
-eager values at other sizes: the inputs tiled 2 and 3 times along every axis (the same
-values, so each op's domain holds). Rows whose graph depends on the sizes are traced
+dimension left open (TensorSpec of None sizes), called at the inputs and at them tiled
+twice along every axis (the same values, so each op's domain holds). Where the two traces
+are taken for one graph that serves every size (NOTE(two-sizes): they agree, their sizes
+read at replay), it must give the eager values at sizes it was never traced at: the
+inputs tiled 3 and 5 times. Rows whose graph depends on the sizes are traced
 per size, which tests/graph/test_polymorphic.py covers; here they only have to agree at
 the traced size.
 """
@@ -54,11 +55,14 @@ def test_a_size_generic_trace_gives_the_eager_values_at_other_sizes(row):
     got = traced(*[tf.constant(x) for x in xs])
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-12)
+    _agrees(traced, program, [np.tile(x, (2,) * x.ndim) for x in xs])
     cf = traced.get_concrete_function(*[tf.constant(x) for x in xs])
     if not cf.serves_all_sizes:
         return
-    for k in (2, 3):
+    count = traced.experimental_get_tracing_count()
+    for k in (3, 5):
         _agrees(traced, program, [np.tile(x, (k,) * x.ndim) for x in xs])
+    assert traced.experimental_get_tracing_count() == count
 
 
 def _agrees(traced, program, xs):

@@ -48,10 +48,17 @@ class ConcreteFunction:
         self._template = arg_template
         self._other_sizes = other_sizes
 
+    def serve_all_sizes(self, other: "ConcreteFunction") -> None:
+        """Serve every size from now on, as `other` (a later trace of the same signature at
+        other sizes, found to serve them all) does: a concrete function the caller holds
+        keeps its identity, as TensorFlow's one concrete function of a signature."""
+        self.executable, self.graph = other.executable, other.graph
+        self._specs, self._generic_key = other._specs, other._generic_key
+
     @property
     def serves_all_sizes(self) -> bool:
         """Whether this graph serves every size of its input_signature's None dimensions
-        (NOTE(probe) in graph/polymorphic.py), not only the sizes it was traced at."""
+        (NOTE(two-sizes) in graph/polymorphic.py), not only the sizes it was traced at."""
         return self._generic_key is not None
 
     @property

@@ -11,9 +11,10 @@ vmap and the transforms used inside are traced too, so a Jacobian computed
 inside is re-evaluated at new inputs by replay alone: the seed question's
 "record once, evaluate many times".
 
-An input_signature's None dimensions: one trace serves every size where its graph does
-not depend on them (graph/polymorphic.py); `ConcreteFunction` then keeps a replay per set
-of sizes, made on the first call at those sizes without running the Python body again.
+An input_signature's None dimensions: the traces at the first two sizes serve every size
+where their graphs do not depend on them (graph/polymorphic.py); `ConcreteFunction` then
+keeps a replay per set of sizes, made on the first call at those sizes without running the
+Python body again.
 
 Guards (NOTE(value-reads) in graph/trace.py): a replay whose guard reads a new
 value is abandoned and the function is traced again for that branch; the new
@@ -35,7 +36,7 @@ import numpy as np
 
 from .. import config as _config
 from .. import nest
-from ..core import bind, substack
+from ..core import bind
 from ..ops.shape import identity_p
 from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor
 from .concrete import AnyRank, ConcreteFunction
@@ -43,8 +44,7 @@ from .device import array_of
 from .ir import Graph, Guard
 from .lean import MISS as _MISS
 from .passes import optimize
-from .polymorphic import (ProbeTracer, calls_python, first_size_read, generalize, generic_key,
-                          probe_arrays, probe_effects)
+from .polymorphic import first_size_read, generalize, generic_key
 from ..scopes import held_output, quieted
 from .replay import GuardFailed
 from .scope import seal
@@ -89,9 +89,9 @@ class Function:
         self._generic_specs: dict[tuple, list] = {}
         self._guards = guards
         self._cache: collections.OrderedDict = collections.OrderedDict()
-        # generic key -> a first trace that made variables and so was not probed: the next
-        # trace of another size is compared with it instead (NOTE(probe))
-        self._unprobed: dict[tuple, tuple] = {}  # -> (graph, its size_reads)
+        # generic key -> its latest trace, to compare with the next at other sizes
+        # (NOTE(two-sizes) in graph/polymorphic.py)
+        self._unprobed: dict[tuple, tuple] = {}  # -> (graph, its size_reads, its concrete)
         # generic key -> why its graphs depend on the sizes (each size is traced on its own)
         self._per_size: dict[tuple, str] = {}
         self._lock = threading.RLock()
@@ -119,7 +119,7 @@ class Function:
 
     def _generic_key(self, leaves: list, key: Any = None) -> tuple | None:
         """The key under which one graph serves every size of the signature's None
-        dimensions (NOTE(probe) in graph/polymorphic.py), or of the TensorSpecs of an
+        dimensions (NOTE(two-sizes) in graph/polymorphic.py), or of the TensorSpecs of an
         earlier trace whose skeleton `key` has; None without such dimensions."""
         specs = self._input_signature
         if specs is None:
@@ -264,6 +264,9 @@ class Function:
                              for k, d in enumerate(np.shape(t._value))])
                 if spec.shape.rank is not None else TensorShape([None] * np.ndim(t._value))
                 for spec, t in zip(specs, leaves)]
+        if tracer.dynamic:  # the inputs whose sizes vary (all, without specs to say which)
+            tracer.varying = {s for s, shape in zip(graph.inputs, tracer.input_shapes)
+                              if None in shape} if tracer.input_shapes else set(graph.inputs)
         pos = [0]
         call_args, call_kwargs = rebuild((list(args), kwargs), inputs, pos)
         # A trace allocates a few objects per op and frees none until it ends: the cyclic
@@ -294,8 +297,8 @@ class Function:
             seal([t for t in (r() for r in tracer.made) if t is not None], self.__name__)
             if collecting:
                 gc.enable()
-        general = None if generic is None else self._serves_all_sizes(
-            generic, graph, tracer, args, kwargs, leaves, specs)
+        general, first_cf = (None, None) if generic is None else \
+            self._serves_all_sizes(generic, graph, tracer)
         def call(new_leaves: list) -> Any:  # the function at other sizes of `specs`
             a, k = rebuild((list(args), kwargs), new_leaves, [0])
             return self._call(tuple(a[len(bound):]), k, bound)
@@ -305,6 +308,11 @@ class Function:
                               None if specs is None else (specs, call))
         if general is not None:
             key = generic
+            if first_cf is not None:
+                first_cf.serve_all_sizes(cf)  # the first size's concrete function, for all
+                cf = first_cf
+        elif generic is not None and generic not in self._per_size:
+            self._unprobed[generic] = (graph, tracer.size_reads, cf)
         # A new graph: the lean calls are made again
         self._lean = self._lean_tried = None
         self._leans = {}
@@ -317,62 +325,25 @@ class Function:
         self._count_trace(failed, self._per_size.get(generic) if generic is not None else None)
         return nest.pack_sequence_as(result, outs)
 
-    def _serves_all_sizes(self, generic: tuple, graph: Graph, tracer: Tracer, args: tuple,
-                          kwargs: dict, leaves: list, specs: list) -> Graph | None:
-        """The graph that serves every size of a new trace's signature (NOTE(probe)), or
-        None. Where there is none, the reason is kept (for the retracing warning) and later
-        traces of the signature are not probed again."""
+    def _serves_all_sizes(self, generic: tuple, graph: Graph,
+                          tracer: Tracer) -> tuple[Graph | None, Any]:
+        """(the graph that serves every size of a new trace's signature, the concrete
+        function of the signature's first trace), or (None, None) (NOTE(two-sizes) in
+        graph/polymorphic.py). The first trace of a signature waits in `_unprobed` for the
+        next at other sizes; where the two show a dependence on the sizes, the reason is
+        kept (for the retracing warning) and every size traces alone."""
         if generic in self._per_size:
-            return None
-        general, why = None, None
-        first, reads = self._unprobed.pop(generic, (None, None))
-        if first is not None and [first.avals[s][0] for s in first.inputs] != \
+            return None, None
+        first, reads, first_cf = self._unprobed.pop(generic, (None, None, None))
+        if first is None or [first.avals[s][0] for s in first.inputs] == \
                 [graph.avals[s][0] for s in graph.inputs]:
-            pass  # two real traces, at different sizes: no probe needed
-        elif tracer.created or calls_python(graph):
-            # The probe would make the variables again, or call the user's Python callback
-            # an extra time: compared with the next trace at other sizes instead.
-            self._unprobed[generic] = (graph, tracer.size_reads)
-            return None
-        else:
-            first, reads = self._probe(graph, args, kwargs, leaves, specs)
-        if first is None:
-            why = "it fails at other sizes"
-        else:
-            general, why = generalize(graph, first, first_size_read(tracer.size_reads, reads))
+            # Nothing yet to compare with (or the same sizes again: a guard's or a branch's
+            # retrace): this trace waits for one at other sizes.
+            return None, None
+        general, why = generalize(graph, first, first_size_read(tracer.size_reads, reads))
         if why is not None:
             self._per_size[generic] = why
-        return general
-
-    def _probe(self, first: Graph, args: tuple, kwargs: dict, leaves: list,
-               specs: list) -> tuple[Graph | None, list]:
-        """The function traced on its inputs doubled along the None dimensions, seen by no
-        other recorder, with its effects undone, and the sizes its Python code read; None
-        for the graph if that trace fails or makes variables."""
-        arrays = probe_arrays(specs, [t._value for t in leaves])
-        graph = Graph(name=first.name)
-        inputs = [Tensor(a) for a in arrays]
-        written: dict = {}
-        tracer = ProbeTracer(graph, inputs, self._guards, written)
-        call_args, call_kwargs = rebuild((list(args), kwargs), inputs, [0])
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            with probe_effects(first, written), substack(lambda r: False, extra=(tracer,)):
-                result = self._fn(*call_args, **call_kwargs)
-                flat = [output_leaf(o, i) for i, o in enumerate(nest.flatten(result))]
-                if tracer.created:
-                    return None, tracer.size_reads
-                graph.outputs = [None if o is None else tracer.slot_of(o) for o in flat]
-            graph.output_structure = result
-            optimize(graph)
-            return graph, tracer.size_reads
-        except Exception:  # noqa: BLE001 - code that fails at other sizes: per-size traces
-            return None, tracer.size_reads
-        finally:
-            seal([t for t in (r() for r in tracer.made) if t is not None], self.__name__)
-            if collecting:
-                gc.enable()
+        return general, first_cf
 
     def _count_trace(self, failed: Guard | None, per_size: str | None = None) -> None:
         self._trace_count += 1
@@ -415,7 +386,7 @@ class Function:
         stand for tensor arguments, as in TensorFlow (and a function with an
         input_signature needs no arguments): the graph is traced on placeholder values
         (ones, of size 8 along None dimensions) and serves every matching shape where it
-        can (NOTE(probe) in graph/polymorphic.py)."""
+        can (NOTE(two-sizes) in graph/polymorphic.py)."""
         if not args and not kwargs and self._input_signature is not None:
             args = tuple(self._input_signature)
         if any(isinstance(a, TensorSpec) for a in nest.flatten([list(args), kwargs])):
@@ -538,9 +509,9 @@ def function(fn: Callable | None = None, *, input_signature: Sequence[TensorSpec
     inside (tapes, accumulators, vmap, the transforms) are part of the graph.
     A Python read of a tensor value while tracing becomes a guard: a call that
     takes another branch is traced again (or, with ``guards="error"``, the read
-    raises). An `input_signature` with None dimensions validates calls, and one trace
-    serves every size of them where its graph holds nothing computed from the sizes
-    (checked by tracing once more at other sizes, NOTE(probe) in graph/polymorphic.py;
+    raises). An `input_signature` with None dimensions validates calls, and the traces at
+    the first two sizes serve every size of them where their graphs hold nothing computed
+    from the sizes (the two compared, NOTE(two-sizes) in graph/polymorphic.py;
     tf.shape, reshape's -1, means and gradients read the sizes when the graph runs);
     where it does (Python reading ``x.shape[0]``, a full Jacobian over a None dimension),
     each size gets its own trace, and the retracing warning says why.

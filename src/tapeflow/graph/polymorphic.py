@@ -6,48 +6,39 @@ basis of that many vectors. Replaying it at other sizes would give wrong numbers
 wherever one of those depends on a None dimension. So a trace serves other sizes only
 once it is shown not to depend on them.
 
-NOTE(probe): right after the first trace of a signature, the function is traced again
-(the probe) on its inputs tiled to twice their size along every None dimension, seen
-by no other recorder and with its effects undone: variables written are restored,
-random generators rewound, printing muted. If both graphs are the same node for node
-(primitives, wiring, parameters, constants, guards, dtypes), nothing in the graph was
-computed from those sizes, and it serves every size of the signature. Otherwise each
-size keeps a trace of its own, as before: a size-dependent graph is never replayed at
-another size.
+NOTE(two-sizes): the first trace of a signature serves the sizes it was traced at. The
+next call at other sizes of the signature traces again, a real call that runs the body
+once as any trace does (the body never runs for anything but a call: no extra trace at
+sizes the caller never passed, whose side effects in Python could not be undone). If both
+graphs are the same node for node (primitives, wiring, parameters, constants, guards,
+dtypes) up to ints that are, in both, a size of the same axis (NOTE(sized-params)),
+nothing in the graph was computed from those sizes, and it serves every size of the
+signature. Otherwise each size keeps a trace of its own: a size-dependent graph is never
+replayed at another size. Python code that read a size of a None dimension
+(`Tracer.size_reads`: an index of a tensor's shape, its length, a comparison) could use
+it in ways the graphs need not show (x * float(n % 2) is x * 0.0 at both n = 2 and
+n = 4): the graph then stays per size, whatever the graphs show.
 
 What the key keeps apart: sizes 0 and 1 (empty arrays, and broadcasting, which treats
 a dimension of 1 as any size) trace on their own; so does each pattern of equal None
 dimensions (a batch shared by two arguments is one size, and code may rely on it).
-A function that calls Python at replay (`py_function`, `numpy_function`) is not probed
-(the probe would run the user's callback an extra time), nor is a first trace that makes
-variables (the probe would run the code that makes them again): such a graph is compared
-with the next trace, at other sizes, instead, a real call that runs the callback once.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import sys
-import threading
 import types
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 from .. import dtypes as _dt
 from .. import nest
-from ..catalog import CALLS_USER_CODE
-from ..scopes import quiet, quieted
-from ..ops.random import _seeds
 from ..ops.structural import broadcast_to_p
 from ..tensor import Tensor
 from .ir import Assign, Graph, Guard, Node, SizeOf, resolve
-from .trace import Tracer
 
-__all__ = ["generic_key", "probe_arrays", "difference", "generalize",
-           "probe_effects", "resolved", "first_size_read",
-           "calls_python", "ProbeTracer"]
+__all__ = ["generic_key", "difference", "generalize", "resolved", "first_size_read"]
 
 
 def generic_key(specs: list, shapes: list[tuple], dtypes: list) -> tuple | None:
@@ -70,19 +61,6 @@ def generic_key(specs: list, shapes: list[tuple], dtypes: list) -> tuple | None:
     return ("generic",) + tuple(out) if classes else None
 
 
-def probe_arrays(specs: list, arrays: list) -> list[np.ndarray]:
-    """The arrays tiled twice along every None dimension of their spec."""
-    out = []
-    for spec, a in zip(specs, arrays, strict=True):
-        a = np.asarray(a)
-        dims = None if spec.shape.rank is None else tuple(spec.shape)
-        for k in range(a.ndim):
-            if dims is None or dims[k] is None:
-                a = np.concatenate([a, a], axis=k)
-        out.append(a)
-    return out
-
-
 def resolved(g: Graph, avals: dict) -> Graph:
     """`g` with the sizes in its params (SizeOf) read from `avals` (slot -> (shape,
     dtype)): a graph of those sizes alone, which every replay can run."""
@@ -92,17 +70,6 @@ def resolved(g: Graph, avals: dict) -> Graph:
              Node(n.prim, n.inputs, resolve(n.params, lambda slot, axis: avals[slot][0][axis]),
                   n.outputs, n.backward, n.phase) for n in g.nodes]
     return dataclasses.replace(g, nodes=nodes, avals=avals)
-
-
-def calls_python(g: Graph) -> bool:
-    """Whether a replay of `g` calls back into user Python code."""
-    for n in g.nodes:
-        if isinstance(n, Node):
-            if CALLS_USER_CODE in n.prim.effects:
-                return True
-            if n.backward is not None and calls_python(n.backward.graph):
-                return True
-    return False
 
 
 # ------------------------------------------------------------------ graph equality
@@ -356,89 +323,3 @@ def _same_structure(x: Any, y: Any) -> bool:
             return sorted(x) == sorted(y) and all(_same_structure(x[k], y[k]) for k in x)
         return len(x) == len(y) and all(_same_structure(p, q) for p, q in zip(x, y))
     return (x is None) == (y is None)
-
-
-# ------------------------------------------------------------------ undoing the probe
-class _MutedStream:
-    """A stream that drops what the probing threads write and passes on the rest: the
-    probe's prints vanish, another thread's output at the same moment does not."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        return len(text) if quiet() else self._stream.write(text)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
-_mute_lock = threading.Lock()
-_mute_users = 0
-
-
-@contextlib.contextmanager
-def _muted() -> Iterator[None]:
-    global _mute_users
-    with _mute_lock:
-        if _mute_users == 0:
-            sys.stdout, sys.stderr = _MutedStream(sys.stdout), _MutedStream(sys.stderr)
-        _mute_users += 1
-    try:
-        with quieted():
-            yield
-    finally:
-        with _mute_lock:
-            _mute_users -= 1
-            if _mute_users == 0:
-                for name in ("stdout", "stderr"):
-                    stream = getattr(sys, name)
-                    if isinstance(stream, _MutedStream):  # unless the code replaced it since
-                        setattr(sys, name, stream._stream)
-
-
-def _generators(g: Graph) -> list:
-    """The NumPy generators a graph draws from (random ops' params and constants)."""
-    found = []
-    for n in g.nodes:
-        if isinstance(n, Node):
-            found.extend(v for v in n.params.values() if isinstance(v, np.random.Generator))
-    found.extend(v for v in g.constants.values() if isinstance(v, np.random.Generator))
-    return found
-
-
-@contextlib.contextmanager
-def probe_effects(first: Graph, written: dict) -> Iterator[None]:
-    """Undo what a probe trace does besides building its graph: the variables it writes
-    (`written`, filled by a ProbeTracer, holds their values before the first write), the random generators
-    it draws from (the global ones and those the first trace used), what it prints."""
-    generators = [_seeds.rng, *_seeds.op_rngs.values(), *_generators(first)]
-    states = [(gen, gen.bit_generator.state) for gen in generators]
-    op_keys = set(_seeds.op_rngs)
-    values = [(v, v._value) for v in first.variables]
-    try:
-        with _muted():
-            yield
-    finally:
-        for gen, state in states:
-            gen.bit_generator.state = state
-        for key in set(_seeds.op_rngs) - op_keys:
-            del _seeds.op_rngs[key]  # an op seed first used by the probe starts afresh
-        for v, value in values:
-            v._value = value
-        for v, value in written.values():
-            v._value = value
-
-
-class ProbeTracer(Tracer):
-    """A tracer that keeps, in `written` (id -> (variable, value)), each variable's value
-    before the probe's first write to it, for `probe_effects` to restore."""
-
-    def __init__(self, graph: Graph, inputs: list, guards: str, written: dict) -> None:
-        super().__init__(graph, inputs, guards)
-        self.written = written
-        self.dynamic = True
-
-    def on_write(self, var: Any, value: Tensor) -> None:
-        self.written.setdefault(id(var), (var, var._value))
-        super().on_write(var, value)

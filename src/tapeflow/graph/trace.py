@@ -61,13 +61,15 @@ _READ_KINDS = {"bool()": "bool", "float()": "float", "int()": "int", "__index__"
 class ReadShape(TensorShape):
     """A tensor's shape read by user code in a size-generic trace: each size read from it
     (an index, iteration, comparison) is noted in `reads`, so the trace knows whether Python
-    computed anything from the sizes of None dimensions (NOTE(probe) in
+    computed anything from the sizes of None dimensions (NOTE(two-sizes) in
     graph/polymorphic.py)."""
 
     _reads: list
+    _derived = False
 
     def _note(self, what: Any) -> Any:
-        self._reads.append((user_line(), what))
+        # a size of a value computed from a varying one: never the same as another trace's
+        self._reads.append((user_line(), object() if self._derived else what))
         return what
 
     def __getitem__(self, key: Any) -> Any:
@@ -98,7 +100,8 @@ class Dim(int):
     """A size a size-generic trace handed out (`Tracer.sizes`): axis `axis` of the value in
     slot `slot` of `tracer`'s graph, equal to its traced size. An op's params holding it
     become a size read when the graph runs (`SizeOf`); Python arithmetic on it gives a
-    plain int, the traced size's (which the probe then finds: NOTE(probe))."""
+    plain int, the traced size's (which the next trace's comparison then finds:
+    NOTE(two-sizes))."""
 
     def __new__(cls, value: int, tracer: "Tracer", slot: int, axis: int) -> "Dim":
         self = super().__new__(cls, value)
@@ -144,8 +147,11 @@ class Tracer(Recorder):
         self.outer = outer       # tracing a custom grad_fn inside another trace
         self.created: list[str] = []  # names of the variables made while tracing
         # (where, what) of each size user code read from a tensor's shape, in a size-generic
-        # trace (`dynamic`): NOTE(probe) in graph/polymorphic.py
+        # trace (`dynamic`), and the slots whose sizes may vary with its None dimensions
+        # (those inputs, and the values computed from them): NOTE(two-sizes) in
+        # graph/polymorphic.py
         self.size_reads: list = []
+        self.varying: set[int] = set()
         # names and shapes (None for a signature's None dimensions) of the inputs, for
         # printed graph tensors (Tensor.__str__)
         self.input_names: list[str] = []
@@ -205,8 +211,12 @@ class Tracer(Recorder):
         if None in ins:
             ins = [self.slot_of(x) for x in inputs]
         sized = False
-        if self.dynamic and params:
-            params, sized = _read_sizes(params, self)
+        if self.dynamic:
+            if params:
+                params, sized = _read_sizes(params, self)
+            varies = DATA_SHAPE in prim.effects or not self.varying.isdisjoint(ins)
+        else:
+            varies = False
         new_slot, made = self.graph.new_slot, self.made
         outs = []
         for o in outputs:
@@ -217,13 +227,15 @@ class Tracer(Recorder):
             slots[k] = slot
             outs.append(slot)
             made.append(weakref.ref(o))
+        if varies:
+            self.varying.update(outs)
         node = Node(prim, ins, dict(params), outs,
                     phase="backward" if records_open() else "forward", sized=sized)
         self.graph.nodes.append(node)
         if DATA_SHAPE in prim.effects and not self.dynamic:
             # Python may have read its shape (iterating a tf.range): a replay where the
             # inputs' values give another shape traces again. (A size-generic trace's
-            # shapes vary by design; its probe finds a size Python read, NOTE(probe).)
+            # shapes vary by design; a size Python read keeps it per size, NOTE(two-sizes).)
             where = user_line()
             self.graph.nodes.extend(Guard(s, "shape", np.shape(o._value), where)
                                     for s, o in zip(outs, outputs, strict=True))
@@ -273,11 +285,20 @@ class Tracer(Recorder):
             expected = value.item() if hasattr(value, "item") else value
         self.graph.nodes.append(Guard(slot, kind, expected, where))
 
-    def python_shape(self, dims: tuple) -> TensorShape:
-        """The shape user code reads of a tensor in a size-generic trace: one that notes
-        each size read from it in `size_reads` (NOTE(probe) in graph/polymorphic.py)."""
+    def python_shape(self, dims: tuple, tensor: Any) -> TensorShape:
+        """The shape user code reads of `tensor` in a size-generic trace: one that notes
+        each size read from it in `size_reads` (NOTE(two-sizes) in graph/polymorphic.py).
+        An input's sizes are noted as read, to compare with the next trace's (its fixed
+        dims agree); any size of a value computed from one that varies is noted as a size
+        no other trace can agree with: a strided slice has ceil(n / 2) rows, 2 at both
+        n = 3 and n = 4 but 3 at n = 5, and no two traces show such a map. A value no
+        varying input reaches (a constant, a variable) has sizes of its own."""
+        slot = None if tensor is None or tensor._key is None else self._slots.get(tensor._key)
+        if slot is None or (slot not in self.varying and slot not in self.graph.inputs):
+            return TensorShape(dims)
         shape = ReadShape(dims)
         shape._reads = self.size_reads
+        shape._derived = slot not in self.graph.inputs
         return shape
 
     def symbolic_name(self, tensor: Any) -> tuple | None:
