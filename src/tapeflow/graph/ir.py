@@ -156,6 +156,13 @@ class Graph:
     var_slots: dict[int, int] = field(default_factory=dict)  # slot -> variable index
     avals: dict[int, tuple] = field(default_factory=dict)    # slot -> (shape, dtype)
     next_slot: int = 0
+    # NOTE(captures): the tensors from outside whose values are constants (slot -> a weak
+    # reference), and the ops folded away that computed constants from them, in order: a
+    # replay under recorders binds those tensors and reruns those ops, so a tape watching
+    # a captured tensor sees the graph use it (a constant alone would be connected to
+    # nothing, and its gradient None), as TensorFlow's captured inputs.
+    captured: dict[int, Any] = field(default_factory=dict)
+    prelude: list[Any] = field(default_factory=list)
 
     @property
     def sized(self) -> frozenset:

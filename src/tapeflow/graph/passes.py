@@ -64,6 +64,7 @@ def _fold_simplify_cse(g: Graph) -> None:
     alias: dict[int, int] = {}
     seen: dict[Any, list[int]] = {}
     constants = g.constants
+    linked = set(g.captured).union(*(n.outputs for n in g.prelude))  # NOTE(captures)
     kept = []
     for n in g.nodes:
         if type(n) is Node:
@@ -80,6 +81,9 @@ def _fold_simplify_cse(g: Graph) -> None:
             # Constants in, a constant out (a node without inputs, a `fill`, too), unless
             # its params hold sizes read when the graph runs.
             if not n.sized and all(i in constants for i in n.inputs):
+                if not linked.isdisjoint(n.inputs):  # NOTE(captures) in graph/ir.py
+                    g.prelude.append(n)
+                    linked.update(n.outputs)
                 values = prim.impl(*[constants[i] for i in n.inputs], **n.params)
                 values = values if prim.multiple_results else [values]
                 for o, v in zip(n.outputs, values, strict=True):
@@ -129,8 +133,16 @@ def _dce(g: Graph) -> None:
                 live.update(n.backward.refs)
             kept.append(n)
     g.nodes = kept[::-1]
+    if g.prelude:  # the folded ops on captured tensors whose constants are still read
+        kept = []
+        for n in reversed(g.prelude):
+            if any(o in live for o in n.outputs):
+                live.update(n.inputs)
+                kept.append(n)
+        g.prelude = kept[::-1]
     used = live | set(g.inputs)
     g.constants = {s: v for s, v in g.constants.items() if s in used}
+    g.captured = {s: r for s, r in g.captured.items() if s in used}
 
 
 def _prune(n: Node, live: set) -> None:

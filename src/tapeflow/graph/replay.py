@@ -372,10 +372,28 @@ def interpret(g: Graph, inputs: list[Tensor], values: dict | None = None) -> lis
         return _interpret(g, inputs, {} if values is None else values)
 
 
+def _bind_captured(g: Graph, env: dict) -> None:
+    """The captured tensors still alive in place of their constants, and the ops folded
+    from them run again (NOTE(captures) in graph/ir.py): the recorders see them used."""
+    alive = False
+    for s, ref in g.captured.items():
+        t = ref()
+        if t is not None:
+            env[s] = t
+            alive = True
+    if alive:
+        for n in g.prelude:
+            out = bind(n.prim, *[env[i] for i in n.inputs], **n.params)
+            for o, t in zip(n.outputs, out if n.prim.multiple_results else [out], strict=True):
+                env[o] = t
+
+
 def _interpret(g: Graph, inputs: list[Tensor], env: dict) -> list:
     env.update(zip(g.inputs, inputs, strict=True))
     for s, value in g.constants.items():
         env[s] = Tensor(value)
+    if g.captured:
+        _bind_captured(g, env)
     for s, i in g.var_slots.items():
         env[s] = g.variables[i]
     pending: dict[int, Tensor] = {}

@@ -191,6 +191,8 @@ class Tracer(Recorder):
         else:
             slot = g.new_slot(x._value)
             g.constants[slot] = x._value
+            if isinstance(x, Tensor):
+                g.captured[slot] = weakref.ref(x)  # NOTE(captures) in graph/ir.py
         self._slots[key_of(x)] = slot
         return slot
 
