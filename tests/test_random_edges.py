@@ -35,7 +35,8 @@ import tapeflow as tf
 from programs import ROWS_F32, build
 
 SEEDS = st.integers(0, 2**32 - 1)
-SIZES = st.lists(st.sampled_from([1, 2, 3, 4, 5, 7, 8, 11, 13, 16]), min_size=3, max_size=6)
+SIZE = st.sampled_from([1, 2, 3, 4, 5, 7, 8, 11, 13, 16])
+SIZES = st.lists(SIZE, min_size=3, max_size=6)
 # The costlier tests draw a quarter of the profile's examples.
 FEWER = settings(max_examples=max(10, settings.default.max_examples // 4))
 
@@ -107,6 +108,31 @@ def test_a_compiled_size_program_replays_like_eager_at_every_size(picks, sizes):
             assert got.shape == want.shape, (picks, n)
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5,
                                        err_msg=f"steps {picks} at n = {n}")
+
+
+@given(picks=st.lists(st.integers(0, STEP_COUNT - 1), min_size=1, max_size=3),
+       other=st.lists(st.integers(0, STEP_COUNT - 1), min_size=1, max_size=2),
+       pairs=st.tuples(SIZE, SIZE, SIZE, st.booleans(),
+                       st.lists(st.tuples(SIZE, SIZE), min_size=1, max_size=4)).map(
+           # the first two calls share one of the sizes: the other changes
+           lambda t: [(t[0], t[1]), (t[2], t[1]) if t[3] else (t[0], t[2])] + t[4]))
+def test_a_program_of_two_none_dimensions_replays_like_eager(picks, other, pairs):
+    # Two traces are compared only where both sizes differ: a size the same in both (the
+    # second argument's, say) could be baked into both graphs.
+    f, g = _size_program(picks), _size_program(other)
+
+    def both(x, y):
+        return f(x), g(y) * tf.reduce_mean(x)
+
+    traced = tf.function(both, input_signature=[tf.TensorSpec([None, 3], tf.float64)] * 2)
+    with _quiet():
+        for n, m in pairs:
+            x = tf.constant(np.linspace(-1.0, 1.0, 3 * n).reshape(n, 3))
+            y = tf.constant(np.linspace(0.5, -1.5, 3 * m).reshape(m, 3))
+            for got, want in zip(traced(x, y), both(x, y)):
+                assert got.shape == want.shape, (picks, other, n, m)
+                np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12,
+                                           err_msg=f"steps {picks}, {other} at {n}, {m}")
 
 
 @contextlib.contextmanager

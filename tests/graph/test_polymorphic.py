@@ -193,6 +193,37 @@ def test_python_arithmetic_on_a_size_never_replays_at_another(fn, jit):
             np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=f"n = {n}")
 
 
+@pytest.mark.parametrize("fn", [
+    lambda x, y: x * float(x.shape[0] % 2) + tf.reduce_sum(y),  # Python reads x's size
+    lambda x, y: x - tf.reduce_mean(x) + tf.reduce_sum(y),  # a mean's divisor over x
+    lambda x, y: tf.reshape(tf.tile(x[None], [2, 1]), [-1])[:tf.shape(x)[0] + 1] * tf.reduce_sum(y),
+], ids=["python", "mean", "reshape"])
+def test_two_traces_at_sizes_equal_in_one_none_dimension_are_not_compared(fn):
+    # Calls at (3, 5) and (3, 7) agree on everything computed from x's size 3, and were
+    # taken for a graph of every size: (4, 7) gave x * 1.0 (eager: x * 0.0).
+    f = tf.function(fn, input_signature=[S([None]), S([None])])
+    for n, m in [(3, 5), (3, 7), (4, 7), (5, 9), (6, 2), (4, 4), (7, 3)]:
+        x = tf.constant(np.arange(1.0, n + 1, dtype=np.float32))
+        y = tf.ones([m])
+        np.testing.assert_allclose(f(x, y).numpy(), fn(x, y).numpy(), rtol=1e-6,
+                                   err_msg=f"sizes {n}, {m}")
+
+
+def test_branches_taken_at_different_sizes_are_compared_per_branch():
+    # A trace is compared with an earlier one of its own branch: the branch taken at 3,
+    # then the other at 5, says nothing about sizes.
+    def fn(x):
+        if tf.reduce_sum(x) > 0:
+            return x - tf.reduce_mean(x)
+        return x * 2.0
+
+    f = tf.function(fn, input_signature=[S([None], tf.float64)])
+    for n, sign in [(3, 1), (5, -1), (6, 1), (4, -1), (7, 1), (9, -1), (2, 1), (11, -1)]:
+        x = tf.constant(sign * np.arange(1.0, n + 1))
+        np.testing.assert_allclose(f(x).numpy(), fn(x).numpy(), rtol=1e-12)
+    assert f.experimental_get_tracing_count() == 4  # two sizes of each branch
+
+
 def test_two_none_sizes_compared_by_python():
     f = tf.function(lambda x, y: x * 2.0 if x.shape[0] == y.shape[0] else x,
                     input_signature=[S([None]), S([None])])

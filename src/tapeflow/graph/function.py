@@ -44,7 +44,7 @@ from .device import array_of
 from .ir import Graph, Guard
 from .lean import MISS as _MISS
 from .passes import optimize
-from .polymorphic import first_size_read, generalize, generic_key
+from .polymorphic import class_sizes, generalize, generic_key, same_branch
 from ..scopes import held_output, quieted
 from .replay import GuardFailed
 from .scope import seal
@@ -91,7 +91,7 @@ class Function:
         self._cache: collections.OrderedDict = collections.OrderedDict()
         # generic key -> its latest trace, to compare with the next at other sizes
         # (NOTE(two-sizes) in graph/polymorphic.py)
-        self._unprobed: dict[tuple, tuple] = {}  # -> (graph, its size_reads, its concrete)
+        self._unprobed: dict[tuple, list] = {}  # -> [(graph, its concrete function)]
         # generic key -> why its graphs depend on the sizes (each size is traced on its own)
         self._per_size: dict[tuple, str] = {}
         self._lock = threading.RLock()
@@ -297,6 +297,7 @@ class Function:
             seal([t for t in (r() for r in tracer.made) if t is not None], self.__name__)
             if collecting:
                 gc.enable()
+        per_size = None if generic is None else self._per_size.get(generic)
         general, first_cf = (None, None) if generic is None else \
             self._serves_all_sizes(generic, graph, tracer)
         def call(new_leaves: list) -> Any:  # the function at other sizes of `specs`
@@ -312,7 +313,9 @@ class Function:
                 first_cf.serve_all_sizes(cf)  # the first size's concrete function, for all
                 cf = first_cf
         elif generic is not None and generic not in self._per_size:
-            self._unprobed[generic] = (graph, tracer.size_reads, cf)
+            waiting = self._unprobed.setdefault(generic, [])
+            waiting.append((graph, cf))
+            del waiting[:-MAX_BRANCHES]
         # A new graph: the lean calls are made again
         self._lean = self._lean_tried = None
         self._leans = {}
@@ -322,7 +325,7 @@ class Function:
         self._cache.move_to_end(key)
         while len(self._cache) > MAX_SIGNATURES:
             self._cache.popitem(last=False)
-        self._count_trace(failed, self._per_size.get(generic) if generic is not None else None)
+        self._count_trace(failed, per_size)
         return nest.pack_sequence_as(result, outs)
 
     def _serves_all_sizes(self, generic: tuple, graph: Graph,
@@ -334,15 +337,29 @@ class Function:
         kept (for the retracing warning) and every size traces alone."""
         if generic in self._per_size:
             return None, None
-        first, reads, first_cf = self._unprobed.pop(generic, (None, None, None))
-        if first is None or [first.avals[s][0] for s in first.inputs] == \
-                [graph.avals[s][0] for s in graph.inputs]:
-            # Nothing yet to compare with (or the same sizes again: a guard's or a branch's
-            # retrace): this trace waits for one at other sizes.
+        if tracer.size_reads:
+            self._per_size[generic] = ("Python reads a size of a None dimension at "
+                                       f"{tracer.size_reads[0]}")
+            self._unprobed.pop(generic, None)
             return None, None
-        general, why = generalize(graph, first, first_size_read(tracer.size_reads, reads))
+        sizes = class_sizes(generic, graph)
+        waiting = self._unprobed.get(generic, [])
+        for k in range(len(waiting) - 1, -1, -1):
+            first, first_cf = waiting[k]
+            if same_branch(graph, first) and all(
+                    sizes[c] != n for c, n in class_sizes(generic, first).items()):
+                break
+        else:
+            # Nothing yet to compare with: the same sizes again (a guard's retrace), a
+            # size the same as every earlier trace's in some class (a batch that varies
+            # while a length stays), or another branch. This trace waits for one of its
+            # branch that differs in every class.
+            return None, None
+        del waiting[k]
+        general, why = generalize(graph, first)
         if why is not None:
             self._per_size[generic] = why
+            self._unprobed.pop(generic, None)
         return general, first_cf
 
     def _count_trace(self, failed: Guard | None, per_size: str | None = None) -> None:

@@ -14,10 +14,16 @@ graphs are the same node for node (primitives, wiring, parameters, constants, gu
 dtypes) up to ints that are, in both, a size of the same axis (NOTE(sized-params)),
 nothing in the graph was computed from those sizes, and it serves every size of the
 signature. Otherwise each size keeps a trace of its own: a size-dependent graph is never
-replayed at another size. Python code that read a size of a None dimension
-(`Tracer.size_reads`: an index of a tensor's shape, its length, a comparison) could use
-it in ways the graphs need not show (x * float(n % 2) is x * 0.0 at both n = 2 and
-n = 4): the graph then stays per size, whatever the graphs show.
+replayed at another size. The two traces are compared only where every class of None
+dimensions has different sizes in them (a size that stayed the same could be baked into
+both: a mean's divisor over it), so a trace waits for one that differs in all.
+
+What the graphs cannot show is decided by construction, from the first trace: Python
+code that reads a size that varies (`Tracer.size_reads`: an index of a tensor's shape
+on a None dimension, its length, a comparison, any size of a value computed from a
+varying input) could use it in any way (x * float(n % 2) is x * 0.0 at both n = 2 and
+n = 4), so such a function traces per size from its first trace on, and the retracing
+warning names the line.
 
 What the key keeps apart: sizes 0 and 1 (empty arrays, and broadcasting, which treats
 a dimension of 1 as any size) trace on their own; so does each pattern of equal None
@@ -38,7 +44,8 @@ from ..ops.structural import broadcast_to_p
 from ..tensor import Tensor
 from .ir import Assign, Graph, Guard, Node, SizeOf, resolve
 
-__all__ = ["generic_key", "difference", "generalize", "resolved", "first_size_read"]
+__all__ = ["generic_key", "class_sizes", "same_branch", "difference", "generalize",
+           "resolved"]
 
 
 def generic_key(specs: list, shapes: list[tuple], dtypes: list) -> tuple | None:
@@ -73,14 +80,25 @@ def resolved(g: Graph, avals: dict) -> Graph:
 
 
 # ------------------------------------------------------------------ graph equality
-def first_size_read(a: list, b: list) -> str | None:
-    """Where two traces' `size_reads` (Tracer) first differ: Python read a size of a None
-    dimension there; None if they read the same."""
-    for (where, what), (_, other) in zip(a, b):
-        if not _same(what, other):
-            return where
-    extra = a[len(b):] or b[len(a):]
-    return extra[0][0] if extra else None
+def class_sizes(generic: tuple, g: Graph) -> dict[int, int]:
+    """The size of each class of None dimensions (`generic_key`) in trace `g`."""
+    out = {}
+    for (gen, _), s in zip(generic[1:], g.inputs):
+        for d, size in zip(gen, g.avals[s][0]):
+            if d < 0:
+                out[-1 - d] = size
+    return out
+
+
+def same_branch(a: Graph, b: Graph) -> bool:
+    """Whether two traces took the same branches: their guards read the same places, in
+    the same ways, with the same results (a trace of another branch says nothing about
+    sizes)."""
+    ga = [n for n in a.nodes if isinstance(n, Guard)]
+    gb = [n for n in b.nodes if isinstance(n, Guard)]
+    return len(ga) == len(gb) and all(
+        n.where == m.where and n.how == m.how and (n.how == "shape" or _same(n.expected, m.expected))
+        for n, m in zip(ga, gb))
 
 
 def difference(a: Graph, b: Graph) -> str | None:
@@ -89,8 +107,7 @@ def difference(a: Graph, b: Graph) -> str | None:
     return generalize(a, b, sizes=False)[1]
 
 
-def generalize(a: Graph, b: Graph, python_read: str | None = None,
-               sizes: bool = True) -> tuple[Graph | None, str | None]:
+def generalize(a: Graph, b: Graph, sizes: bool = True) -> tuple[Graph | None, str | None]:
     """(a graph that serves the sizes of both traces and every other size, None), or
     (None, the first thing that keeps it from doing so).
 
@@ -101,17 +118,13 @@ def generalize(a: Graph, b: Graph, python_read: str | None = None,
     Where they differ in a constant filled with one value, of the same value in both, the
     constant becomes a node that fills an array of the sizes so found. Anything else
     that differs (a constant such as range(n), a float such as 1/n) keeps the graph to
-    the sizes it was traced at. Two traces at sizes n and 2n agreeing on these
-    correspondences is the evidence; the function's own Python code, run at both, is what
-    the correspondence stands for. So where Python itself read a size of a None dimension
-    (`python_read`: where, from `size_reads`), which it could use in any way the graphs
-    need not show (x * float(n % 2) is x * 0.0 at both n = 2 and n = 4), there is no
-    such graph; with `sizes` false, nothing differing is taken for a size. A loop's body
-    (a graph in a node's params) is generalized the same way, its sizes read from its own
-    values.
+    the sizes it was traced at. Two traces at sizes that differ in every class agreeing
+    on these correspondences is the evidence; tapeflow's own ops, run at both, are what
+    the correspondence stands for (Python code of the user's that read a size never gets
+    here: NOTE(two-sizes)). With `sizes` false, nothing differing is taken for a size. A
+    loop's body (a graph in a node's params) is generalized the same way, its sizes read
+    from its own values.
     """
-    if python_read is not None:
-        return None, f"Python reads a size of a None dimension at {python_read}"
     if (a.inputs != b.inputs or a.outputs != b.outputs or a.next_slot != b.next_slot
             or len(a.nodes) != len(b.nodes) or a.var_slots != b.var_slots
             or len(a.variables) != len(b.variables)
@@ -168,7 +181,7 @@ def generalize(a: Graph, b: Graph, python_read: str | None = None,
                 n.outputs == m.outputs and n.backward is None and m.backward is None:
             params = _sized(n.params, m.params,
                             finder(list(dict.fromkeys(n.inputs + a.inputs))),
-                            lambda p, q: generalize(p, q, None, sizes)[0])
+                            lambda p, q: generalize(p, q, sizes)[0])
         if params is None:
             return None, f"node {k} ({_describe(n)}), whose parameters depend on the sizes"
         sized = True

@@ -59,21 +59,25 @@ _READ_KINDS = {"bool()": "bool", "float()": "float", "int()": "int", "__index__"
 
 
 class ReadShape(TensorShape):
-    """A tensor's shape read by user code in a size-generic trace: each size read from it
-    (an index, iteration, comparison) is noted in `reads`, so the trace knows whether Python
-    computed anything from the sizes of None dimensions (NOTE(two-sizes) in
-    graph/polymorphic.py)."""
+    """A tensor's shape read by user code in a size-generic trace: where a size read from
+    it (an index, iteration, comparison, its length) is one of the `varying` axes, the
+    place is noted in `reads`, so the trace knows Python computed something from the sizes
+    of None dimensions (NOTE(two-sizes) in graph/polymorphic.py)."""
 
     _reads: list
-    _derived = False
+    _varying: frozenset
 
-    def _note(self, what: Any) -> Any:
-        # a size of a value computed from a varying one: never the same as another trace's
-        self._reads.append((user_line(), object() if self._derived else what))
+    def _note(self, what: Any, axes: Any = None) -> Any:
+        if axes is None or not self._varying.isdisjoint(axes):
+            if self._varying:
+                self._reads.append(user_line())
         return what
 
     def __getitem__(self, key: Any) -> Any:
-        return self._note(TensorShape.__getitem__(self._plain(), key))
+        axes = range(len(self))
+        picked = axes[key] if isinstance(key, (int, slice)) else axes
+        return self._note(TensorShape.__getitem__(self._plain(), key),
+                          [picked] if isinstance(picked, int) else picked)
 
     def _plain(self) -> TensorShape:
         return TensorShape(tuple.__getitem__(self, slice(None)))
@@ -146,11 +150,10 @@ class Tracer(Recorder):
         self.guards = guards
         self.outer = outer       # tracing a custom grad_fn inside another trace
         self.created: list[str] = []  # names of the variables made while tracing
-        # (where, what) of each size user code read from a tensor's shape, in a size-generic
-        # trace (`dynamic`), and the slots whose sizes may vary with its None dimensions
-        # (those inputs, and the values computed from them): NOTE(two-sizes) in
-        # graph/polymorphic.py
-        self.size_reads: list = []
+        # where user code read a size that varies with a size-generic trace's (`dynamic`)
+        # None dimensions, and the slots whose sizes may vary with them (those inputs, and
+        # the values computed from them): NOTE(two-sizes) in graph/polymorphic.py
+        self.size_reads: list[str] = []
         self.varying: set[int] = set()
         # names and shapes (None for a signature's None dimensions) of the inputs, for
         # printed graph tensors (Tensor.__str__)
@@ -288,19 +291,24 @@ class Tracer(Recorder):
         self.graph.nodes.append(Guard(slot, kind, expected, where))
 
     def python_shape(self, dims: tuple, tensor: Any) -> TensorShape:
-        """The shape user code reads of `tensor` in a size-generic trace: one that notes
-        each size read from it in `size_reads` (NOTE(two-sizes) in graph/polymorphic.py).
-        An input's sizes are noted as read, to compare with the next trace's (its fixed
-        dims agree); any size of a value computed from one that varies is noted as a size
-        no other trace can agree with: a strided slice has ceil(n / 2) rows, 2 at both
-        n = 3 and n = 4 but 3 at n = 5, and no two traces show such a map. A value no
-        varying input reaches (a constant, a variable) has sizes of its own."""
+        """The shape user code reads of `tensor` in a size-generic trace: one that notes in
+        `size_reads` where a size that varies is read (NOTE(two-sizes) in
+        graph/polymorphic.py). An input's varying sizes are its None dimensions (its fixed
+        ones may be read freely); every size of a value computed from a varying input may
+        vary, and in ways no two traces show (a strided slice has ceil(n / 2) rows, 2 at
+        both n = 3 and n = 4 but 3 at n = 5). A value no varying input reaches (a
+        constant, a variable) has sizes of its own."""
         slot = None if tensor is None or tensor._key is None else self._slots.get(tensor._key)
-        if slot is None or (slot not in self.varying and slot not in self.graph.inputs):
+        if slot is None or slot not in self.varying:
             return TensorShape(dims)
         shape = ReadShape(dims)
         shape._reads = self.size_reads
-        shape._derived = slot not in self.graph.inputs
+        k = self.graph.inputs.index(slot) if slot in self.graph.inputs else None
+        if k is not None and k < len(self.input_shapes) and \
+                len(self.input_shapes[k]) == len(dims):
+            shape._varying = frozenset(j for j, d in enumerate(self.input_shapes[k]) if d is None)
+        else:
+            shape._varying = frozenset(range(len(dims)))
         return shape
 
     def symbolic_name(self, tensor: Any) -> tuple | None:
