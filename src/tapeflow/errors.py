@@ -6,7 +6,8 @@ error from `TypeError`, so plain Python handlers catch them too.
 
 from __future__ import annotations
 
-__all__ = ["OpError", "InvalidArgumentError", "UnimplementedError", "InaccessibleTensorError"]
+__all__ = ["OpError", "InvalidArgumentError", "UnimplementedError", "InaccessibleTensorError",
+           "NotFoundError", "DataLossError"]
 
 
 class OpError(Exception):
@@ -32,6 +33,15 @@ class DTypeMismatchError(InvalidArgumentError, TypeError):
 
 class UnimplementedError(OpError, NotImplementedError):
     """The op exists but not for these arguments."""
+
+
+class NotFoundError(OpError):
+    """A file or an entry that was asked for does not exist (a checkpoint's, say)."""
+
+
+class DataLossError(OpError):
+    """A file holds something other than what it should: truncated, corrupted, or of
+    another kind (tf.train.Checkpoint refuses it before restoring anything)."""
 
 
 class InaccessibleTensorError(RuntimeError):

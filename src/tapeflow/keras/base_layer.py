@@ -13,6 +13,7 @@ from .. import nest, ops
 from ..core import no_recorders
 from ..module import Module, name_scope
 from ..ops.convert import as_tensor
+from ..saving import deferred
 from ..tensor import Tensor, TensorShape, Variable, TensorBase
 from . import initializers
 from .masks import get_mask, set_mask
@@ -233,7 +234,14 @@ class Layer(Module):
             value = init(shape, dtype=dt)
             v = Variable(value, trainable=True if trainable is None else bool(trainable),
                          name=f"{self.name}/{name or 'Variable'}", dtype=dt)
+        # its name in checkpoints (NOTE(object-graph) in saving/objects.py): unique in the layer
+        names = self.__dict__.setdefault("_weight_names", {})
+        local, taken = (name or "Variable").replace("/", "_"), set(names.values())
+        while local in taken:
+            local += "_"
+        names[id(v)] = local
         self._own_weights.append(v)
+        deferred.weight_created(self, local, v)  # NOTE(deferred-restore)
         return v
 
     def _own_variables(self) -> list[Variable]:

@@ -24,6 +24,7 @@ from .. import dtypes as _dt
 from .. import ops
 from ..core import no_recorders
 from ..ops.convert import as_tensor
+from ..saving import deferred
 from ..tape import GradientTape
 from ..tensor import Tensor, Variable
 from . import schedules
@@ -194,6 +195,7 @@ class Optimizer:
                 self._index[id(var)] = len(self._index)
                 for slot_name, slot in made:
                     self._slots.setdefault(slot_name, []).append(slot)
+                deferred.slots_created(self, var, made)  # NOTE(deferred-restore)
 
     def _slot_makers(self, var: Variable) -> list[tuple[str, Variable]]:
         """The (slot name, slot variable) pairs of a new variable (none by default)."""

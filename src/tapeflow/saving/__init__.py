@@ -1,0 +1,1 @@
+"""Saving and restoring: checkpoints (NOTE(bundle-format) in saving/bundle.py)."""
