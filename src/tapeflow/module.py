@@ -16,6 +16,7 @@ import re
 from typing import Any, Callable, Iterator
 
 from . import nest, scopes
+from .saving import deferred
 from .tensor import Variable
 
 __all__ = ["Module", "name_scope"]
@@ -108,6 +109,11 @@ class Module:
         with name_scope(name) as scope:
             self._scope_name = scope
         self._module_name_scope = name_scope(scope)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if type(value) is Variable:  # a checkpoint's value may wait for it (NOTE(deferred-restore))
+            deferred.weight_created(self, name, value)
 
     @property
     def name(self) -> str:

@@ -182,6 +182,8 @@ class Layer(Module):
                         not any(v is w for w in d["_tracked_variables"] + d["_own_weights"]):
                     d["_tracked_variables"].append(v)
         object.__setattr__(self, name, value)
+        if isinstance(value, Variable):  # NOTE(deferred-restore)
+            deferred.weight_created(self, name, value)
 
     # -------------------------------------------------- trainable
     @property

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any, Callable
 
 import numpy as np
@@ -14,6 +15,8 @@ from .. import dtypes as _dt
 from ..core import no_recorders
 from ..module import name_scope
 from ..tensor import Tensor, TensorShape, Variable
+from ..saving import bundle, keras_h5
+from ..saving.checkpoint import Checkpoint, write_pointer
 from .base_layer import Layer
 from .utils import call_accepts, dedup
 
@@ -26,6 +29,17 @@ def _readable_size(size: float) -> str:
             return f"{size:.2f} {unit}"
         size /= 1024
     return f"{size:.2f} PB"
+
+
+def _weights_path(filepath: Any, save_format: str | None, who: str) -> str:
+    path = os.fspath(filepath)
+    if save_format == "keras" or path.endswith(".keras"):
+        raise NotImplementedError(f"{who}: {path!r} is a Keras model file, which tapeflow does "
+                                  "not read or write yet; save the weights to a .h5 file or a "
+                                  "checkpoint prefix.")
+    if save_format not in (None, "tf"):
+        raise ValueError(f"{who}: save_format must be 'tf' or 'h5'; got {save_format!r}.")
+    return path
 
 
 _OUT_OF_SCOPE = ("tapeflow's Keras has no `{0}`: write the training loop with tf.GradientTape "
@@ -213,6 +227,51 @@ class Model(Layer):
         return out.numpy()
 
     # -------------------------------------------------- weights
+    def save_weights(self, filepath: Any, overwrite: bool = True, save_format: str | None = None,
+                     options: Any = None) -> None:
+        """Save the model's weights: to an HDF5 file where `filepath` ends with ``.h5``
+        (``.weights.h5``: tf_keras's newer layout; other ``.h5``: the legacy one), else as
+        a TensorFlow-format checkpoint at prefix `filepath` (``filepath.index`` and its
+        data file, and the directory's ``checkpoint`` file); docs/saving.md.
+
+        Example:
+            >>> import os, tempfile
+            >>> import tapeflow as tf
+            >>> model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+            >>> model.build((None, 3))
+            >>> path = os.path.join(tempfile.mkdtemp(), "weights")
+            >>> model.save_weights(path)
+            >>> other = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+            >>> _ = other.load_weights(path)  # assigned when other builds
+            >>> other.build((None, 3))
+            >>> bool((other.weights[0].numpy() == model.weights[0].numpy()).all())
+            True
+        """
+        path = _weights_path(filepath, save_format, "save_weights")
+        h5 = keras_h5.is_h5(path) or save_format == "h5"
+        if not overwrite and (os.path.exists(path) if h5 else bundle.exists(path)):
+            raise FileExistsError(f"save_weights: {path!r} exists and overwrite=False.")
+        if h5:
+            keras_h5.save_weights(self, path)
+            return
+        Checkpoint(self).write(path)
+        write_pointer(os.path.dirname(path) or ".", path, [path])
+
+    def load_weights(self, filepath: Any, skip_mismatch: bool = False, by_name: bool = False,
+                     options: Any = None) -> Any:
+        """Load weights saved by `save_weights` or by tf_keras: an HDF5 file (``.h5``,
+        either layout) into a built model, or a TensorFlow-format checkpoint prefix, whose
+        restore status is returned (weights not made yet are assigned when the model
+        builds, as in tf_keras)."""
+        if skip_mismatch or by_name:
+            raise NotImplementedError("load_weights: `skip_mismatch` and `by_name` are not "
+                                      "supported by tapeflow.")
+        path = _weights_path(filepath, None, "load_weights")
+        if keras_h5.is_h5(path):
+            keras_h5.load_weights(self, path)
+            return None
+        return Checkpoint(self).read(path)
+
     def _assert_weights_created(self) -> None:
         # as Keras: only a model with its own build() can be asked before being built
         if type(self).build is not Model.build and "build" in type(self).__dict__ \

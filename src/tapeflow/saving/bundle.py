@@ -44,7 +44,7 @@ from .. import dtypes as _dt
 from ..errors import DataLossError, NotFoundError
 
 __all__ = ["FORMAT", "VERSION", "DATA_SUFFIX", "INDEX_SUFFIX", "write_bundle", "read_index",
-           "read_bundle", "write_text", "exists", "checksum"]
+           "read_bundle", "write_text", "exists", "checksum", "temporary_name"]
 
 FORMAT = "tapeflow-checkpoint"
 VERSION = 1
@@ -67,13 +67,14 @@ def _bytes_of(a: np.ndarray) -> np.ndarray:
     return a.reshape(-1).view(np.uint8)
 
 
-def _tmp(path: str) -> str:
+def temporary_name(path: str) -> str:
+    """A name beside `path` for writing it before renaming (unique per thread)."""
     return f"{path}.tmp{os.getpid()}-{threading.get_ident()}"
 
 
 def write_text(path: str, text: str) -> None:
     """Replace the file at `path` by `text` atomically (a temporary file renamed)."""
-    tmp = _tmp(path)
+    tmp = temporary_name(path)
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, path)
@@ -101,7 +102,7 @@ def write_bundle(prefix: str, arrays: dict[str, np.ndarray], dtypes: dict[str, s
         (k, checksum(raw[k])) for k in sorted(raw)))
     summing.start()
     data_path, index_path = prefix + DATA_SUFFIX, prefix + INDEX_SUFFIX
-    data_tmp = _tmp(data_path)
+    data_tmp = temporary_name(data_path)
     try:
         with open(data_tmp, "wb") as f:
             for k in sorted(raw):

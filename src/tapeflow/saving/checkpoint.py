@@ -25,7 +25,7 @@ from . import bundle, deferred
 from .objects import SLOT, VALUE, walk
 
 __all__ = ["Checkpoint", "CheckpointManager", "CheckpointLoadStatus", "latest_checkpoint",
-           "list_variables", "load_variable"]
+           "list_variables", "load_variable", "write_pointer"]
 
 _POINTER = "checkpoint"
 
@@ -143,7 +143,7 @@ class Checkpoint:
         counter = self.save_counter
         counter.assign_add(1)
         path = self.write(f"{os.fspath(file_prefix)}-{int(counter.numpy())}")
-        _write_pointer(os.path.dirname(path) or ".", path, [path])
+        write_pointer(os.path.dirname(path) or ".", path, [path])
         return path
 
     def restore(self, save_path: str | None, options: Any = None) -> CheckpointLoadStatus:
@@ -225,12 +225,13 @@ def _wait(key: str, value: np.ndarray, g: Any, status: CheckpointLoadStatus) -> 
         status._waiting.add(name)
         deferred.wait_slot(optimizer, owner, slot_name, value, status._restored(name))
         return True
-    layer_path, _, weight = name.rpartition("/")
-    layer = g.objects.get(layer_path)
-    if layer is None or not hasattr(layer, "add_weight") or layer.built:
+    owner_path, _, attribute = name.rpartition("/")
+    owner = g.objects.get(owner_path)  # a module's (a layer's) variable made later
+    if owner is None or getattr(owner, "built", False) or \
+            not hasattr(owner, "__dict__") or isinstance(vars(owner).get(attribute), Variable):
         return False
     status._waiting.add(name)
-    deferred.wait(layer, weight, value, status._restored(name))
+    deferred.wait(owner, attribute, value, status._restored(name))
     return True
 
 
@@ -261,7 +262,8 @@ def _read_pointer(directory: str, latest_filename: str | None = None) -> tuple[s
     return latest, listed
 
 
-def _write_pointer(directory: str, latest: str, kept: list, timestamps: list | None = None) -> None:
+def write_pointer(directory: str, latest: str, kept: list, timestamps: list | None = None) -> None:
+    """Point `directory`'s ``checkpoint`` file at `latest` (listing `kept`), atomically."""
     def rel(p: str) -> str:
         return os.path.relpath(p, directory) if os.path.dirname(p) == directory.rstrip("/") \
             or os.path.dirname(os.path.abspath(p)) == os.path.abspath(directory) else p
@@ -322,8 +324,8 @@ class CheckpointManager:
         ...                                      tempfile.mkdtemp(), max_to_keep=2)
         >>> for _ in range(3):
         ...     _ = step.assign_add(1); path = manager.save()
-        >>> [p.rsplit("-", 1)[1] for p in manager.checkpoints]
-        ['2', '3']
+        >>> tuple(p.rsplit("-", 1)[1] for p in manager.checkpoints)
+        ('2', '3')
     """
 
     def __init__(self, checkpoint: Checkpoint, directory: str, max_to_keep: int | None,
@@ -402,7 +404,7 @@ class CheckpointManager:
                     self._last_preserved = stamp  # kept on disk, no longer managed
                     continue
                 doomed.append(old)
-        _write_pointer(self._directory, path, self.checkpoints, [t for _, t in self._kept])
+        write_pointer(self._directory, path, self.checkpoints, [t for _, t in self._kept])
         for old in doomed:  # after the pointer no longer names them
             for suffix in (bundle.INDEX_SUFFIX, bundle.DATA_SUFFIX):
                 try:

@@ -1,0 +1,204 @@
+"""Keras weight files in HDF5, in the two layouts tf_keras 2.21 writes (h5py: the `h5` extra).
+
+NOTE(keras-h5): the legacy layout (`save_weights("w.h5")`, and the `model_weights`
+group of `model.save("m.h5")`) lists the model's layers in the root's `layer_names`;
+each layer's group lists its weights' names in `weight_names`, each a dataset at
+``<layer>/<weight name>``. Loading matches the layers that have weights in order, and
+their weights in order (trainable, then the others), as tf_keras does; names are not
+compared. The `.weights.h5` layout (also inside a `.keras` file) keys each object's own
+weights by its path, ``layers/dense/vars/0``: tf_keras walks a model's attributes in
+reverse name order (a model's `layers` list among them), the first path to an object
+wins, and a list names its layers by class (``dense``, ``dense_1``, ...); this module
+walks tapeflow's objects the same way (public attributes, and `layers` of a model).
+
+A file being loaded is hostile input: every value is read and checked (its layer, count,
+shape and a numeric dtype) before any weight is assigned, so a file that does not fit
+leaves the model as it was, and an unreadable one raises `DataLossError` naming it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import numpy as np
+
+from ..errors import DataLossError
+from ..keras.base_layer import Layer
+from ..optional import required
+from ..tensor import Variable
+from .bundle import temporary_name
+
+__all__ = ["save_weights", "load_weights", "is_h5"]
+
+_KERAS_VERSION = "2.21.0"  # the layout's version; tf_keras converts only files of Keras 1
+
+
+def is_h5(path: str) -> bool:
+    return path.endswith((".h5", ".hdf5"))
+
+
+def _h5py() -> Any:
+    return required("h5py", "h5", "Keras HDF5 weight files")
+
+
+def _own(layer: Any) -> list[Variable]:
+    own = layer._own_variables()
+    return [w for w in own if w.trainable] + [w for w in own if not w.trainable]
+
+
+def _snake(name: str) -> str:
+    """A class name as tf_keras names the layers of a list in this layout ("Conv2D":
+    "conv2d", "BatchNormalization": "batch_normalization")."""
+    name = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def _v3_entries(model: Any) -> list[tuple[str, list]]:
+    """(path, own weights) of each layer under `model`, NOTE(keras-h5)."""
+    out: list = []
+    visited: set = set()
+
+    def children(obj: Any) -> list:
+        found = {k: v for k, v in vars(obj).items() if not k.startswith("_")
+                 and isinstance(v, (Layer, list, tuple, dict))}
+        if hasattr(obj, "layers"):  # a model's list of its layers
+            found["layers"] = obj.layers
+        return [(k, found[k]) for k in sorted(found, reverse=True)]
+
+    def visit(obj: Any, path: str) -> None:
+        if id(obj) in visited:
+            return
+        visited.add(id(obj))
+        out.append((path, _own(obj)))
+        for name, child in children(obj):
+            inner = f"{path}/{name}" if path else name
+            if isinstance(child, Layer):
+                visit(child, inner)
+            elif isinstance(child, (list, tuple, dict)):
+                used: dict = {}
+                for item in child.values() if isinstance(child, dict) else child:
+                    if not isinstance(item, Layer) or id(item) in visited:
+                        continue
+                    key = _snake(type(item).__name__)
+                    used[key] = used.get(key, -1) + 1
+                    visit(item, f"{inner}/{key}" + (f"_{used[key]}" if used[key] else ""))
+
+    visit(model, "")
+    return out
+
+
+def _weighted_layers(model: Any) -> list:
+    return [layer for layer in model.layers if layer.weights]
+
+
+# ------------------------------------------------------------------ saving
+def save_weights(model: Any, path: str) -> None:
+    """Write `model`'s weights to the HDF5 file at `path` (`.weights.h5`: that layout;
+    other `.h5`: the legacy one), atomically (a temporary file renamed)."""
+    h5py = _h5py()
+    tmp = temporary_name(path)
+    try:
+        with h5py.File(tmp, "w") as f:
+            if path.endswith(".weights.h5"):
+                for p, weights in _v3_entries(model):
+                    group = f.require_group(f"{p}/vars" if p else "vars")
+                    for i, w in enumerate(weights):
+                        group.create_dataset(str(i), data=np.asarray(w.numpy()))
+            else:
+                _save_legacy(f, model)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _save_legacy(f: Any, model: Any) -> None:
+    f.attrs["layer_names"] = [layer.name.encode("utf8") for layer in model.layers]
+    f.attrs["backend"] = b"tensorflow"
+    f.attrs["keras_version"] = _KERAS_VERSION.encode("utf8")
+    for layer in model.layers:
+        group = f.create_group(layer.name)
+        names = [w.name if w.name.endswith(":0") else w.name + ":0" for w in layer.weights]
+        group.attrs["weight_names"] = [n.encode("utf8") for n in names]
+        for name, w in zip(names, layer.weights):
+            group.create_dataset(name, data=np.asarray(w.numpy()))
+    f.create_group("top_level_model_weights").attrs["weight_names"] = np.array([], "S1")
+
+
+# ------------------------------------------------------------------ loading
+def load_weights(model: Any, path: str) -> None:
+    """Assign `model`'s weights from the HDF5 file at `path`, in either layout
+    (NOTE(keras-h5)): every value checked first, then all assigned."""
+    h5py = _h5py()
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"load_weights: no file at {path!r}.")
+    if not model.weights:
+        raise ValueError(f"load_weights: the model {model.name!r} has no weights yet; call it "
+                         "on inputs (or build it) first, then load the weights (as tf_keras "
+                         "asks for HDF5 files).")
+    try:
+        with h5py.File(path, "r") as f:
+            pairs = _read_legacy(f, model, path) if _is_legacy(f) else _read_v3(f, model, path)
+    except (OSError, KeyError, TypeError, UnicodeDecodeError, AttributeError) as e:
+        raise DataLossError(f"load_weights: {path!r} is not a readable Keras weights file "
+                            f"({type(e).__name__}: {e}).") from None
+    for var, value in pairs:
+        var.assign(value)
+
+
+def _is_legacy(f: Any) -> bool:
+    return "layer_names" in f.attrs or ("model_weights" in f and
+                                        "layer_names" in f["model_weights"].attrs)
+
+
+def _value(path: str, where: str, dataset: Any, var: Variable) -> np.ndarray:
+    value = np.asarray(dataset[()])
+    if value.dtype.kind not in "biufc" or tuple(value.shape) != tuple(var.shape):
+        raise ValueError(f"load_weights: {path!r} holds {value.dtype} {tuple(value.shape)} at "
+                         f"{where!r} for the weight {var.name!r} of shape {tuple(var.shape)}; "
+                         "nothing was loaded.")
+    return value.astype(var.dtype.as_numpy_dtype, copy=False)
+
+
+def _names(attr: Any) -> list[str]:
+    return [n.decode("utf8") if isinstance(n, bytes) else str(n) for n in np.asarray(attr).ravel()]
+
+
+def _read_legacy(f: Any, model: Any, path: str) -> list:
+    if "layer_names" not in f.attrs:
+        f = f["model_weights"]  # a model file's (model.save("m.h5")) weights
+    saved = [(name, _names(f[name].attrs["weight_names"])) for name in _names(f.attrs["layer_names"])]
+    saved = [(name, weights) for name, weights in saved if weights]
+    layers = _weighted_layers(model)
+    if len(saved) != len(layers):
+        raise ValueError(f"load_weights: {path!r} holds the weights of {len(saved)} layers; the "
+                         f"model {model.name!r} has {len(layers)} layers with weights; nothing "
+                         "was loaded.")
+    pairs = []
+    for (name, weight_names), layer in zip(saved, layers):
+        if len(weight_names) != len(layer.weights):
+            raise ValueError(f"load_weights: the layer {name!r} in {path!r} has "
+                             f"{len(weight_names)} weights; the model's layer {layer.name!r} "
+                             f"has {len(layer.weights)}; nothing was loaded.")
+        for weight_name, var in zip(weight_names, layer.weights):
+            pairs.append((var, _value(path, f"{name}/{weight_name}", f[name][weight_name], var)))
+    return pairs
+
+
+def _read_v3(f: Any, model: Any, path: str) -> list:
+    pairs = []
+    for p, weights in _v3_entries(model):
+        if not weights:
+            continue
+        key = f"{p}/vars" if p else "vars"
+        group = f.get(key)
+        count = 0 if group is None else len(group)
+        if count != len(weights):
+            raise ValueError(f"load_weights: {path!r} holds {count} weights at {key!r}; the "
+                             f"model's layer there has {len(weights)}; nothing was loaded.")
+        for i, var in enumerate(weights):
+            pairs.append((var, _value(path, f"{key}/{i}", group[str(i)], var)))
+    return pairs
+
