@@ -21,8 +21,6 @@ Each draws its cases with Hypothesis, bounded in the default profile ("ci"); run
 from __future__ import annotations
 
 import contextlib
-import sys
-import threading
 import warnings
 
 import numpy as np
@@ -33,6 +31,7 @@ from hypothesis import strategies as st
 import tapeflow as tf
 
 from programs import ROWS_F32, build
+from thread_helpers import run_in_threads
 
 SEEDS = st.integers(0, 2**32 - 1)
 SIZE = st.sampled_from([1, 2, 3, 4, 5, 7, 8, 11, 13, 16])
@@ -227,27 +226,12 @@ def test_sparse_jacobians_of_scatters_equal_jacfwd_in_every_mode(seed):
 
 
 # ---------------------------------------------------------------- side effects per trace
+@pytest.mark.parametrize("signature", [None, [tf.TensorSpec([None, 2], tf.float32)]],
+                         ids=["shapes", "none_dimension"])
 @given(picks=st.lists(st.integers(0, 3), min_size=1, max_size=3), sizes=SIZES)
-def test_the_body_runs_once_per_trace(picks, sizes):
-    runs = []
-
-    def f(x):
-        runs.append(1)
-        for k in picks:
-            x = [tf.sin, tf.exp, lambda v: v * 2.0, tf.tanh][k](x)
-        return x
-
-    traced = tf.function(f)
-    for n in sizes:
-        traced(tf.ones([n, 2]))
-    assert len(runs) == traced.experimental_get_tracing_count()
-
-
-@FEWER
-@given(picks=st.lists(st.integers(0, 3), min_size=1, max_size=3), sizes=SIZES)
-def test_the_body_runs_once_per_trace_of_a_none_dimension(picks, sizes):
-    # A second run of the body at a size no caller passed (a probe) appended here twice
-    # for one trace.
+def test_the_body_runs_once_per_trace(signature, picks, sizes):
+    # With a None dimension, a second run of the body at a size no caller passed (a
+    # probe) appended here twice for one trace.
     runs = []
 
     def f(x):
@@ -256,32 +240,18 @@ def test_the_body_runs_once_per_trace_of_a_none_dimension(picks, sizes):
             x = [tf.sin, tf.exp, lambda v: v * 2.0, tf.reduce_mean][k](x)
         return x
 
-    traced = tf.function(f, input_signature=[tf.TensorSpec([None, 2], tf.float32)])
+    traced = tf.function(f, input_signature=signature)
     for n in sizes:
         traced(tf.ones([n, 2]))
     assert len(runs) == traced.experimental_get_tracing_count()
-    # sizes 0 and 1 on their own; the first two others serve every size (NOTE(two-sizes))
-    assert len(runs) <= len({n for n in sizes if n < 2}) + 2
+    if signature is not None:
+        # sizes 0 and 1 on their own; the first two others serve every size (NOTE(two-sizes))
+        assert len(runs) <= len({n for n in sizes if n < 2}) + 2
 
 
 # ---------------------------------------------------------------- threads
 def _in_threads(work, n=8):
-    errors = []
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        def run(i):
-            try:
-                work(i)
-            except BaseException as e:  # noqa: BLE001 - reported below
-                errors.append(e)
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        sys.setswitchinterval(interval)
+    errors = run_in_threads(work, n, switch_interval=1e-6)
     assert not errors, errors[0]
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
+from thread_helpers import run_in_threads
 
 sp = pytest.importorskip("scipy.sparse")
 
@@ -262,8 +263,6 @@ def test_a_sparse_jacobian_shared_by_threads_decodes_every_branch_right():
     # f branches on its input's values (a guard): a thread whose input takes a branch
     # another thread traced first decoded it with the old pattern (entries missing, two
     # columns added together) while calls raced.
-    import sys
-    import threading
 
     def f(x):
         if float(tf.reduce_sum(x)) > 0:
@@ -275,24 +274,14 @@ def test_a_sparse_jacobian_shared_by_threads_decodes_every_branch_right():
     inputs = [rng.standard_normal(6) + (2.0 if k % 2 else -2.0) for k in range(64)]
     wants = [tf.jacfwd(f)(tf.constant(x)).numpy() for x in inputs]
     wrong: list = []
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        def work(k: int) -> None:
-            for j in range(k, len(inputs), 8):
-                try:
-                    if not np.array_equal(jac(inputs[j]).toarray(), wants[j]):
-                        wrong.append(j)
-                except Exception as e:  # noqa: BLE001 (a thread's error fails the test)
-                    wrong.append((j, repr(e)))
-        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        sys.setswitchinterval(interval)
-    assert not wrong, wrong
+
+    def work(k: int) -> None:
+        for j in range(k, len(inputs), 8):
+            if not np.array_equal(jac(inputs[j]).toarray(), wants[j]):
+                wrong.append(j)
+
+    errors = run_in_threads(work, 8, switch_interval=1e-6)
+    assert not errors and not wrong, (errors, wrong)
 
 
 def test_a_sparse_jacobian_keeps_a_bounded_number_of_plans():

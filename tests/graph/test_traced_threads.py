@@ -15,24 +15,11 @@ import numpy as np
 from graph_helpers import _c, _close
 
 import tapeflow as tf
+from thread_helpers import run_in_threads
 
 
 def _run_threads(worker, n=8):
-    barrier = threading.Barrier(n)
-    errors = []
-
-    def run(i):
-        try:
-            barrier.wait()
-            worker(i)
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_in_threads(worker, n, barrier=True)
     if errors:
         raise errors[0]
 

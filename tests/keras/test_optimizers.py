@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
+from thread_helpers import run_in_threads
 
 keras = tf.keras
 S = keras.optimizers.schedules
@@ -270,29 +271,11 @@ def test_get_and_config_round_trip():
 
 
 def _eight_threads_step(opt, variables, steps=3):
-    import sys
-    import threading
-
-    errors: list = []
-
     def step(v) -> None:
-        try:
-            for _ in range(steps):
-                opt.apply_gradients([(2.0 * v.value(), v)])
-        except Exception as e:  # noqa: BLE001 - reported by the caller
-            errors.append(e)
+        for _ in range(steps):
+            opt.apply_gradients([(2.0 * v.value(), v)])
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=step, args=(v,)) for v in variables]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        sys.setswitchinterval(interval)
-    return errors
+    return run_in_threads(step, variables, switch_interval=1e-6)
 
 
 @pytest.mark.parametrize("trial", range(5))
