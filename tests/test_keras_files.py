@@ -131,7 +131,7 @@ def test_a_file_that_does_not_fit_loads_nothing(tmp_path, damage):
 
 def test_an_unbuilt_model_is_told_to_build_first(tmp_path):
     model = tf.keras.Sequential([tf.keras.layers.Dense(4), tf.keras.layers.Dense(2)])
-    with pytest.raises(ValueError, match="not yet been created"):
+    with pytest.raises(ValueError, match="no weights yet|not yet been created"):
         model.load_weights(os.path.join(FIXTURES, "seq.h5"))
 
 
@@ -148,3 +148,76 @@ def test_tf_keras_loads_the_files_tapeflow_writes(tmp_path, suffix):
                                keras.layers.Dense(2)])
     theirs.load_weights(path)
     np.testing.assert_allclose(theirs(EXPECTED["seq_x"]).numpy(), EXPECTED["seq_y"], rtol=1e-5)
+
+
+# ------------------------------------------------------------------ model files
+@pytest.mark.parametrize("suffix", [".keras", "_model.h5"])
+@pytest.mark.parametrize("name", ["seq", "cnn"])
+def test_model_files_tf_keras_wrote_load_with_their_weights(name, suffix):
+    model = tf.keras.models.load_model(os.path.join(FIXTURES, name + suffix))
+    _check(model, name)
+
+
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+@pytest.mark.parametrize("name", ["seq", "cnn"])
+def test_model_files_tapeflow_writes_load_back(tmp_path, name, suffix):
+    model = _make(name)
+    model.load_weights(os.path.join(FIXTURES, name + ".h5"))
+    path = str(tmp_path / ("m" + suffix))
+    model.save(path)
+    if suffix == ".keras":
+        import zipfile
+        assert sorted(zipfile.ZipFile(path).namelist()) == ["config.json", "metadata.json",
+                                                            "model.weights.h5"]
+    again = tf.keras.models.load_model(path)
+    assert type(again) is type(model) and [w.shape for w in again.weights] == \
+        [w.shape for w in model.weights]
+    _check(again, name)
+
+
+def test_a_lambda_s_code_is_not_run_unless_the_caller_trusts_the_file(tmp_path):
+    model = tf.keras.Sequential([tf.keras.layers.Lambda(lambda x: x * 3.0, input_shape=(2,))])
+    path = str(tmp_path / "lambda.keras")
+    model.save(path)
+    with pytest.raises(ValueError, match="safe_mode=False"):
+        tf.keras.models.load_model(path)
+    trusted = tf.keras.models.load_model(path, safe_mode=False)
+    np.testing.assert_array_equal(trusted(tf.ones([1, 2])).numpy(), [[3.0, 3.0]])
+
+
+@pytest.mark.parametrize("damage", ["truncated", "no_config", "config_not_json", "not_a_model"])
+def test_a_damaged_model_file_is_refused_naming_it(tmp_path, damage):
+    import zipfile
+    src = os.path.join(FIXTURES, "seq.keras")
+    path = str(tmp_path / "bad.keras")
+    if damage == "truncated":
+        raw = open(src, "rb").read()
+        open(path, "wb").write(raw[: len(raw) * 2 // 3])
+    else:
+        with zipfile.ZipFile(src) as z, zipfile.ZipFile(path, "w") as out:
+            for name in z.namelist():
+                data = z.read(name)
+                if name == "config.json" and damage == "no_config":
+                    continue
+                if name == "config.json" and damage == "config_not_json":
+                    data = b"{not json"
+                if name == "config.json" and damage == "not_a_model":
+                    data = b"[1, 2, 3]"
+                out.writestr(name, data)
+    with pytest.raises(tf.errors.DataLossError, match="bad.keras"):
+        tf.keras.models.load_model(path)
+
+
+@pytest.mark.peers
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_tf_keras_loads_the_model_files_tapeflow_writes(tmp_path, suffix):
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    keras = pytest.importorskip("tf_keras")
+    for name in ("seq", "cnn"):
+        model = _make(name)
+        model.load_weights(os.path.join(FIXTURES, name + ".h5"))
+        path = str(tmp_path / (name + suffix))
+        model.save(path)
+        theirs = keras.models.load_model(path)
+        np.testing.assert_allclose(theirs(EXPECTED[f"{name}_x"]).numpy(), EXPECTED[f"{name}_y"],
+                                   rtol=1e-5, atol=1e-6)

@@ -13,10 +13,11 @@ from .base_layer import Layer
 from .functional import InputLayer, KerasTensor
 from .masks import get_mask
 from .serialization import deserialize, serialize
+from ..saving.keras_model import load_model, save_model
 from .training import Model
 from .utils import SYMBOLIC, call_accepts, check_input
 
-__all__ = ["Model", "Sequential"]
+__all__ = ["Model", "Sequential", "load_model", "save_model"]
 
 
 def _relax(old: TensorShape | None, new: Any) -> TensorShape:

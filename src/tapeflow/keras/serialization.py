@@ -44,8 +44,11 @@ def serialize(layer: Layer) -> dict:
     if not isinstance(layer, Layer):
         raise TypeError(f"keras.layers.serialize: `layer` must be a Layer; received "
                         f"{type(layer).__name__} {layer!r:.80}.")
-    from_models = type(layer).__name__ in ("Sequential", "Model", "Functional")
-    out = {"module": "keras" if from_models else "keras.layers",
+    kind = type(layer).__name__
+    # tf_keras names the functional model's class by its module (no public name has it)
+    module = {"Functional": "tf_keras.src.engine.functional", "Sequential": "keras",
+              "Model": "keras"}.get(kind, "keras.layers")
+    out = {"module": module,
            "class_name": type(layer).__name__, "config": layer.get_config(),
            "registered_name": None}
     shape = layer._build_input_shape

@@ -15,7 +15,7 @@ from .. import dtypes as _dt
 from ..core import no_recorders
 from ..module import name_scope
 from ..tensor import Tensor, TensorShape, Variable
-from ..saving import bundle, keras_h5
+from ..saving import bundle, keras_h5, keras_model
 from ..saving.checkpoint import Checkpoint, write_pointer
 from .base_layer import Layer
 from .utils import call_accepts, dedup
@@ -225,6 +225,28 @@ class Model(Layer):
         if isinstance(out, (list, tuple)):
             return type(out)(o.numpy() for o in out)
         return out.numpy()
+
+    # -------------------------------------------------- files
+    def save(self, filepath: Any, overwrite: bool = True, save_format: str | None = None,
+             include_optimizer: bool = True, **kwargs: Any) -> None:
+        """Save the model (its config and weights) to a Keras model file: ``.keras`` (a
+        zip, tf_keras's native format) or legacy ``.h5``; `tf.keras.models.load_model`
+        reads it back, as tf_keras does (docs/saving.md).
+
+        Example:
+            >>> import os, tempfile
+            >>> import tapeflow as tf
+            >>> model = tf.keras.Sequential([tf.keras.layers.Dense(2, input_shape=(3,))])
+            >>> path = os.path.join(tempfile.mkdtemp(), "model.keras")
+            >>> model.save(path)
+            >>> again = tf.keras.models.load_model(path)
+            >>> bool((again(tf.ones([1, 3])).numpy() == model(tf.ones([1, 3])).numpy()).all())
+            True
+        """
+        path = os.fspath(filepath)
+        if save_format == "h5" and not keras_h5.is_h5(path):
+            path += ".h5"
+        keras_model.save_model(self, path, overwrite=overwrite)
 
     # -------------------------------------------------- weights
     def save_weights(self, filepath: Any, overwrite: bool = True, save_format: str | None = None,

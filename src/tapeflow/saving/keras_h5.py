@@ -30,17 +30,23 @@ from ..optional import required
 from ..tensor import Variable
 from .bundle import temporary_name
 
-__all__ = ["save_weights", "load_weights", "is_h5"]
+__all__ = ["save_weights", "load_weights", "is_h5", "WeightsMismatch", "save_legacy_group", "h5py_module",
+           "KERAS_VERSION"]
 
-_KERAS_VERSION = "2.21.0"  # the layout's version; tf_keras converts only files of Keras 1
+KERAS_VERSION = "2.21.0"  # the layouts' version; tf_keras converts only files of Keras 1
+
+
+class WeightsMismatch(ValueError):
+    """A readable weights file that does not fit the model (its layers, counts, shapes)."""
 
 
 def is_h5(path: str) -> bool:
     return path.endswith((".h5", ".hdf5"))
 
 
-def _h5py() -> Any:
-    return required("h5py", "h5", "Keras HDF5 weight files")
+def h5py_module() -> Any:
+    """h5py, or an ImportError naming the `h5` extra."""
+    return required("h5py", "h5", "Keras HDF5 files")
 
 
 def _own(layer: Any) -> list[Variable]:
@@ -94,30 +100,34 @@ def _weighted_layers(model: Any) -> list:
 
 
 # ------------------------------------------------------------------ saving
-def save_weights(model: Any, path: str) -> None:
-    """Write `model`'s weights to the HDF5 file at `path` (`.weights.h5`: that layout;
-    other `.h5`: the legacy one), atomically (a temporary file renamed)."""
-    h5py = _h5py()
+def save_weights(model: Any, path: str, by_path: bool | None = None) -> None:
+    """Write `model`'s weights to the HDF5 file at `path` in the `.weights.h5` layout
+    (`by_path`; by default where `path` ends so) or the legacy one, atomically (a
+    temporary file renamed)."""
+    h5py = h5py_module()
+    if by_path is None:
+        by_path = path.endswith(".weights.h5")
     tmp = temporary_name(path)
     try:
         with h5py.File(tmp, "w") as f:
-            if path.endswith(".weights.h5"):
+            if by_path:
                 for p, weights in _v3_entries(model):
                     group = f.require_group(f"{p}/vars" if p else "vars")
                     for i, w in enumerate(weights):
                         group.create_dataset(str(i), data=np.asarray(w.numpy()))
             else:
-                _save_legacy(f, model)
+                save_legacy_group(f, model)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
 
 
-def _save_legacy(f: Any, model: Any) -> None:
+def save_legacy_group(f: Any, model: Any) -> None:
+    """Write `model`'s weights into the HDF5 group `f` in the legacy layout."""
     f.attrs["layer_names"] = [layer.name.encode("utf8") for layer in model.layers]
     f.attrs["backend"] = b"tensorflow"
-    f.attrs["keras_version"] = _KERAS_VERSION.encode("utf8")
+    f.attrs["keras_version"] = KERAS_VERSION.encode("utf8")
     for layer in model.layers:
         group = f.create_group(layer.name)
         names = [w.name if w.name.endswith(":0") else w.name + ":0" for w in layer.weights]
@@ -128,20 +138,20 @@ def _save_legacy(f: Any, model: Any) -> None:
 
 
 # ------------------------------------------------------------------ loading
-def load_weights(model: Any, path: str) -> None:
-    """Assign `model`'s weights from the HDF5 file at `path`, in either layout
-    (NOTE(keras-h5)): every value checked first, then all assigned."""
-    h5py = _h5py()
-    if not os.path.isfile(path):
+def load_weights(model: Any, path: str, source: Any = None) -> None:
+    """Assign `model`'s weights from the HDF5 file at `path` (read from `source`, a file
+    object, if given: a `.keras` zip's member), in either layout (NOTE(keras-h5)): every
+    value checked first, then all assigned."""
+    h5py = h5py_module()
+    if source is None and not os.path.isfile(path):
         raise FileNotFoundError(f"load_weights: no file at {path!r}.")
-    if not model.weights:
-        raise ValueError(f"load_weights: the model {model.name!r} has no weights yet; call it "
-                         "on inputs (or build it) first, then load the weights (as tf_keras "
-                         "asks for HDF5 files).")
     try:
-        with h5py.File(path, "r") as f:
+        with h5py.File(path if source is None else source, "r") as f:
             pairs = _read_legacy(f, model, path) if _is_legacy(f) else _read_v3(f, model, path)
-    except (OSError, KeyError, TypeError, UnicodeDecodeError, AttributeError) as e:
+    except WeightsMismatch:
+        raise
+    except (OSError, KeyError, TypeError, ValueError, RuntimeError, UnicodeError,
+            AttributeError) as e:  # h5py's, from a file that is not what it claims
         raise DataLossError(f"load_weights: {path!r} is not a readable Keras weights file "
                             f"({type(e).__name__}: {e}).") from None
     for var, value in pairs:
@@ -156,7 +166,7 @@ def _is_legacy(f: Any) -> bool:
 def _value(path: str, where: str, dataset: Any, var: Variable) -> np.ndarray:
     value = np.asarray(dataset[()])
     if value.dtype.kind not in "biufc" or tuple(value.shape) != tuple(var.shape):
-        raise ValueError(f"load_weights: {path!r} holds {value.dtype} {tuple(value.shape)} at "
+        raise WeightsMismatch(f"load_weights: {path!r} holds {value.dtype} {tuple(value.shape)} at "
                          f"{where!r} for the weight {var.name!r} of shape {tuple(var.shape)}; "
                          "nothing was loaded.")
     return value.astype(var.dtype.as_numpy_dtype, copy=False)
@@ -172,14 +182,18 @@ def _read_legacy(f: Any, model: Any, path: str) -> list:
     saved = [(name, _names(f[name].attrs["weight_names"])) for name in _names(f.attrs["layer_names"])]
     saved = [(name, weights) for name, weights in saved if weights]
     layers = _weighted_layers(model)
+    if saved and not layers:
+        raise WeightsMismatch(f"load_weights: the model {model.name!r} has no weights yet; call it "
+                         "on inputs (or build it) first, then load the weights (as tf_keras "
+                         "asks for HDF5 files).")
     if len(saved) != len(layers):
-        raise ValueError(f"load_weights: {path!r} holds the weights of {len(saved)} layers; the "
+        raise WeightsMismatch(f"load_weights: {path!r} holds the weights of {len(saved)} layers; the "
                          f"model {model.name!r} has {len(layers)} layers with weights; nothing "
                          "was loaded.")
     pairs = []
     for (name, weight_names), layer in zip(saved, layers):
         if len(weight_names) != len(layer.weights):
-            raise ValueError(f"load_weights: the layer {name!r} in {path!r} has "
+            raise WeightsMismatch(f"load_weights: the layer {name!r} in {path!r} has "
                              f"{len(weight_names)} weights; the model's layer {layer.name!r} "
                              f"has {len(layer.weights)}; nothing was loaded.")
         for weight_name, var in zip(weight_names, layer.weights):
@@ -196,7 +210,7 @@ def _read_v3(f: Any, model: Any, path: str) -> list:
         group = f.get(key)
         count = 0 if group is None else len(group)
         if count != len(weights):
-            raise ValueError(f"load_weights: {path!r} holds {count} weights at {key!r}; the "
+            raise WeightsMismatch(f"load_weights: {path!r} holds {count} weights at {key!r}; the "
                              f"model's layer there has {len(weights)}; nothing was loaded.")
         for i, var in enumerate(weights):
             pairs.append((var, _value(path, f"{key}/{i}", group[str(i)], var)))

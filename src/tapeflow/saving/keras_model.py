@@ -1,0 +1,162 @@
+"""Keras model files: `.keras` (a zip) and legacy `.h5`, as tf_keras 2.21 writes them.
+
+NOTE(keras-model-files): a `.keras` file is a zip of ``config.json`` (the model's
+serialized config, `keras.layers.serialize`), ``metadata.json`` and
+``model.weights.h5`` (the `.weights.h5` layout, NOTE(keras-h5)); a legacy `.h5` model
+file holds the config as JSON in its root's ``model_config`` attribute and the weights
+in its ``model_weights`` group (the legacy layout). Loading rebuilds the model from
+its config (`from_config`, `custom_objects` for the user's classes) and then loads its
+weights. Nothing in a file is executed: a `Lambda` layer saved as Python bytecode is
+refused unless the caller passes ``safe_mode=False`` (as Keras' safe mode), the zip's
+members are size-checked before they are read, and a file that is not what it claims
+raises `DataLossError` naming it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import os
+import zipfile
+from typing import Any
+
+from ..errors import DataLossError
+from ..keras.serialization import deserialize, serialize
+from . import keras_h5
+from .bundle import temporary_name
+
+__all__ = ["save_model", "load_model"]
+
+_MAX_CONFIG = 64 << 20       # bytes of config.json / metadata.json read at most
+_MAX_WEIGHTS = 64 << 30      # bytes of model.weights.h5 read at most
+
+
+def save_model(model: Any, filepath: Any, overwrite: bool = True) -> None:
+    """Write `model` (its config and weights) to a `.keras` or legacy `.h5` file,
+    atomically (NOTE(keras-model-files))."""
+    path = os.fspath(filepath)
+    if not overwrite and os.path.exists(path):
+        raise FileExistsError(f"save: {path!r} exists and overwrite=False.")
+    config = json.dumps(serialize(model), default=_jsonable)
+    tmp = temporary_name(path)
+    try:
+        if path.endswith(".keras"):
+            weights = temporary_name(path + ".weights.h5")
+            try:
+                keras_h5.save_weights(model, weights, by_path=True)
+                with zipfile.ZipFile(tmp, "w") as z:
+                    z.writestr("metadata.json", json.dumps(
+                        {"keras_version": keras_h5.KERAS_VERSION, "saved_by": "tapeflow",
+                         "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")}))
+                    z.writestr("config.json", config)
+                    z.write(weights, "model.weights.h5")
+            finally:
+                if os.path.exists(weights):
+                    os.remove(weights)
+        elif keras_h5.is_h5(path):
+            h5py = keras_h5.h5py_module()
+            with h5py.File(tmp, "w") as f:
+                f.attrs["model_config"] = config
+                f.attrs["keras_version"] = keras_h5.KERAS_VERSION
+                f.attrs["backend"] = "tensorflow"
+                keras_h5.save_legacy_group(f.create_group("model_weights"), model)
+        else:
+            raise NotImplementedError(f"save: {path!r}: tapeflow writes Keras model files "
+                                      "(.keras, .h5); SavedModel directories are not written yet.")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _jsonable(x: Any) -> Any:
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    if isinstance(x, (tuple, set)):
+        return list(x)
+    raise TypeError(f"save: a config value of type {type(x).__name__} is not JSON.")
+
+
+def load_model(filepath: Any, custom_objects: dict | None = None, compile: bool = True,
+               safe_mode: bool = True) -> Any:
+    """The model saved in a `.keras` or legacy `.h5` file (by tf_keras or tapeflow),
+    rebuilt from its config with its weights (NOTE(keras-model-files))."""
+    path = os.fspath(filepath)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"load_model: no file at {path!r}.")
+    if zipfile.is_zipfile(path):
+        config, weights = _read_keras(path)
+        model = _rebuild(config, custom_objects, safe_mode, path)
+        keras_h5.load_weights(model, path, source=io.BytesIO(weights))
+        return model
+    h5py = keras_h5.h5py_module()
+    try:
+        with h5py.File(path, "r") as f:
+            raw = f.attrs.get("model_config")
+    except OSError as e:
+        raise DataLossError(f"load_model: {path!r} is neither a .keras zip nor an HDF5 model "
+                            f"file ({e}).") from None
+    if raw is None:
+        raise DataLossError(f"load_model: {path!r} holds no model config (a weights file? "
+                            "build the model and call load_weights).")
+    model = _rebuild(_json(raw.decode("utf8") if isinstance(raw, bytes) else str(raw), path),
+                     custom_objects, safe_mode, path)
+    keras_h5.load_weights(model, path)
+    return model
+
+
+def _json(text: str, path: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise DataLossError(f"load_model: the config in {path!r} is not JSON ({e}).") from None
+
+
+def _read_keras(path: str) -> tuple[Any, bytes]:
+    try:
+        with zipfile.ZipFile(path) as z:
+            members = {info.filename: info for info in z.infolist()}
+            for name, limit in (("config.json", _MAX_CONFIG), ("model.weights.h5", _MAX_WEIGHTS)):
+                if name not in members:
+                    raise DataLossError(f"load_model: {path!r} has no {name}: not a Keras "
+                                        "model file.")
+                if members[name].file_size > limit:
+                    raise DataLossError(f"load_model: {name} in {path!r} claims "
+                                        f"{members[name].file_size} bytes; refused.")
+            config = _json(z.read("config.json").decode("utf8", errors="replace"), path)
+            return config, z.read("model.weights.h5")
+    except (zipfile.BadZipFile, OSError, EOFError) as e:
+        raise DataLossError(f"load_model: {path!r} is a damaged zip ({e}).") from None
+
+
+def _rebuild(config: Any, custom_objects: dict | None, safe_mode: bool, path: str) -> Any:
+    if not isinstance(config, dict) or "class_name" not in config:
+        raise DataLossError(f"load_model: the config in {path!r} is not a Keras model's.")
+    if safe_mode:
+        code = _python_code(config)
+        if code is not None:
+            raise ValueError(f"load_model: {path!r} holds Python bytecode (the {code!r} layer, "
+                             "a Lambda): loading it would run code from the file. Pass "
+                             "safe_mode=False to load a file you trust.")
+    return deserialize(config, custom_objects)
+
+
+def _python_code(config: Any) -> str | None:
+    """The name of a layer whose config holds marshalled Python code, or None."""
+    if isinstance(config, dict):
+        inner = config.get("config")
+        if config.get("class_name") == "Lambda" and isinstance(inner, dict) and any(
+                inner.get(k) == "lambda" for k in ("function_type", "output_shape_type",
+                                                   "mask_type")):
+            return str(inner.get("name", "lambda"))
+        for value in config.values():
+            found = _python_code(value)
+            if found is not None:
+                return found
+    elif isinstance(config, list):
+        for value in config:
+            found = _python_code(value)
+            if found is not None:
+                return found
+    return None
