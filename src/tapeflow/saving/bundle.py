@@ -32,6 +32,7 @@ survives the process, not the machine losing power mid-write.)
 from __future__ import annotations
 
 import json
+import math
 import os
 import queue
 import threading
@@ -163,7 +164,7 @@ def _check_entry(path: str, key: str, e: Any, size: int) -> None:
     except (TypeError, ValueError, KeyError):
         raise DataLossError(f"{path!r}: the entry {key!r} has dtype {e['dtype']!r}, which is "
                             "not a tapeflow dtype.") from None
-    if int(np.prod(e["shape"], dtype=np.int64)) * dtype.itemsize != e["nbytes"] or \
+    if math.prod(e["shape"]) * dtype.itemsize != e["nbytes"] or \
             e["offset"] + e["nbytes"] > size:
         raise DataLossError(f"{path!r}: the entry {key!r} ({e['dtype']} {e['shape']}, "
                             f"{e['nbytes']} bytes at {e['offset']}) does not fit its data.")

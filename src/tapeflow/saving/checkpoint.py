@@ -157,9 +157,9 @@ class Checkpoint:
             raise NotFoundError(f"tf.train.Checkpoint.restore: {save_path!r} is a directory; "
                                 "pass a checkpoint's prefix (tf.train.latest_checkpoint(dir) "
                                 "finds the newest).")
-        if "save_counter/" + VALUE in bundle.read_index(save_path)["entries"]:
-            self.save_counter  # restored with the rest
         values = bundle.read_bundle(save_path)
+        if "save_counter/" + VALUE in values:
+            self.save_counter  # restored with the rest
         g = walk(self._roots(), self._root)
         assign = []
         for key, var in g.variables.items():
