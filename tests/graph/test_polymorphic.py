@@ -364,8 +364,8 @@ def test_the_body_runs_once_per_trace_and_only_for_a_call(capsys):
         ["replay 3", "replay 5", "replay 3", "replay 4", "replay 9"]
 
 
-def test_py_function_is_not_probed_and_runs_once_per_call():
-    # Its callback runs at every call, never for a probe; the second trace stands in for it.
+def test_py_function_runs_once_per_call():
+    # Its callback runs at every call and at each trace, never more.
     calls = []
 
     def py(a):

@@ -91,7 +91,7 @@ class Function:
         self._cache: collections.OrderedDict = collections.OrderedDict()
         # generic key -> its latest trace, to compare with the next at other sizes
         # (NOTE(two-sizes) in graph/polymorphic.py)
-        self._unprobed: dict[tuple, list] = {}  # -> [(graph, its concrete function)]
+        self._waiting: dict[tuple, list] = {}  # -> [(graph, its concrete function)]
         # generic key -> why its graphs depend on the sizes (each size is traced on its own)
         self._per_size: dict[tuple, str] = {}
         self._lock = threading.RLock()
@@ -313,7 +313,7 @@ class Function:
                 first_cf.serve_all_sizes(cf)  # the first size's concrete function, for all
                 cf = first_cf
         elif generic is not None and generic not in self._per_size:
-            waiting = self._unprobed.setdefault(generic, [])
+            waiting = self._waiting.setdefault(generic, [])
             waiting.append((graph, cf))
             del waiting[:-MAX_BRANCHES]
         # A new graph: the lean calls are made again
@@ -332,7 +332,7 @@ class Function:
                           tracer: Tracer) -> tuple[Graph | None, Any]:
         """(the graph that serves every size of a new trace's signature, the concrete
         function of the signature's first trace), or (None, None) (NOTE(two-sizes) in
-        graph/polymorphic.py). The first trace of a signature waits in `_unprobed` for the
+        graph/polymorphic.py). The first trace of a signature waits in `_waiting` for the
         next at other sizes; where the two show a dependence on the sizes, the reason is
         kept (for the retracing warning) and every size traces alone."""
         if generic in self._per_size:
@@ -340,10 +340,10 @@ class Function:
         if tracer.size_reads:
             self._per_size[generic] = ("Python reads a size of a None dimension at "
                                        f"{tracer.size_reads[0]}")
-            self._unprobed.pop(generic, None)
+            self._waiting.pop(generic, None)
             return None, None
         sizes = class_sizes(generic, graph)
-        waiting = self._unprobed.get(generic, [])
+        waiting = self._waiting.get(generic, [])
         for k in range(len(waiting) - 1, -1, -1):
             first, first_cf = waiting[k]
             if same_branch(graph, first) and all(
@@ -359,7 +359,7 @@ class Function:
         general, why = generalize(graph, first)
         if why is not None:
             self._per_size[generic] = why
-            self._unprobed.pop(generic, None)
+            self._waiting.pop(generic, None)
         return general, first_cf
 
     def _count_trace(self, failed: Guard | None, per_size: str | None = None) -> None:

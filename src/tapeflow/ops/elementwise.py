@@ -120,26 +120,24 @@ divide_p = define(
 # Ties send the whole gradient to x, as TensorFlow: max -> x where x >= y.
 # (Not `binary`: the VJP does not conjugate its mask, which a complex maximum would make a
 # conj node.)
-maximum_p = define(
-    Primitive("maximum", np.maximum),
-    per_input(jvp=(lambda t, ans, x, y: multiply(t, float_mask(greater_equal(x, y), t)),
-                   lambda t, ans, x, y: multiply(t, float_mask(less(x, y), t))),
-              vjp=(lambda g, ans, x, y: multiply(g, float_mask(greater_equal(x, y), g)),
-                   lambda g, ans, x, y: multiply(g, float_mask(less(x, y), g))),
-              reads=("x y", "x y"), broadcasting=True),
-    batch_elementwise, sparsity=elementwise_deps,
-    lower=twin("maximum"),  # nan propagates, as NumPy
-    passes=Hints(elementwise=True))
+def _extremum(name: str, fn: np.ufunc, x_wins: Callable, y_wins: Callable) -> Primitive:
+    """max or min: d = dx where x wins (ties included), dy where y does; nan propagates,
+    as NumPy's."""
+    return define(
+        Primitive(name, fn),
+        per_input(jvp=(lambda t, ans, x, y: multiply(t, float_mask(x_wins(x, y), t)),
+                       lambda t, ans, x, y: multiply(t, float_mask(y_wins(x, y), t))),
+                  vjp=(lambda g, ans, x, y: multiply(g, float_mask(x_wins(x, y), g)),
+                       lambda g, ans, x, y: multiply(g, float_mask(y_wins(x, y), g))),
+                  reads=("x y", "x y"), broadcasting=True),
+        batch_elementwise, sparsity=elementwise_deps, lower=twin(name),
+        passes=Hints(elementwise=True))
 
-minimum_p = define(
-    Primitive("minimum", np.minimum),
-    per_input(jvp=(lambda t, ans, x, y: multiply(t, float_mask(less_equal(x, y), t)),
-                   lambda t, ans, x, y: multiply(t, float_mask(greater(x, y), t))),
-              vjp=(lambda g, ans, x, y: multiply(g, float_mask(less_equal(x, y), g)),
-                   lambda g, ans, x, y: multiply(g, float_mask(greater(x, y), g))),
-              reads=("x y", "x y"), broadcasting=True),
-    batch_elementwise, sparsity=elementwise_deps, lower=twin("minimum"),
-    passes=Hints(elementwise=True))
+
+maximum_p = _extremum("maximum", np.maximum, lambda x, y: greater_equal(x, y),
+                      lambda x, y: less(x, y))
+minimum_p = _extremum("minimum", np.minimum, lambda x, y: less_equal(x, y),
+                      lambda x, y: greater(x, y))
 
 
 def _checked_division(name: str, fn: np.ufunc) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:

@@ -19,13 +19,12 @@ leaves the model as it was, and an unreadable one raises `DataLossError` naming 
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 import numpy as np
 
 from ..errors import DataLossError
-from ..keras.base_layer import Layer
+from ..keras.base_layer import Layer, _to_snake_case
 from ..optional import required
 from ..tensor import Variable
 from .bundle import temporary_name
@@ -54,13 +53,6 @@ def _own(layer: Any) -> list[Variable]:
     return [w for w in own if w.trainable] + [w for w in own if not w.trainable]
 
 
-def _snake(name: str) -> str:
-    """A class name as tf_keras names the layers of a list in this layout ("Conv2D":
-    "conv2d", "BatchNormalization": "batch_normalization")."""
-    name = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
-    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
-
-
 def _v3_entries(model: Any) -> list[tuple[str, list]]:
     """(path, own weights) of each layer under `model`, NOTE(keras-h5)."""
     out: list = []
@@ -87,7 +79,7 @@ def _v3_entries(model: Any) -> list[tuple[str, list]]:
                 for item in child.values() if isinstance(child, dict) else child:
                     if not isinstance(item, Layer) or id(item) in visited:
                         continue
-                    key = _snake(type(item).__name__)
+                    key = _to_snake_case(type(item).__name__)  # as tf_keras names them
                     used[key] = used.get(key, -1) + 1
                     visit(item, f"{inner}/{key}" + (f"_{used[key]}" if used[key] else ""))
 
