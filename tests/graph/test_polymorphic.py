@@ -617,6 +617,11 @@ def test_a_method_with_an_input_signature():
     assert cf.serves_all_sizes
     with pytest.raises(TypeError, match="input_signature"):
         a(tf.constant([[1.0]]))
+    # a's graph serves every size of a's calls, not b's: b's variable is its own
+    for n in (4, 6, 2, 7):
+        np.testing.assert_array_equal(b(tf.ones([n])).numpy(), [3.0] * n)
+        np.testing.assert_array_equal(a(tf.ones([n])).numpy(), [5.0] * n)
+    assert b.__call__.get_concrete_function().serves_all_sizes
 
 
 def test_the_tensors_only_call_key_is_the_general_one():

@@ -139,9 +139,12 @@ class Function:
             return None
         arrays = [array_of(t) for t in leaves]
         generic = generic_key(specs, [np.shape(a) for a in arrays], [a.dtype for a in arrays])
-        if generic is not None and self._input_signature is None:
-            generic += (skel,)
-            self._generic_specs[generic] = specs
+        if generic is not None:
+            # Python values, structure and a method's instance are part of what the trace
+            # serves: two modules' method shares no graph (each captures its own variables)
+            generic += (skeleton(key),)
+            if self._input_signature is None:
+                self._generic_specs[generic] = specs
         return generic
 
     def _add_spec_trace(self, key: Any, specs: list) -> None:
@@ -449,11 +452,13 @@ class Function:
         specs = [spec_of.get(id(t)) or TensorSpec(np.shape(t._value), t.dtype) for t in leaves]
         generic = generic_key(specs, [np.shape(t._value) for t in leaves],
                               [t._value.dtype for t in leaves])
-        if generic is not None and self._input_signature is None:
-            # Python arguments and structure are part of what the trace serves
+        if generic is not None:
+            # Python arguments, structure and a method's instance are part of what the
+            # trace serves (as in `_generic_key`)
             generic += (skeleton(key),)
-            self._generic_specs[generic] = specs
-            self._add_spec_trace(key, specs)
+            if self._input_signature is None:
+                self._generic_specs[generic] = specs
+                self._add_spec_trace(key, specs)
         for k in (generic, key):
             if k is not None and k in self._cache:
                 return self._cache[k][-1]
