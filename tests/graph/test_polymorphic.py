@@ -531,6 +531,30 @@ def test_dropout_draws_a_mask_of_each_call_size():
     assert f.experimental_get_tracing_count() == 2
 
 
+def test_a_cnn_batch_jacobian_serves_every_batch_size():
+    # Its rows are (examples x outputs): reshapes and a convolution's input shape hold the
+    # batch size times the output count, which one graph reads when it runs.
+    tf.random.set_seed(3)
+    model = tf.keras.Sequential([tf.keras.layers.Conv2D(3, 3, activation="tanh",
+                                                        input_shape=(7, 7, 1)),
+                                 tf.keras.layers.MaxPooling2D(2), tf.keras.layers.Flatten(),
+                                 tf.keras.layers.Dense(5)])
+
+    def jac(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = model(x)
+        return tape.batch_jacobian(y, x)
+
+    f = tf.function(jac, input_signature=[S([None, 7, 7, 1], tf.float64)])
+    rng = np.random.default_rng(0)
+    for n in (4, 6, 1, 3, 13, 2, 7):
+        x = _rand(rng, (n, 7, 7, 1))
+        _same(f(x), jac(x))
+    assert f.get_concrete_function().serves_all_sizes
+    assert f.experimental_get_tracing_count() == 3  # sizes 4 and 6, then 1 (its own)
+
+
 def test_python_reading_a_size_keeps_its_graph_to_that_size():
     # min(n, 5) equals n at the traced sizes 2 and 3, but not at 8: whatever
     # Python computes from a size it reads, the graph is not taken for one that serves

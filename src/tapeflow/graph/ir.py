@@ -99,19 +99,27 @@ def _same_number(value: Any, expected: Any) -> bool:
 @dataclass(frozen=True)
 class SizeOf:
     """A size in a node's params, read when the graph runs: axis `axis` of the value in
-    slot `slot` (graph/polymorphic.py makes them; `resolve` reads them)."""
+    slot `slot`, `times` over (a batch of examples of `times` rows each), graph/polymorphic.py
+    makes them; `resolve` reads them."""
 
     slot: int
     axis: int
+    times: int = 1
 
     def __repr__(self) -> str:
-        return f"size(%{self.slot}, {self.axis})"
+        scale = "" if self.times == 1 else f" * {self.times}"
+        return f"size(%{self.slot}, {self.axis}){scale}"
 
 
 def resolve(params: Any, size: Any) -> Any:
-    """`params` with every SizeOf replaced by ``size(slot, axis)``."""
+    """`params` with every SizeOf replaced by ``size(slot, axis)`` (times its `times`)."""
     if isinstance(params, SizeOf):
-        return size(params.slot, params.axis)
+        found = size(params.slot, params.axis)
+        if params.times == 1 or found is None:
+            return found
+        if isinstance(found, SizeOf):
+            return SizeOf(found.slot, found.axis, found.times * params.times)
+        return found * params.times
     if isinstance(params, dict):
         return {k: resolve(v, size) for k, v in params.items()}
     if isinstance(params, (tuple, list)) and not hasattr(params, "_fields"):

@@ -114,7 +114,9 @@ def generalize(a: Graph, b: Graph, sizes: bool = True) -> tuple[Graph | None, st
     NOTE(sized-params): where the traces differ only in ints of a node's params (a
     reshape's target, a random draw's shape, an index bound) and each such int is, in
     both, a size of the same axis of the same value (one of the node's inputs, or an
-    input of the graph), the int becomes that size, read when the graph runs (SizeOf).
+    input of the graph), or that size times one same count (a batch of examples of that
+    many rows each: a batch_jacobian's rows), the int becomes that size (times the count),
+    read when the graph runs (SizeOf).
     Where they differ in a constant filled with one value, of the same value in both, the
     constant becomes a node that fills an array of the sizes so found. Anything else
     that differs (a constant such as range(n), a float such as 1/n) keeps the graph to
@@ -145,10 +147,16 @@ def generalize(a: Graph, b: Graph, sizes: bool = True) -> tuple[Graph | None, st
         def find(v1: int, v2: int) -> SizeOf | None:
             if not sizes:
                 return None
-            for s in slots:
-                for k, (d1, d2) in enumerate(zip(a.avals[s][0], b.avals[s][0])):
-                    if d1 == v1 and d2 == v2:
-                        return SizeOf(s, k)
+            pairs = [(s, k, d1, d2) for s in slots
+                     for k, (d1, d2) in enumerate(zip(a.avals[s][0], b.avals[s][0]))]
+            for s, k, d1, d2 in pairs:
+                if d1 == v1 and d2 == v2:
+                    return SizeOf(s, k)
+            # a size times the same count in both (a batch of examples of that many rows)
+            for s, k, d1, d2 in pairs:
+                if d1 != d2 and d1 and d2 and v1 % d1 == 0 and v2 % d2 == 0 and \
+                        v1 // d1 == v2 // d2 > 1:
+                    return SizeOf(s, k, v1 // d1)
             return None
         return find
 
