@@ -16,7 +16,7 @@ Example:
 
 from . import allocator as _allocator
 from . import (autodiff, config, dtypes, errors, extend, keras, linalg, math, nest, nn, random,
-               testing, train)
+               saved_model, testing, train)
 from .batching import vmap
 from .callbacks import print_ as print  # noqa: A001 - TensorFlow's name
 from .config import init_scope
@@ -50,7 +50,7 @@ globals().update(_OPS)
 __all__ = [
     # namespaces
     "autodiff", "config", "dtypes", "errors", "extend", "keras", "linalg", "math", "nest", "nn",
-    "random", "testing", "train",
+    "random", "saved_model", "testing", "train",
     # tensors and dtypes
     "Tensor", "TensorArray", "TensorShape", "Variable", "constant", "convert_to_tensor", "is_tensor",
     "newaxis", "DType", "as_dtype", "bfloat16", "bool", "complex64", "complex128", "float16",

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import nest
-from .catalog import HOST_CALLBACK, NO_DERIVATIVE, STATEFUL, define
+from .catalog import HOST_CALLBACK, NO_DERIVATIVE, STATEFUL, Codec, define
 from .core import Primitive, bind
 from .scopes import emit, quiet
 from .tensor import TensorBase, Variable
@@ -102,10 +102,78 @@ def _writer(stream: Any) -> Callable[[str], Any]:
     return stream.write
 
 
+class _Text:
+    """A printed object of a loaded template, as it printed where it was saved."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Text) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(("_Text", self.text))
+
+
+def _plain_template(obj: Any) -> Any:
+    """A template as tagged tuples of plain data (a SavedModel holds it so): an object
+    that is no number or string as the text it prints."""
+    if isinstance(obj, _Slot):
+        return ("slot", obj.i)
+    if isinstance(obj, dict):
+        return ("dict", tuple((_plain_template(k), _plain_template(v)) for k, v in obj.items()))
+    if type(obj) in (list, tuple):
+        return (type(obj).__name__, tuple(_plain_template(v) for v in obj))
+    if obj is None or type(obj) in (bool, int, float, str):
+        return ("value", obj)
+    return ("text", str(obj))
+
+
+def _live_template(t: Any) -> Any:
+    if type(t) is not tuple or len(t) != 2:
+        raise ValueError(f"a print template holds {t!r:.40}")
+    tag, v = t
+    if tag == "slot" and type(v) is int:
+        return _Slot(v)
+    if tag == "dict":
+        return {_live_template(k): _live_template(x) for k, x in v}
+    if tag in ("list", "tuple") and type(v) is tuple:
+        items = [_live_template(x) for x in v]
+        return items if tag == "list" else tuple(items)
+    if tag == "value" and (v is None or type(v) in (bool, int, float, str)):
+        return v
+    if tag == "text" and type(v) is str:
+        return _Text(v)
+    raise ValueError(f"a print template holds {t!r:.40}")
+
+
+def _save_print(params: dict) -> dict:
+    stream = params["stream"]
+    if not (stream is None or stream in ("stdout", "stderr") or
+            (isinstance(stream, str) and stream.startswith("file://"))):
+        raise ValueError("it prints to a Python file object; a SavedModel prints to "
+                         "sys.stdout, sys.stderr or a 'file://path' (as TensorFlow's).")
+    return dict(params, template=tuple(_plain_template(t) for t in params["template"]))
+
+
+def _load_print(params: dict) -> dict:
+    stream = params["stream"]
+    if not (stream is None or stream in ("stdout", "stderr") or
+            (isinstance(stream, str) and stream.startswith("file://"))):
+        raise ValueError(f"the print's stream is {stream!r:.40}")
+    return dict(params, template=tuple(_live_template(t) for t in params["template"]))
+
+
 # Stateful: graph passes never drop or merge it, so every replay prints; no derivative.
 print_p = define(Primitive("print", _print_impl,
                            effects=(NO_DERIVATIVE, STATEFUL, HOST_CALLBACK)),
-                 batch=lambda vals, dims, **params: (bind(print_p, *vals, **params), None))
+                 batch=lambda vals, dims, **params: (bind(print_p, *vals, **params), None),
+                 save=Codec(_save_print, _load_print))
 
 
 def print_(*inputs: Any, output_stream: Any = None, summarize: int = 3, sep: str = " ",

@@ -26,7 +26,7 @@ from .patterns import dense_deps
 
 __all__ = ["Effect", "EFFECTS", "NO_DERIVATIVE", "STATEFUL", "PER_EXAMPLE", "IDENTITY",
            "READS_VARIABLE", "CUSTOM_GRADIENT", "HOST_CALLBACK", "CALLS_USER_CODE", "DATA_SHAPE",
-           "Kind", "KINDS", "Lowering", "Hints", "NO_HINTS", "define", "rule", "reads_all",
+           "Kind", "KINDS", "Lowering", "Hints", "NO_HINTS", "Codec", "define", "rule", "reads_all",
            "markdown_table", "markdown_effects"]
 
 
@@ -113,6 +113,12 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          "graph/passes.py, graph/transposes.py", "",
          "no hints: the passes treat the node as opaque",
          "what the graph passes may do with a node"),
+    Kind("save", "Codec(encode(params) -> params, decode(params) -> params, refuse)",
+         "saving/graph_codec.py", "",
+         "the params as they are: plain data (numbers, strings, tuples, dtypes, slices, "
+         "arrays, sizes, graphs)",
+         "how a SavedModel writes a node's params: a live object (a random stream, the "
+         "user's grad_fn) to plain data and back, or why the primitive cannot be saved"),
     Kind("form", "form(args, params, reverse) -> outputs | None",
          "core.bind, under a recorder that differentiates", "",
          "none: the primitive runs as bound",
@@ -167,6 +173,18 @@ class Hints:
 NO_HINTS = Hints()
 
 
+@dataclasses.dataclass(frozen=True)
+class Codec:
+    """How a SavedModel writes a primitive's params (saving/graph_codec.py, NOTE(graph-format)):
+    `encode(params) -> params` of plain data only (numbers, strings, tuples, dtypes,
+    arrays), and `decode` its inverse where the graph is loaded; or `refuse`, why a graph
+    holding the primitive cannot be saved (its params are the user's Python)."""
+
+    encode: Callable[[dict], dict] | None = None
+    decode: Callable[[dict], dict] | None = None
+    refuse: str | None = None
+
+
 def reads_all(n_inputs: int, n_outputs: int) -> tuple:
     """The `reads` of a VJP that may read every input and output (the default)."""
     everything = (tuple(range(n_inputs)), tuple(range(n_outputs)))
@@ -182,6 +200,9 @@ def _checked(prim: Any, kind: str, value: Any) -> Any:
             return Lowering(value)
         raise TypeError(f"define({prim.name!r}): `lower` must be a function or a Lowering; "
                         f"got {type(value).__name__}.")
+    if kind == "save" and not isinstance(value, Codec):
+        raise TypeError(f"define({prim.name!r}): `save` must be a Codec; got "
+                        f"{type(value).__name__}.")
     if kind == "passes" and not isinstance(value, Hints):
         raise TypeError(f"define({prim.name!r}): `passes` must be a Hints; got "
                         f"{type(value).__name__}.")
@@ -191,7 +212,7 @@ def _checked(prim: Any, kind: str, value: Any) -> Any:
             raise TypeError(f"define({prim.name!r}): `reads` must hold, per input, a pair "
                             f"(primal indices, output indices); got {value!r}.")
         return tuple((tuple(ins), tuple(outs)) for ins, outs in value)
-    if kind not in ("reads", "passes") and not callable(value):
+    if kind not in ("reads", "passes", "save") and not callable(value):
         raise TypeError(f"define({prim.name!r}): the `{kind}` rule must be callable; got "
                         f"{type(value).__name__}.")
     return value

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import nest
 from .batching import vmap_sharing
-from .catalog import CUSTOM_GRADIENT, READS_VARIABLE, define
+from .catalog import CUSTOM_GRADIENT, READS_VARIABLE, Codec, define
 from .core import Primitive, Recorder, Zero, bind, substack
 from .ops.convert import as_tensor
 from .ops.structural import (add_any, broadcast_to_p, dense_deps, instantiate, move_to_front,
@@ -124,10 +124,20 @@ def _results_of(*xs: Any, grad_fn: Any, n_inputs: int, n_vars: int) -> list:
 # interpreters that batch or trace see them); outputs: the results.
 # The user's rule may relate any output to any input: every output on all of them. Forward,
 # the op is its results (the last inputs); its rule matters only to derivatives.
+def _unsaved_grad_fn(*cts: Any, variables: Any = None) -> Any:
+    raise RuntimeError("custom_gradient: this graph was loaded from a SavedModel, which holds "
+                       "its grad_fn as the graph traced when it was saved, not the Python "
+                       "function; that graph read a value there (a guard) that differs now, and "
+                       "the Python grad_fn that could run instead was not saved.")
+
+
+# A SavedModel keeps the grad_fn as its traced graph (the node's backward), not its Python.
+_SAVE = Codec(lambda params: {k: v for k, v in params.items() if k != "grad_fn"},
+              lambda params: dict(params, grad_fn=_unsaved_grad_fn))
 custom_gradient_p = define(
     Primitive("custom_gradient", _results_of, multiple_results=True,
               effects=(CUSTOM_GRADIENT,)),
-    vjp=_custom_vjp, jvp=_custom_jvp, batch=_custom_batch, sparsity=dense_deps,
+    vjp=_custom_vjp, jvp=_custom_jvp, batch=_custom_batch, sparsity=dense_deps, save=_SAVE,
     lower=lambda jax, *args, n_inputs, n_vars, **params: tuple(args[n_inputs + n_vars:]))
 
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from .catalog import (CALLS_USER_CODE, CUSTOM_GRADIENT, EFFECTS, HOST_CALLBACK, IDENTITY, KINDS,
                       NO_DERIVATIVE, PER_EXAMPLE, READS_VARIABLE, STATEFUL, Effect,
-                      Hints, Kind, Lowering, define, rule)
+                      Codec, Hints, Kind, Lowering, define, rule)
 from .core import Primitive, Zero, bind
 from .ops.convert import as_tensor, binary_args, check_dtype
 from .ops.structural import (add_any, batch_along_axis, batch_elementwise, batch_reduction,
@@ -43,7 +43,7 @@ from .ops.structural import (add_any, batch_along_axis, batch_elementwise, batch
 from .patterns import (along_axis_deps, dense_deps, elementwise_deps, per_example_deps,
                        reduction_deps)
 
-__all__ = ["Primitive", "define", "rule", "Kind", "KINDS", "Lowering", "Hints", "Effect",
+__all__ = ["Primitive", "define", "rule", "Kind", "KINDS", "Lowering", "Hints", "Codec", "Effect",
            "EFFECTS", "NO_DERIVATIVE", "STATEFUL", "PER_EXAMPLE", "IDENTITY", "READS_VARIABLE",
            "CUSTOM_GRADIENT", "HOST_CALLBACK", "CALLS_USER_CODE", "Zero", "bind",
            "per_input", "linear", "unary", "binary", "twin", "batch_elementwise",

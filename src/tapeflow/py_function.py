@@ -18,7 +18,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .batching import batch_by_loop
-from .catalog import CALLS_USER_CODE, HOST_CALLBACK, NO_DERIVATIVE, STATEFUL, define
+from .catalog import CALLS_USER_CODE, HOST_CALLBACK, NO_DERIVATIVE, STATEFUL, Codec, define
 from .core import Primitive, bind, no_recorders
 from .forward import ForwardAccumulator
 from .ops.convert import as_tensor
@@ -106,17 +106,21 @@ def _py_jvp(tangents: tuple, outs: tuple, primals: tuple, func: Callable, touts:
 # A host callback cannot be vectorized: once per example (batching.by_loop). Python code:
 # any output may depend on any input.
 _CALLBACK = (STATEFUL, HOST_CALLBACK, CALLS_USER_CODE)
+# as TensorFlow's: the function is Python, which a SavedModel does not hold
+_UNSAVED = Codec(refuse="it calls a Python function at every run, which a SavedModel does not "
+                 "hold (as TensorFlow's py_function); compute it with tapeflow ops, or save "
+                 "the function without it.")
 py_function_p = define(
     Primitive("py_function", lambda *v, func, touts, tensors: _run(
         *v, func=func, touts=touts, tensors=tensors), multiple_results=True,
         effects=_CALLBACK),
-    batch_by_loop, vjp=_py_vjp, jvp=_py_jvp, sparsity=dense_deps)
+    batch_by_loop, vjp=_py_vjp, jvp=_py_jvp, sparsity=dense_deps, save=_UNSAVED)
 
 numpy_function_p = define(
     Primitive("numpy_function", lambda *v, func, touts, tensors: _run(
         *v, func=func, touts=touts, tensors=tensors), multiple_results=True,
         effects=_CALLBACK + (NO_DERIVATIVE,)),
-    batch_by_loop)
+    batch_by_loop, save=_UNSAVED)
 
 
 def _call(prim: Primitive, func: Callable, inp: Sequence[Any], Tout: Any, name: str,

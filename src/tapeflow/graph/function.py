@@ -48,8 +48,9 @@ from .polymorphic import class_sizes, generalize, generic_key, same_branch
 from ..scopes import held_output, quieted
 from .replay import GuardFailed
 from .scope import seal
-from .signature import (TensorSpec, argument_names, output_leaf, positional_keys, rebuild,
-                        fits, relaxed_shapes, skeleton, tensor_key, walk)
+from .signature import (TensorSpec, argument_names, call_template, output_leaf,
+                        positional_keys, rebuild, fits, relaxed_shapes, skeleton, tensor_key,
+                        walk)
 from .trace import Tracer, TracingError
 from .xla import require_jax
 
@@ -422,7 +423,8 @@ class Function:
                 return self._cache[generic][-1]
         return self._cache[key][-1]
 
-    def _concrete_for_specs(self, args: tuple, kwargs: dict, bound: tuple) -> Any:
+    def _concrete_for_specs(self, args: tuple, kwargs: dict, bound: tuple,
+                            size: int = _PLACEHOLDER_SIZE) -> Any:
         if any(isinstance(a, TensorSpec) and a.shape.rank is None
                for a in nest.flatten([list(args), kwargs])):
             # A graph per rank, each traced on the first call of that rank (tapeflow traces
@@ -438,8 +440,7 @@ class Function:
         def placeholder(x: Any) -> Any:
             if not isinstance(x, TensorSpec):
                 return x
-            t = Tensor(np.ones([_PLACEHOLDER_SIZE if d is None else d for d in x.shape],
-                               x.dtype._np))
+            t = Tensor(np.ones([size if d is None else d for d in x.shape], x.dtype._np))
             spec_of[id(t)] = x
             return t
 
@@ -470,6 +471,34 @@ class Function:
                               "with ones as placeholders for the TensorSpecs; pass example "
                               "tensors instead)") from e
         return self._cache[generic][-1] if generic in self._cache else self._cache[key][-1]
+
+    def _traces_of(self, instance: Any = None) -> list[ConcreteFunction]:
+        """The concrete functions a SavedModel saves (a method's: those of `instance`),
+        oldest first; each one once (a graph serving every size is cached under one key)."""
+        out: list = []
+        for branches in self._cache.values():
+            for cf in branches:
+                if cf not in out and (instance is None or call_template(
+                        cf._template, [None] * len(cf.graph.inputs), instance) is not None):
+                    out.append(cf)
+        return out
+
+    def _trace_signature(self, instance: Any = None) -> None:
+        """Before a save, the input_signature traced as TensorFlow traces it to save: where
+        it has None dimensions, at two sizes (8, then 5), so the graph serves every size
+        where it can (NOTE(two-sizes) in graph/polymorphic.py), and at size 1 (a size of
+        its own: broadcasting), if the function runs there."""
+        specs = self._input_signature
+        if specs is None:
+            return
+        bound = () if instance is None else (instance,)
+        self._concrete_for_specs(tuple(specs), {}, bound)
+        if any(None in spec.shape for spec in specs if spec.shape.rank is not None):
+            self._concrete_for_specs(tuple(specs), {}, bound, size=5)
+            try:
+                self._concrete_for_specs(tuple(specs), {}, bound, size=1)
+            except Exception:  # noqa: BLE001 - a function that needs more than one row
+                pass
 
     def experimental_get_tracing_count(self) -> int:
         return self._trace_count

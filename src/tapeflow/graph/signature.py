@@ -22,7 +22,7 @@ from .device import DeviceTensor, array_of
 from .trace import TracingError
 
 __all__ = ["TensorSpec", "walk", "rebuild", "positional_keys", "tensor_key", "output_leaf",
-           "argument_names", "skeleton", "fits", "relaxed_shapes"]
+           "argument_names", "skeleton", "fits", "relaxed_shapes", "call_template"]
 
 
 class TensorSpec:
@@ -194,3 +194,37 @@ def relaxed_shapes(a: Any, b: Any) -> list | None:
 
     visit(a, b)
     return specs
+
+
+def call_template(key: Any, specs: list, instance: Any = None) -> tuple[list, dict] | None:
+    """The arguments of a call whose key (`walk`'s) is `key`, each tensor replaced by the
+    next of `specs` (TensorSpecs, in order) and each Python value itself: what a saved
+    function is called with. With `instance` (a method's), the call's first argument must
+    be that object, and is left out; None where it is another. A ValueError names an
+    argument that is a variable or another object (a call that no file can describe)."""
+    _, (_, *positional), (_, *named) = key
+    if instance is not None:
+        if not positional or positional[0][0] != "O" or not isinstance(
+                positional[0][1], weakref.ref) or positional[0][1]() is not instance:
+            return None
+        positional = positional[1:]
+    leaves = iter(specs)
+
+    def build(k: Any) -> Any:
+        tag = k[0]
+        if tag == "T":
+            return next(leaves)
+        if tag == "P":
+            return k[2]
+        if tag == "list":
+            return [build(c) for c in k[1:]]
+        if tag == "tuple":
+            return tuple(build(c) for c in k[1:])
+        if tag == "dict":
+            return {name: build(c) for name, c in k[1:]}
+        what = {"V": "a tf.Variable", "O": "a Python object"}.get(tag, f"a {tag}")
+        raise ValueError(f"an argument of the call is {what}; a saved function is called with "
+                         "tensors and Python numbers, strings and lists, tuples or dicts of "
+                         "them (pass the tensor, or make the object an attribute of the module)")
+
+    return [build(k) for k in positional], {name: build(k) for name, k in named}

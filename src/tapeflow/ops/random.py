@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..catalog import NO_DERIVATIVE, PER_EXAMPLE, STATEFUL, define
+from ..catalog import NO_DERIVATIVE, PER_EXAMPLE, STATEFUL, Codec, define
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase
@@ -144,7 +144,31 @@ def _draw_rules(prim: Primitive) -> dict:
     inside vmap a draw draws the whole batch at once, each example its own."""
     def batch(vals: tuple, dims: tuple, shape: tuple, **params: Any) -> tuple:
         return bind(prim, shape=(dims.size,) + shape, **params), 0
-    return {"batch": batch, "lower": _host_drawn}
+    return {"batch": batch, "lower": _host_drawn, "save": _STREAMS}
+
+
+def _stream_of(params: dict) -> dict:
+    """A draw's generator as the sequence it is (a SavedModel stores the name): the global
+    one, or an op seed's."""
+    generator = params.pop("generator")
+    if generator is _seeds.rng:
+        return dict(params, stream="global")
+    for key, g in _seeds.op_rngs.items():
+        if g is generator:
+            return dict(params, stream=key)
+    raise ValueError("the draw's generator is none of tf.random's sequences")
+
+
+def _generator_of(params: dict) -> dict:
+    """The loading process's generator of a saved draw's sequence (its own global seed's):
+    a loaded function draws as the saving one would after the same `set_seed`."""
+    stream = params.pop("stream")
+    if stream != "global" and not (type(stream) is int and 0 <= stream < 2 ** 64):
+        raise ValueError(f"the draw's sequence is {stream!r:.40}, neither 'global' nor a seed")
+    return dict(params, generator=_seeds.generator(None if stream == "global" else stream))
+
+
+_STREAMS = Codec(_stream_of, _generator_of)
 
 
 # Every evaluation draws new numbers (NOTE(draws)): stateful, each example of a vmap its

@@ -38,11 +38,13 @@ _OPTIMIZER_BOOKKEEPING = frozenset({"_slots", "_variables", "_index"})
 
 class Graph:
     """The walked graph: `variables` (key -> Variable), `objects` (path -> Layer, Module
-    or Optimizer), `paths` (id of each object or variable -> its path)."""
+    or Optimizer), `containers` (path -> list, tuple or dict), `paths` (id of each object
+    or variable -> its path)."""
 
     def __init__(self) -> None:
         self.variables: dict[str, Variable] = {}
         self.objects: dict[str, Any] = {}
+        self.containers: dict[str, Any] = {}
         self.paths: dict[int, str] = {}
         self._keep: list = []  # the objects walked, so their ids stay theirs
 
@@ -108,6 +110,8 @@ def walk(roots: dict[str, Any], root: Any = None) -> Graph:
             continue
         if isinstance(obj, (Module, Optimizer)):
             g.objects[path] = obj
+        else:
+            g.containers[path] = obj
         if isinstance(obj, Optimizer):
             optimizers.append((path, obj))
         named, seen = [], set()
