@@ -33,3 +33,24 @@ def test_dispatch_benchmark_quick_runs(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "us/op" in proc.stdout
     assert results.exists()
+
+
+def test_show_prints_what_a_saved_model_holds(tmp_path, capsys):
+    import tapeflow as tf
+
+    m = tf.Module()
+    m.w = tf.Variable([[1.0], [2.0]], name="w")
+    m.f = tf.function(lambda x: x @ m.w, input_signature=[tf.TensorSpec([None, 2], tf.float32)])
+    m.g = tf.function(lambda x, scale: x * scale)
+    m.g(tf.constant(1.0), scale=2.0)
+    tf.saved_model.save(m, tmp_path / "m")
+    assert main(["show", str(tmp_path / "m")]) == 0
+    out = capsys.readouterr().out
+    assert "  w  float32[2, 1]  trainable  (w:0)" in out
+    assert "  f  input_signature=(float32[None, 2])" in out
+    assert "graph 0: (float32[None, 2]), every size; 2 ops" in out
+    assert "graph 0: (float32[]) with 2.0; 1 ops" in out
+    assert "serving_default: f(x)" in out
+    (tmp_path / "m" / "saved_model.json").write_text("{}")
+    assert main(["show", str(tmp_path / "m")]) == 1
+    assert "not a tapeflow SavedModel" in capsys.readouterr().out

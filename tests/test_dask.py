@@ -221,6 +221,52 @@ def test_traced_functions_and_their_derivatives_run_on_workers(client):
     np.testing.assert_array_equal(got, want)
 
 
+class SavedSeed(tf.Module):
+    """The seed network as a saved module: `per_example` takes one input, `batch` many."""
+
+    def __init__(self):
+        super().__init__()
+        weights = {k: v.astype(np.float64) for k, v in cnn.weights().items()}
+        self.model = cnn.tapeflow_model(weights)
+
+    @tf.function(input_signature=[tf.TensorSpec([784], tf.float64)])
+    def per_example(self, x):
+        return self.model(x[None])[0]
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 784], tf.float64)])
+    def batch(self, x):
+        return self.model(x)
+
+
+def test_a_saved_model_directory_on_workers_without_its_code(client, tmp_path):
+    module = SavedSeed()
+    module.batch(tf.constant(cnn.inputs(3).astype(np.float64)))
+    tf.saved_model.save(module, tmp_path / "seed")
+    xs = cnn.inputs(20).astype(np.float64)
+    want = in_process(lambda x: module.model(x[None])[0], xs)
+    X = da.from_array(xs, chunks=(6, 784))
+    for name in ("per_example", "batch"):  # one example, or a batch of one
+        J = tfd.map_jacobian(str(tmp_path / "seed"), X, function=name)
+        np.testing.assert_allclose(J.compute(), want, rtol=1e-12, atol=1e-15)
+    # the default: the serving signature, when there is one (here there are two: none)
+    with pytest.raises(ValueError, match="no serving signature and no __call__"):
+        tfd.map_jacobian(str(tmp_path / "seed"), X)
+    with pytest.raises(ValueError, match="holds no SavedModel"):
+        tfd.map_jacobian(str(tmp_path), X)
+    # in a process that never saw SavedSeed: tapeflow is all it needs
+    np.save(tmp_path / "xs.npy", xs)
+    code = (f"import numpy as np, dask.array as da\n"
+            f"from tapeflow.dask import map_jacobian\n"
+            f"xs = np.load({str(tmp_path / 'xs.npy')!r})\n"
+            f"J = map_jacobian({str(tmp_path / 'seed')!r}, da.from_array(xs, chunks=(6, 784)), "
+            f"function='per_example')\n"
+            f"np.save({str(tmp_path / 'got.npy')!r}, J.compute(scheduler='processes'))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "got.npy"), want, rtol=1e-12, atol=1e-15)
+
+
 def test_a_function_that_cannot_be_loaded_on_the_workers_says_so(client):
     def client_only(pid):
         if os.getpid() != pid:

@@ -1,4 +1,4 @@
-"""The ``tapeflow`` command line: ``tapeflow demo`` and ``tapeflow bench``.
+"""The ``tapeflow`` command line: ``tapeflow demo``, ``tapeflow bench`` and ``tapeflow show``.
 
 ``tapeflow demo`` runs the TensorFlow examples from the project's seed
 documents (the ``tf.autodiff.ForwardAccumulator`` docs and the
@@ -7,6 +7,10 @@ each computed value beside the value TensorFlow documents for it.
 
 ``tapeflow bench`` runs the benchmark suite (``benchmarks/run.py`` of the source
 checkout the package is installed from) beside the installed peer frameworks.
+
+``tapeflow show DIR`` prints what a SavedModel directory holds (its variables, functions,
+the calls their graphs serve, their sizes; signatures), as TensorFlow's
+``saved_model_cli show --all``.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ import numpy as np
 
 import tapeflow as tf
 from tapeflow.progress import progress
+from tapeflow.saving.saved_model import describe
 
-__all__ = ["main", "demo", "bench"]
+__all__ = ["main", "demo", "bench", "show"]
 
 # Values TensorFlow prints in its documentation are float32 rounded to about 8
 # significant digits, so an exact comparison would be meaningless.
@@ -237,11 +242,24 @@ def bench(options: Sequence[str] = (), out: TextIO | None = None) -> int:
     return subprocess.call([sys.executable, script, *options])
 
 
+def show(directory: str, out: TextIO | None = None) -> int:
+    """Print what the SavedModel at `directory` holds (saving/saved_model.py `describe`) to
+    `out`, and return 0; print the error and return 1 for a directory that holds none or a
+    damaged one."""
+    out = sys.stdout if out is None else out
+    try:
+        print(describe(directory), file=out)
+    except (tf.errors.NotFoundError, tf.errors.DataLossError) as e:
+        print(f"tapeflow show: {e}", file=out)
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tapeflow`` console script.
 
     Parses ``argv`` (``sys.argv[1:]`` when ``None``) into one of the
-    subcommands ``demo`` or ``bench``, runs it and returns its exit status, so
+    subcommands ``demo``, ``bench`` or ``show``, runs it and returns its exit status, so
     that both ``sys.exit(main())`` and tests calling ``main(["demo"])`` work.
     """
     parser = argparse.ArgumentParser(
@@ -260,9 +278,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench_parser.add_argument("--json", metavar="PATH", help="also write every result to PATH")
     bench_parser.add_argument("--plot", metavar="DIR", help="save scaling figures in DIR (matplotlib)")
     bench_parser.add_argument("--list", action="store_true", help="list the workloads")
+    show_parser = sub.add_parser(
+        "show", help="print what a SavedModel directory holds (as saved_model_cli show --all)")
+    show_parser.add_argument("directory", help="a directory written by tf.saved_model.save")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo()
+    if args.command == "show":
+        return show(args.directory)
     options = ["--quick"] if args.quick else []
     for flag, value in (("--only", args.only), ("--json", args.json), ("--plot", args.plot)):
         if value is not None:

@@ -20,6 +20,7 @@ import collections
 import hashlib
 import os
 import socket
+import tempfile
 import threading
 import types
 from typing import Any, Callable
@@ -36,7 +37,10 @@ except ImportError as e:  # the optional dependency is missing
                       f"every worker). ({e})") from e
 
 from .batching import vmap
-from .graph.function import Function, function
+from .graph.function import Function
+from .graph.function import function as traced
+from .saving.saved_model import contains_saved_model
+from .saving.saved_model import load as load_saved
 from .transforms import jacobian
 
 __all__ = ["map_jacobian", "trace_stats"]
@@ -67,12 +71,62 @@ def _batched_jacobian(f: Callable, mode: str) -> Callable:
     return batched_jacobian
 
 
+class _Saved:
+    """A SavedModel directory's files, sent to the workers as data, and the name of the
+    traced function in it that is `f`: a worker loads it (saving/saved_model.py) with
+    tapeflow alone, none of the code that defined it."""
+
+    def __init__(self, directory: str, name: str | None) -> None:
+        self.files: dict[str, bytes] = {}
+        for base, _, names in os.walk(directory):
+            for file in names:
+                path = os.path.join(base, file)
+                with open(path, "rb") as fh:
+                    self.files[os.path.relpath(path, directory)] = fh.read()
+        self.name = name
+        self.directory = directory
+
+    def load(self) -> Callable:
+        """The function, loaded from a copy of the files (a worker has no shared disk)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            for rel, data in self.files.items():
+                path = os.path.join(tmp, rel)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as fh:
+                    fh.write(data)
+            loaded = load_saved(tmp)
+        if self.name is not None:
+            fn = getattr(loaded, self.name, None)
+            if fn is None:
+                raise ValueError(f"map_jacobian: the SavedModel at {self.directory!r} has no "
+                                 f"function {self.name!r}.")
+        elif "serving_default" in loaded.signatures:
+            fn = loaded.signatures["serving_default"]._call
+        elif "__call__" in vars(loaded):
+            fn = vars(loaded)["__call__"]
+        else:
+            raise ValueError(f"map_jacobian: the SavedModel at {self.directory!r} has no serving "
+                             "signature and no __call__: name its function with `function=`.")
+        return fn
+
+
+def _per_example(fn: Callable, rank: int) -> Callable:
+    """A loaded function of one example: itself, or, where its input_signature takes a
+    batch (one more axis), it called on a batch of one."""
+    specs = getattr(getattr(fn, "_function", fn), "_input_signature", None)
+    if specs and len(specs) == 1 and specs[0].shape.rank == rank + 1:
+        return lambda x: fn(x[None])[0]
+    return fn
+
+
 def _traced(token: str, payload: bytes) -> _Traced:
     with _TRACED_LOCK:  # threads of one worker share the trace
         entry = _TRACED.get(token)
         if entry is None:
             try:
                 f, mode = cloudpickle.loads(payload)
+                if isinstance(f, tuple):  # a SavedModel's function: (_Saved, example rank)
+                    f = _per_example(f[0].load(), f[1])
             except Exception as e:
                 raise RuntimeError(
                     f"map_jacobian: f could not be loaded on the Dask worker at "
@@ -81,7 +135,7 @@ def _traced(token: str, payload: bytes) -> _Traced:
                     "name (the module f is defined in, unless it is __main__) must be installed "
                     "on every worker, or sent by value with "
                     "cloudpickle.register_pickle_by_value(module).") from e
-            entry = _TRACED[token] = _Traced(function(_batched_jacobian(f, mode)))
+            entry = _TRACED[token] = _Traced(traced(_batched_jacobian(f, mode)))
         _TRACED.move_to_end(token)
         while len(_TRACED) > MAX_FUNCTIONS:
             _TRACED.popitem(last=False)
@@ -246,8 +300,8 @@ def _probe(f: Callable, mode: str, X: "da.Array") -> np.ndarray:
                          f"{e}") from e
 
 
-def map_jacobian(f: Callable, X: Any, *, mode: str = "auto",
-                 chunk_size: int = 1024) -> "da.Array":
+def map_jacobian(f: Callable | str, X: Any, *, mode: str = "auto",
+                 chunk_size: int = 1024, function: str | None = None) -> "da.Array":
     """The Jacobian of the per-example function `f` at every example of `X` (axis 0 the
     batch), as a Dask array ``J`` with ``J[i] = tf.jacobian(f)(X[i])`` of shape
     ``[n, *f(x).shape, *x.shape]``, chunked as `X` along axis 0: each chunk is one vectorized
@@ -258,6 +312,13 @@ def map_jacobian(f: Callable, X: Any, *, mode: str = "auto",
     not pickle), and run once on one example of zeros (or on ``X[0]``, where it fails at
     zeros) to learn the result's shape and dtype. Nothing else is computed until ``J`` is:
     with a ``distributed.Client`` active, on its cluster.
+
+    `f` may instead be the path of a SavedModel directory (`tf.saved_model.save`): its
+    files travel to the workers as data, and each loads the function with tapeflow alone,
+    none of the code that defined it. The function is the one named by `function` (an
+    attribute of the saved object), else the serving signature's, else its `__call__`; it
+    takes one example, or a batch (an input_signature of one more axis, called on a batch
+    of one).
 
     Example:
         >>> import numpy as np, dask.array as da, tapeflow as tf
@@ -271,14 +332,23 @@ def map_jacobian(f: Callable, X: Any, *, mode: str = "auto",
                [ 6.,  8.],
                [10., 12.]])
     """
-    if not callable(f):
-        raise TypeError(f"map_jacobian: f must be a function of one example; got {f!r}.")
     if mode not in ("auto", "forward", "fwd", "reverse", "rev"):
         raise ValueError(f"map_jacobian: mode must be 'auto', 'forward' or 'reverse'; "
                          f"got {mode!r}.")
     X = _as_dask_array(X, chunk_size)
     _check_chunks(X)
-    payload = _pickle(f, mode)
+    if isinstance(f, (str, os.PathLike)):
+        if not contains_saved_model(f):
+            raise ValueError(f"map_jacobian: f is the path {os.fspath(f)!r}, which holds no "
+                             "SavedModel (tf.saved_model.save writes one).")
+        saved = _Saved(os.fspath(f), function)
+        payload = cloudpickle.dumps(((saved, X.ndim - 1), mode))
+        f = _per_example(saved.load(), X.ndim - 1)
+    elif not callable(f):
+        raise TypeError(f"map_jacobian: f must be a function of one example or a SavedModel "
+                        f"directory; got {f!r}.")
+    else:
+        payload = _pickle(f, mode)
     token = hashlib.sha256(payload).hexdigest()
     probe = _probe(f, mode, X)
     out_shape = probe.shape[1:probe.ndim - (X.ndim - 1)]
