@@ -47,7 +47,8 @@ class Program:
     def smooth(self) -> bool:
         return all(s.row.smooth for s in self.steps)
 
-    def __call__(self, *xs: Any) -> Any:
+    def __call__(self, *xs: Any, raw: bool = False) -> Any:
+        """The sine of each step's output, flattened and joined (`raw`: the outputs)."""
         dtype = tf.convert_to_tensor(xs[0]).dtype
         values = [tf.convert_to_tensor(x) for x in xs]
         outs = []
@@ -61,7 +62,7 @@ class Program:
             args[0] = args[0] + step.scale * link
             out = step.row.fn(*args)
             values.append(out)
-            outs.append(tf.reshape(tf.sin(out), [-1]))
+            outs.append(tf.reshape(out if raw else tf.sin(out), [-1]))
         return tf.concat(outs, axis=0)
 
     def __repr__(self) -> str:

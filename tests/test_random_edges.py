@@ -146,9 +146,24 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 HALF = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
 
 
+# Rows whose values route by a window's argmax: rounding an input to half precision can
+# tie or reorder a window's two largest values, and the routed value jumps (no precision
+# bound holds across a discontinuity). tests/rules/test_half_precision.py checks them at
+# half precision at the op table's inputs.
+_ROUTED = {"max_pool2d_argmax", "max_pool2d_route", "max_pool2d_pick", "max_pool2d_grad",
+           "max_pool2d_grad_grad"}
+# And rows that solve with a matrix: a half type's rounding error grows with its condition
+# number (the square of it in a derivative), which a random base matrix does not bound
+# (one of cond 50 missed the tolerance by a third in float16). test_half_precision.py
+# checks them at the op table's inputs.
+_SOLVES = {"inv", "solve", "triangular_solve", "cholesky", "det", "slogdet", "eigh"}
+
+
 def _real_rows():
     out = []
     for r in ROWS_F32:
+        if r.name in _ROUTED or set(r.covers()) & _SOLVES:
+            continue
         xs = [tf.constant(np.asarray(a, np.float32)) for a in r.make(np.random.default_rng(7))]
         graph = tf.function(r.fn).get_concrete_function(*xs).graph
         if not any(np.dtype(d).kind == "c" for _, d in graph.avals.values()):
@@ -173,8 +188,11 @@ def test_a_half_precision_program_matches_float32(seed, n_steps, name):
     g = tape.gradient(loss, x_low)
     assert y.dtype == tf.as_dtype(dtype) and g.dtype == tf.as_dtype(dtype)
     eps = float(ml_dtypes.finfo(dtype).eps)
-    # sin of each step's output: values in [-1, 1]; a few roundings per step
-    np.testing.assert_allclose(y.numpy().astype(np.float64), want, atol=64 * eps * n_steps)
+    # sin of each step's output: a few roundings per step, each relative to the magnitude
+    # of the output (a fold's grows with its steps), which the sine turns absolute
+    size = np.maximum(1.0, np.abs(program(x_32, raw=True).numpy().astype(np.float64)))
+    error = np.abs(y.numpy().astype(np.float64) - want)
+    assert (error <= 64 * eps * n_steps * size).all(), (error / size).max() / eps
     with tf.GradientTape() as tape:
         tape.watch(x_32)
         loss32 = tf.reduce_sum(program(x_32))
