@@ -469,3 +469,63 @@ def test_a_crafted_model_file_loads_or_raises_data_loss(fuzz_model, tmp_path_fac
         tf.saved_model.load(directory)
     except DataLossError:
         pass
+
+
+# ------------------------------------------------------------------ against TensorFlow
+def _module_code(tf_):
+    """The same TensorFlow-API module, for TensorFlow (`tf_`) or tapeflow."""
+
+    class Jacobians(tf_.Module):
+        def __init__(self):
+            super().__init__()
+            rng = np.random.default_rng(0)
+            self.w = tf_.Variable(rng.standard_normal((4, 3)).astype(np.float32), name="w")
+
+        @tf_.function(input_signature=[tf_.TensorSpec([None, 4], tf_.float32, name="x")])
+        def jacobian(self, x):
+            with tf_.GradientTape() as tape:
+                tape.watch(x)
+                y = tf_.tanh(x @ self.w)
+            return tape.batch_jacobian(y, x)
+
+        @tf_.function
+        def scale(self, x, k=2.0):
+            return x * k * tf_.reduce_sum(self.w)
+
+    return Jacobians()
+
+
+@pytest.mark.peers
+def test_saved_model_semantics_match_tensorflow(tmp_path):
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    real = pytest.importorskip("tensorflow")
+    x = np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32)
+    loaded = {}
+    for name, tf_ in (("tensorflow", real), ("tapeflow", tf)):
+        m = _module_code(tf_)
+        m.scale(tf_.constant(x[:2]))
+        tf_.saved_model.save(m, str(tmp_path / name))
+        loaded[name] = tf_.saved_model.load(str(tmp_path / name))
+    theirs, ours = loaded["tensorflow"], loaded["tapeflow"]
+    for n in (5, 1, 3):  # every batch size, from the signature's trace
+        np.testing.assert_allclose(ours.jacobian(tf.constant(x[:n])).numpy(),
+                                   theirs.jacobian(real.constant(x[:n])).numpy(), rtol=1e-5,
+                                   atol=1e-6)
+    np.testing.assert_allclose(ours.scale(tf.constant(x[:2])).numpy(),
+                               theirs.scale(real.constant(x[:2])).numpy(), rtol=1e-5)
+    # the serving signature: the one method with an input_signature, inputs by name
+    assert list(ours.signatures) == list(theirs.signatures) == ["serving_default"]
+    got = ours.signatures["serving_default"](x=tf.constant(x))
+    want = theirs.signatures["serving_default"](x=real.constant(x))
+    assert list(got) == list(want) == ["output_0"]
+    np.testing.assert_allclose(got["output_0"].numpy(), want["output_0"].numpy(), rtol=1e-5,
+                               atol=1e-6)
+    # a call no saved graph serves: both raise ValueError saying so
+    for module, tf_ in ((theirs, real), (ours, tf)):
+        with pytest.raises(ValueError, match="Could not find matching concrete function"):
+            module.scale(tf_.constant(x[:3]))
+    # variables are variables: assigning changes later results in both
+    ours.w.assign(ours.w * 2.0)
+    theirs.w.assign(theirs.w * 2.0)
+    np.testing.assert_allclose(ours.jacobian(tf.constant(x)).numpy(),
+                               theirs.jacobian(real.constant(x)).numpy(), rtol=1e-5, atol=1e-6)
