@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Any, Iterable
 
@@ -131,6 +132,12 @@ class Layer(Module):
     """
 
     _input_hint = ""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Layer":
+        self = super().__new__(cls)
+        if not cls.__module__.startswith("tapeflow."):  # a user's class: tf_keras' auto config
+            self.__dict__["_auto_config"] = _auto_config(cls, args, kwargs)
+        return self
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -505,7 +512,20 @@ class Layer(Module):
         config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = tuple(self._batch_input_shape)
+        auto = self.__dict__.get("_auto_config")
+        if auto is not None and type(self).get_config is Layer.get_config:
+            # A user's class without get_config, made with plain arguments: they are its
+            # config, with the base's keys its __init__ does not take dropped (tf_keras).
+            arguments, takes_kwargs = auto
+            if not takes_kwargs:
+                config = {k: v for k, v in config.items() if k in arguments}
+            config.update(arguments)
         return config
+
+    def build_from_config(self, config: dict) -> None:
+        """Build the layer (make its weights) for a saved ``build_config``, ``{"input_shape":
+        ...}`` (keras.layers.deserialize calls it, as tf_keras)."""
+        self._maybe_build(config["input_shape"])
 
     @classmethod
     def from_config(cls, config: dict) -> "Layer":
@@ -519,6 +539,41 @@ class Layer(Module):
     def __repr__(self) -> str:
         cls = type(self)
         return f"<{cls.__module__}.{cls.__name__} name={self.name!r}, built={self.built}>"
+
+
+def _plain(x: Any) -> bool:
+    if x is None or type(x) in (bool, int, float, str):
+        return True
+    if type(x) in (list, tuple):
+        return all(_plain(v) for v in x)
+    return type(x) is dict and all(type(k) is str and _plain(v) for k, v in x.items())
+
+
+def _auto_config(cls: type, args: tuple, kwargs: dict) -> tuple[dict, bool] | None:
+    """A user's layer's constructor arguments by name, and whether its __init__ takes
+    **kwargs, where every one is plain data (numbers, strings, lists, dicts): the config
+    tf_keras makes for a class without get_config. None otherwise."""
+    try:
+        sig = inspect.signature(cls.__init__)
+        bound = sig.bind(None, *args, **kwargs)
+    except (TypeError, ValueError):
+        return None
+    params = list(sig.parameters.values())[1:]
+    arguments: dict = {}
+    for p in params:
+        if p.name not in bound.arguments:
+            continue
+        value = bound.arguments[p.name]
+        if p.kind is p.VAR_KEYWORD:
+            arguments.update(value)
+        elif p.kind is p.VAR_POSITIONAL:
+            if value:
+                return None
+        else:
+            arguments[p.name] = value
+    if not _plain(arguments):
+        return None
+    return arguments, any(p.kind is p.VAR_KEYWORD for p in params)
 
 
 # ---------------------------------------------------------------- Dense

@@ -51,6 +51,9 @@ def serialize(layer: Layer) -> dict:
     out = {"module": module,
            "class_name": type(layer).__name__, "config": layer.get_config(),
            "registered_name": None}
+    if not type(layer).__module__.startswith("tapeflow."):
+        # a user's class: found by its name in custom_objects, as tf_keras writes it
+        out["module"], out["registered_name"] = None, kind
     shape = layer._build_input_shape
     if layer.built and shape is not None:
         out["build_config"] = {"input_shape": _plain_shape(shape)}
@@ -82,5 +85,5 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Layer:
         layer = cls.from_config(inner)
     build = config.get("build_config")
     if build and build.get("input_shape") is not None and not layer.built:
-        layer._maybe_build(build["input_shape"])
+        layer.build_from_config(build)
     return layer

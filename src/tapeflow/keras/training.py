@@ -106,7 +106,7 @@ class Model(Layer):
                                           "available.")
             # a new Functional (not a call of it): Python then runs its __init__ once
             return super().__new__(Model._functional_class)
-        return super().__new__(cls)
+        return super().__new__(cls, *args, **kwargs)
 
     @classmethod
     def from_config(cls, config: dict, custom_objects: dict | None = None) -> "Model":
@@ -169,6 +169,14 @@ class Model(Layer):
             self._build_input_shape = input_shape
         else:
             super()._maybe_build(input_shape)
+
+    def build_from_config(self, config: dict) -> None:
+        """Build for a saved ``build_config``: a subclassed model's layers are made by
+        calling it, which its `build` does (its `_maybe_build` only marks it built)."""
+        if type(self).build is Model.build:
+            self.build(config["input_shape"])
+        else:
+            super().build_from_config(config)
 
     def build(self, input_shape: Any) -> None:
         """Create the weights by calling the model once on zeros of `input_shape` (unknown

@@ -11,7 +11,8 @@ reverse name order (a model's `layers` list among them), the first path to an ob
 wins, and a list names its layers by class (``dense``, ``dense_1``, ...); this module
 walks tapeflow's objects the same way (public attributes, and `layers` of a model).
 
-A file being loaded is hostile input: every value is read and checked (its layer, count,
+A file being loaded is hostile input: it is read in a child process (NOTE(h5-isolated):
+the HDF5 C library can crash on a damaged file), and every value is read and checked (its layer, count,
 shape and a numeric dtype) before any weight is assigned, so a file that does not fit
 leaves the model as it was, and an unreadable one raises `DataLossError` naming it.
 """
@@ -28,8 +29,9 @@ from ..keras.base_layer import Layer, _to_snake_case
 from ..optional import required
 from ..tensor import Variable
 from .bundle import temporary_name
+from .h5_isolated import read_tree
 
-__all__ = ["save_weights", "load_weights", "is_h5", "WeightsMismatch", "save_legacy_group", "h5py_module",
+__all__ = ["save_weights", "load_weights", "load_tree", "is_h5", "WeightsMismatch", "save_legacy_group", "h5py_module",
            "KERAS_VERSION"]
 
 KERAS_VERSION = "2.21.0"  # the layouts' version; tf_keras converts only files of Keras 1
@@ -130,20 +132,25 @@ def save_legacy_group(f: Any, model: Any) -> None:
 
 
 # ------------------------------------------------------------------ loading
-def load_weights(model: Any, path: str, source: Any = None) -> None:
-    """Assign `model`'s weights from the HDF5 file at `path` (read from `source`, a file
-    object, if given: a `.keras` zip's member), in either layout (NOTE(keras-h5)): every
-    value checked first, then all assigned."""
-    h5py = h5py_module()
+def load_weights(model: Any, path: str, source: bytes | None = None) -> None:
+    """Assign `model`'s weights from the HDF5 file at `path` (its bytes `source`, if given:
+    a `.keras` zip's member), in either layout (NOTE(keras-h5)), read in a child process
+    (NOTE(h5-isolated)): every value checked first, then all assigned."""
+    h5py_module()  # the child reads with it: named here if it is missing
     if source is None and not os.path.isfile(path):
         raise FileNotFoundError(f"load_weights: no file at {path!r}.")
+    load_tree(model, read_tree(path, source), path)
+
+
+def load_tree(model: Any, f: Any, path: str) -> None:
+    """Assign `model`'s weights from a file's tree (`read_tree`), every value checked
+    first, then all assigned."""
     try:
-        with h5py.File(path if source is None else source, "r") as f:
-            pairs = _read_legacy(f, model, path) if _is_legacy(f) else _read_v3(f, model, path)
+        pairs = _read_legacy(f, model, path) if _is_legacy(f) else _read_v3(f, model, path)
     except WeightsMismatch:
         raise
-    except (OSError, KeyError, TypeError, ValueError, RuntimeError, UnicodeError,
-            AttributeError) as e:  # h5py's, from a file that is not what it claims
+    except (KeyError, TypeError, ValueError, UnicodeError, AttributeError,
+            IndexError) as e:  # from a file that is not what it claims
         raise DataLossError(f"load_weights: {path!r} is not a readable Keras weights file "
                             f"({type(e).__name__}: {e}).") from None
     for var, value in pairs:
@@ -193,11 +200,28 @@ def _read_legacy(f: Any, model: Any, path: str) -> list:
     return pairs
 
 
+def _stored(f: Any) -> list[str]:
+    """The groups of a `.weights.h5` file that hold weights (``.../vars``), an optimizer's
+    aside (tapeflow loads no optimizer state from a weights file, as tf_keras' load_weights
+    of a model that is not compiled)."""
+    found: list = []
+    f.visititems(lambda name, obj: found.append(name) if name.split("/")[-1] == "vars" and
+                 not name.startswith("optimizer") and len(obj) else None)
+    return found
+
+
 def _read_v3(f: Any, model: Any, path: str) -> list:
     pairs = []
-    for p, weights in _v3_entries(model):
-        if not weights:
-            continue
+    entries = [(p, weights) for p, weights in _v3_entries(model) if weights]
+    taken = {f"{p}/vars" if p else "vars" for p, _ in entries}
+    extra = sorted(set(_stored(f)) - taken)
+    if extra:
+        # weights with no layer of the model to take them would be dropped silently
+        raise WeightsMismatch(f"load_weights: {path!r} holds weights at {extra[0]!r}, where the "
+                              f"model {model.name!r} has no layer with weights (is it built? "
+                              "a subclassed model builds on its first call); nothing was "
+                              "loaded.")
+    for p, weights in entries:
         key = f"{p}/vars" if p else "vars"
         group = f.get(key)
         count = 0 if group is None else len(group)

@@ -15,7 +15,6 @@ raises `DataLossError` naming it.
 from __future__ import annotations
 
 import datetime
-import io
 import json
 import os
 import zipfile
@@ -25,6 +24,7 @@ from ..errors import DataLossError
 from ..keras.serialization import deserialize, serialize
 from . import keras_h5
 from .bundle import temporary_name
+from .h5_isolated import read_tree
 
 __all__ = ["save_model", "load_model"]
 
@@ -88,21 +88,21 @@ def load_model(filepath: Any, custom_objects: dict | None = None, compile: bool 
     if zipfile.is_zipfile(path):
         config, weights = _read_keras(path)
         model = _rebuild(config, custom_objects, safe_mode, path)
-        keras_h5.load_weights(model, path, source=io.BytesIO(weights))
+        keras_h5.load_weights(model, path, source=weights)
         return model
-    h5py = keras_h5.h5py_module()
+    keras_h5.h5py_module()
     try:
-        with h5py.File(path, "r") as f:
-            raw = f.attrs.get("model_config")
-    except OSError as e:
+        tree = read_tree(path)
+    except DataLossError as e:
         raise DataLossError(f"load_model: {path!r} is neither a .keras zip nor an HDF5 model "
                             f"file ({e}).") from None
+    raw = tree.attrs.get("model_config")
     if raw is None:
         raise DataLossError(f"load_model: {path!r} holds no model config (a weights file? "
                             "build the model and call load_weights).")
     model = _rebuild(_json(raw.decode("utf8") if isinstance(raw, bytes) else str(raw), path),
                      custom_objects, safe_mode, path)
-    keras_h5.load_weights(model, path)
+    keras_h5.load_tree(model, tree, path)
     return model
 
 
