@@ -51,7 +51,7 @@ from .scope import seal
 from .signature import (TensorSpec, argument_names, call_template, output_leaf,
                         positional_keys, rebuild, fits, relaxed_shapes, skeleton, tensor_key,
                         walk)
-from .trace import Tracer, TracingError
+from .trace import RunEagerly, Tracer, TracingError
 from .xla import require_jax
 
 __all__ = ["function", "Function", "ConcreteFunction", "TensorSpec", "TracingError"]
@@ -100,6 +100,7 @@ class Function:
         self._lean_tried: Any = None
         self._leans: dict[Any, Callable[[tuple], Any]] = {}  # signature -> its lean call
         self._trace_count = 0
+        self._eager: str | None = None  # why the body runs eagerly (RunEagerly), if it does
         self._retrace_reasons: collections.Counter = collections.Counter()  # reason -> traces
         functools.update_wrapper(self, fn)
 
@@ -193,8 +194,9 @@ class Function:
         return self._call(args, kwargs)
 
     def _call(self, args: tuple, kwargs: dict, bound: tuple = ()) -> Any:
-        if _config.functions_run_eagerly():
-            return self._fn(*bound, *args, **kwargs)  # tf.config.run_functions_eagerly(True)
+        if _config.functions_run_eagerly() or self._eager:
+            # tf.config.run_functions_eagerly(True), or a body no graph can be (RunEagerly)
+            return self._fn(*bound, *args, **kwargs)
         key, leaves, args = self._key(args, kwargs, bound)
         generic = self._generic_key(leaves, key)
         done, result, failed = self._replay(key, generic, leaves)
@@ -218,8 +220,14 @@ class Function:
                 return result
             if generic is None and self._reduce_retracing and self._input_signature is None:
                 generic = self._relaxed_key(key, leaves)
-            return self._trace(key, leaves, args, kwargs, again or failed, generic,
-                               bound=bound)
+            try:
+                return self._trace(key, leaves, args, kwargs, again or failed, generic,
+                                   bound=bound)
+            except RunEagerly as e:
+                self._eager = str(e)
+                warnings.warn(f"tapeflow.function {self.__name__!r} runs its Python eagerly at "
+                              f"each call: {e}.", stacklevel=3)
+                return self._fn(*bound, *args, **kwargs)
 
     def _lean_of(self, key: Any) -> Callable[[tuple], Any] | None:
         """The lean call of a call signature `key` (NOTE(lean-call)): its executable's, where

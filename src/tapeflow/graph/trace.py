@@ -43,6 +43,11 @@ class TracingError(RuntimeError):
     """A traced function did something a graph cannot replay faithfully."""
 
 
+class RunEagerly(TracingError):
+    """What the traced Python does cannot be a graph (a loop over a tf.data.Dataset): the
+    function runs its Python eagerly at each call instead (graph/function.py)."""
+
+
 def user_line() -> str:
     """`file:line: source` of the innermost caller outside tapeflow."""
     frame = sys._getframe(1)
