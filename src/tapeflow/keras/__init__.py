@@ -4,10 +4,10 @@
 `keras.initializers`; `keras.masks` reads and sets the masks tf_keras keeps in
 `tensor._keras_mask`."""
 
-from . import (activations, initializers, layers, losses, masks, metrics, models,  # noqa: F401
-               optimizers)
+from . import (activations, callbacks, initializers, layers, losses, masks, metrics,  # noqa: F401
+               models, optimizers)
 from .models import Model, Sequential  # noqa: F401
 from .functional import Input, InputLayer, KerasTensor  # noqa: F401
 
-__all__ = ["activations", "initializers", "layers", "losses", "masks", "metrics", "models",
+__all__ = ["activations", "callbacks", "initializers", "layers", "losses", "masks", "metrics", "models",
            "optimizers", "Model", "Sequential", "Input", "InputLayer", "KerasTensor"]

@@ -1,7 +1,7 @@
 """Keras `Model`: the model-subclassing API (layers assigned as attributes are tracked;
 `model(x)` builds; `trainable_variables`, `weights`, `summary()`), and the base of
-`Sequential` and of functional models. Training is a `tf.GradientTape` loop with a
-`keras.optimizers` optimizer: `compile`/`fit` are out of scope (docs/keras.md)."""
+`Sequential` and of functional models; `compile`, `fit`, `evaluate` and `predict` by
+way of keras/fitting.py."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from ..module import name_scope
 from ..tensor import Tensor, TensorShape, Variable
 from ..saving import bundle, keras_h5, keras_model
 from ..saving.checkpoint import Checkpoint, write_pointer
+from . import fitting
 from .base_layer import Layer
 from .utils import call_accepts, dedup
 
@@ -40,11 +41,6 @@ def _weights_path(filepath: Any, save_format: str | None, who: str) -> str:
     if save_format not in (None, "tf"):
         raise ValueError(f"{who}: save_format must be 'tf' or 'h5'; got {save_format!r}.")
     return path
-
-
-_OUT_OF_SCOPE = ("tapeflow's Keras has no `{0}`: write the training loop with tf.GradientTape "
-                 "and an optimizer's apply_gradients (docs/keras.md shows the loop that "
-                 "replaces compile/fit).")
 
 
 def _probe(shape: Any, dtype: str) -> Any:
@@ -207,32 +203,103 @@ class Model(Layer):
         with self._scope():
             return super().__call__(inputs, *args, **kwargs)
 
-    def compile(self, *args: Any, **kwargs: Any) -> None:
-        """Out of scope: train with a GradientTape loop (docs/keras.md)."""
-        raise NotImplementedError(_OUT_OF_SCOPE.format("compile"))
+    # -------------------------------------------------- training (keras/fitting.py)
+    def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,
+                **kwargs: Any) -> None:
+        """Configure training: the optimizer, the loss and the metrics, by object or by
+        tf_keras's names (``jit_compile=``, ``run_eagerly=`` as tf_keras's;
+        NOTE(fit) in keras/fitting.py).
 
-    def fit(self, *args: Any, **kwargs: Any) -> None:
-        """Out of scope: train with a GradientTape loop (docs/keras.md)."""
-        raise NotImplementedError(_OUT_OF_SCOPE.format("fit"))
+        Example:
+            >>> import numpy as np, tapeflow as tf
+            >>> model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+            >>> model.compile(optimizer="sgd", loss="mse", metrics=["mae"])
+            >>> history = model.fit(np.ones((8, 2)), np.ones((8, 1)), epochs=2, verbose=0)
+            >>> sorted(history.history), len(history.history["loss"])
+            (['loss', 'mae'], 2)
+        """
+        fitting.compile_model(self, optimizer, loss, metrics, **kwargs)
 
-    def evaluate(self, *args: Any, **kwargs: Any) -> None:
-        """Out of scope: compute the loss and metrics in a loop (docs/keras.md)."""
-        raise NotImplementedError(_OUT_OF_SCOPE.format("evaluate"))
+    def fit(self, x: Any = None, y: Any = None, batch_size: int | None = None,
+            epochs: int = 1, verbose: Any = "auto", callbacks: Any = None,
+            **kwargs: Any) -> Any:
+        """Train for `epochs` on arrays (`x`, `y`, in batches of `batch_size`, shuffled
+        each epoch) or a tf.data.Dataset of batches, running `train_step` as one traced
+        function; `validation_data`, `validation_split`, `sample_weight`, `class_weight`,
+        `initial_epoch`, `steps_per_epoch` and callbacks as tf_keras's. Returns the
+        `History`."""
+        return fitting.fit(self, x, y, batch_size, epochs, verbose, callbacks, **kwargs)
 
-    def predict(self, x: Any, batch_size: int | None = None, **kwargs: Any) -> np.ndarray:
-        """The model's outputs on `x` as NumPy arrays (``model(x, training=False)``).
+    def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None,
+                 verbose: Any = "auto", **kwargs: Any) -> Any:
+        """The loss and the compiled metrics on the data (`test_step` over its batches):
+        a scalar, a list, or with ``return_dict=True`` a dict by name."""
+        return fitting.evaluate(self, x, y, batch_size, verbose, **kwargs)
+
+    def predict(self, x: Any, batch_size: int | None = None, verbose: Any = "auto",
+                **kwargs: Any) -> Any:
+        """The model's outputs on `x` as NumPy arrays, computed in batches by
+        `predict_step` (``model(x, training=False)``).
 
         Example:
             >>> import tapeflow as tf
             >>> model = tf.keras.Sequential([tf.keras.layers.Dense(1, kernel_initializer="ones")])
-            >>> model.predict(tf.ones([2, 3]))
+            >>> model.predict(tf.ones([2, 3]), verbose=0)
             array([[3.],
                    [3.]], dtype=float32)
         """
-        out = self(x, training=False)
-        if isinstance(out, (list, tuple)):
-            return type(out)(o.numpy() for o in out)
-        return out.numpy()
+        return fitting.predict(self, x, batch_size, verbose, **kwargs)
+
+    def train_on_batch(self, x: Any, y: Any = None, **kwargs: Any) -> Any:
+        """One training step on one batch; its loss and metrics."""
+        return fitting.train_on_batch(self, x, y, **kwargs)
+
+    def test_on_batch(self, x: Any, y: Any = None, **kwargs: Any) -> Any:
+        """The loss and metrics on one batch."""
+        return fitting.test_on_batch(self, x, y, **kwargs)
+
+    def predict_on_batch(self, x: Any) -> Any:
+        """The outputs on one batch, as NumPy arrays."""
+        return fitting.predict_on_batch(self, x)
+
+    def train_step(self, data: Any) -> dict:
+        """One step of `fit` (override it to customize fit, as tf_keras's guide does):
+        the loss under a tape, the optimizer's update, the metrics' results by name."""
+        return fitting.default_train_step(self, data)
+
+    def test_step(self, data: Any) -> dict:
+        """One step of `evaluate`: the loss and the metrics' results by name."""
+        return fitting.default_test_step(self, data)
+
+    def predict_step(self, data: Any) -> Any:
+        """One step of `predict`: ``self(x, training=False)``."""
+        return fitting.default_predict_step(self, data)
+
+    def compute_loss(self, x: Any = None, y: Any = None, y_pred: Any = None,
+                     sample_weight: Any = None) -> Any:
+        """The compiled loss of a batch (plus the model's `losses`)."""
+        return fitting.compute_loss(self, x, y, y_pred, sample_weight)
+
+    def compute_metrics(self, x: Any, y: Any, y_pred: Any, sample_weight: Any) -> dict:
+        """Update the compiled metrics with a batch; their results by name."""
+        return fitting.update_metrics(self, y, y_pred, sample_weight, None)
+
+    @property
+    def metrics(self) -> list:
+        """The loss tracker and the compiled metrics (once a batch has made them)."""
+        compiled = self.__dict__.get("_compiled")
+        if compiled is None:
+            return []
+        return [compiled.loss_tracker] + list(compiled.metrics or [])
+
+    @property
+    def metrics_names(self) -> list[str]:
+        return [m.name for m in self.metrics]
+
+    def reset_metrics(self) -> None:
+        """Reset the state of every metric."""
+        for m in self.metrics:
+            m.reset_state()
 
     # -------------------------------------------------- files
     def save(self, filepath: Any, overwrite: bool = True, save_format: str | None = None,
