@@ -342,3 +342,66 @@ def test_a_reader_that_crashes_is_an_error_naming_the_file(monkeypatch):
         model.load_weights(os.path.join(FIXTURES, "seq.h5"))
     for w, b in zip(model.weights, before):
         np.testing.assert_array_equal(w.numpy(), b)
+
+
+# ------------------------------------------------------------------ compiled models
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_a_compiled_model_file_tf_keras_wrote_resumes_its_training(suffix):
+    # Adam's moments and step count come with the model: two more epochs give tf_keras's
+    # losses of the same two epochs after its own load_model.
+    model = tf.keras.models.load_model(os.path.join(FIXTURES, "compiled" + suffix))
+    assert type(model.optimizer).__name__ == "Adam" and int(model.optimizer.iterations) == 10
+    history = model.fit(EXPECTED["compiled_x"], EXPECTED["compiled_y"], batch_size=8, epochs=2,
+                        shuffle=False, verbose=0)
+    np.testing.assert_allclose(history.history["loss"], EXPECTED["compiled_losses"], rtol=1e-5)
+    bare = tf.keras.models.load_model(os.path.join(FIXTURES, "compiled" + suffix),
+                                      compile=False)
+    assert bare.__dict__.get("_compiled") is None
+
+
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_a_compiled_model_saved_and_loaded_trains_on_as_if_never_stopped(tmp_path, suffix):
+    x, y = EXPECTED["compiled_x"], EXPECTED["compiled_y"]
+
+    def fresh():
+        tf.random.set_seed(4)
+        m = tf.keras.Sequential([tf.keras.layers.Dense(5, activation="tanh", input_shape=(4,)),
+                                 tf.keras.layers.Dense(2)])
+        m.compile(optimizer=tf.keras.optimizers.RMSprop(0.01, momentum=0.5),
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+        return m
+
+    straight = fresh()
+    want = straight.fit(x, y, batch_size=8, epochs=4, shuffle=False, verbose=0).history["loss"]
+    first = fresh()
+    first.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    first.save(tmp_path / ("m" + suffix))
+    again = tf.keras.models.load_model(tmp_path / ("m" + suffix))
+    got = again.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history["loss"]
+    np.testing.assert_allclose(got, want[2:], rtol=1e-6)
+    assert again.metrics_names == ["loss", "accuracy"]
+
+
+def test_a_model_saved_to_a_directory_is_a_saved_model(tmp_path):
+    model = _make("seq")
+    model.load_weights(os.path.join(FIXTURES, "seq.h5"))
+    model.save(tmp_path / "dir")
+    assert tf.saved_model.contains_saved_model(tmp_path / "dir")
+    loaded = tf.keras.models.load_model(tmp_path / "dir")
+    np.testing.assert_allclose(loaded(EXPECTED["seq_x"]).numpy(), EXPECTED["seq_y"], rtol=1e-5,
+                               atol=1e-6)
+
+
+@pytest.mark.peers
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_tf_keras_resumes_the_training_of_a_compiled_model_tapeflow_saved(tmp_path, suffix):
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    keras = pytest.importorskip("tf_keras")
+    x, y = EXPECTED["compiled_x"], EXPECTED["compiled_y"]
+    ours = tf.keras.models.load_model(os.path.join(FIXTURES, "compiled.keras"))
+    ours.save(tmp_path / ("again" + suffix))
+    theirs = keras.models.load_model(tmp_path / ("again" + suffix))
+    assert int(theirs.optimizer.iterations) == 10
+    history = theirs.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    np.testing.assert_allclose(history.history["loss"], EXPECTED["compiled_losses"], rtol=1e-5)

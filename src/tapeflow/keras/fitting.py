@@ -41,8 +41,9 @@ class _Compiled:
     """What `compile` keeps (NOTE(fit))."""
 
     def __init__(self, loss: Any, metrics: list, loss_weights: Any, jit_compile: bool,
-                 run_eagerly: bool) -> None:
+                 run_eagerly: bool, loss_spec: Any = None) -> None:
         self.loss = loss
+        self.loss_spec = loss_spec  # as given (a name is saved as the name)
         self.metric_specs = metrics
         self.metrics: list | None = None  # made at the first batch (their kind by shape)
         self.loss_tracker = metrics_mod.Mean(name="loss")
@@ -84,7 +85,7 @@ def compile_model(model: Any, optimizer: Any = "rmsprop", loss: Any = None,
                                   "(no dict or list of losses, no loss_weights).")
     model.optimizer = optimizers_mod.get(optimizer)
     model._compiled = _Compiled(_loss_object(loss), list(metrics or []), loss_weights,
-                                bool(jit_compile), bool(run_eagerly))
+                                bool(jit_compile), bool(run_eagerly), loss)
     model._train_function = model._test_function = model._predict_function = None
     model.stop_training = False
 

@@ -42,7 +42,7 @@ def value(v):
         return {"strings": items, "shape": list(a.shape)}
     if a.dtype.kind not in "biufcSU":
         raise TypeError(f"an attribute or dataset of dtype {a.dtype}")
-    arrays.append(np.ascontiguousarray(a))
+    arrays.append(np.array(a, order="C"))  # (ascontiguousarray makes a scalar 1-D)
     return {"array": len(arrays) - 1}
 
 def node(obj):

@@ -31,7 +31,8 @@ from ..tensor import Variable
 from .bundle import temporary_name
 from .h5_isolated import read_tree
 
-__all__ = ["save_weights", "load_weights", "load_tree", "is_h5", "WeightsMismatch", "save_legacy_group", "h5py_module",
+__all__ = ["save_weights", "load_weights", "load_tree", "load_optimizer", "is_h5",
+           "save_legacy_optimizer", "load_legacy_optimizer", "WeightsMismatch", "save_legacy_group", "h5py_module",
            "KERAS_VERSION"]
 
 KERAS_VERSION = "2.21.0"  # the layouts' version; tf_keras converts only files of Keras 1
@@ -94,10 +95,13 @@ def _weighted_layers(model: Any) -> list:
 
 
 # ------------------------------------------------------------------ saving
-def save_weights(model: Any, path: str, by_path: bool | None = None) -> None:
+def save_weights(model: Any, path: str, by_path: bool | None = None,
+                 optimizer: Any = None) -> None:
     """Write `model`'s weights to the HDF5 file at `path` in the `.weights.h5` layout
     (`by_path`; by default where `path` ends so) or the legacy one, atomically (a
-    temporary file renamed)."""
+    temporary file renamed); with `optimizer` (a `.keras` file of a compiled model), its
+    variables too, under ``optimizer/vars`` in their order (tf_keras's: the step count,
+    then each variable's slots)."""
     h5py = h5py_module()
     if by_path is None:
         by_path = path.endswith(".weights.h5")
@@ -108,6 +112,10 @@ def save_weights(model: Any, path: str, by_path: bool | None = None) -> None:
                 for p, weights in _v3_entries(model):
                     group = f.require_group(f"{p}/vars" if p else "vars")
                     for i, w in enumerate(weights):
+                        group.create_dataset(str(i), data=np.asarray(w.numpy()))
+                if optimizer is not None:
+                    group = f.require_group("optimizer/vars")
+                    for i, w in enumerate(optimizer.variables):
                         group.create_dataset(str(i), data=np.asarray(w.numpy()))
             else:
                 save_legacy_group(f, model)
@@ -157,6 +165,59 @@ def load_tree(model: Any, f: Any, path: str) -> None:
         var.assign(value)
 
 
+def load_optimizer(optimizer: Any, variables: list, f: Any, path: str) -> None:
+    """Assign a compiled model's optimizer (built for `variables`) its state from a
+    `.keras` file's ``optimizer/vars``, every value checked first (tf_keras's order)."""
+    group = f.get("optimizer/vars")
+    if group is None:
+        return
+    optimizer.build(variables)
+    own = optimizer.variables
+    if len(group) != len(own):
+        raise WeightsMismatch(f"load_model: {path!r} holds {len(group)} optimizer variables; "
+                              f"the {type(optimizer).__name__} of the model has {len(own)}; "
+                              "nothing was loaded.")
+    values = [_value(path, f"optimizer/vars/{i}", group[str(i)], v) for i, v in enumerate(own)]
+    for v, value in zip(own, values):
+        v.assign(value)
+
+
+def _optimizer_names(optimizer: Any) -> list[str]:
+    """tf_keras's names of an optimizer's variables ("iteration:0", "Adam/m/dense/kernel:0")."""
+    names: list = []
+    for k, v in enumerate(optimizer.variables):
+        name = "iteration:0" if k == 0 else f"{optimizer.name}/{v.name.split(':')[0]}:0"
+        while name in names:  # two variables of one name (loading goes by order)
+            name = name[:-2] + "_:0"
+        names.append(name)
+    return names
+
+
+def save_legacy_optimizer(group: Any, optimizer: Any) -> None:
+    """An optimizer's variables in a legacy `.h5` model file's ``optimizer_weights``."""
+    names = _optimizer_names(optimizer)
+    group.attrs["weight_names"] = [n.encode("utf8") for n in names]
+    for name, v in zip(names, optimizer.variables):
+        group.create_dataset(name, data=np.asarray(v.numpy()))
+
+
+def load_legacy_optimizer(optimizer: Any, variables: list, f: Any, path: str) -> None:
+    """An optimizer's state from a legacy `.h5` model file's ``optimizer_weights``, in the
+    order of its `weight_names`, every value checked first."""
+    group = f.get("optimizer_weights")
+    if group is None or "weight_names" not in group.attrs:
+        return
+    optimizer.build(variables)
+    names, own = _names(group.attrs["weight_names"]), optimizer.variables
+    if len(names) != len(own):
+        raise WeightsMismatch(f"load_model: {path!r} holds {len(names)} optimizer variables; "
+                              f"the {type(optimizer).__name__} of the model has {len(own)}; "
+                              "nothing was loaded.")
+    values = [_value(path, f"optimizer_weights/{n}", group[n], v) for n, v in zip(names, own)]
+    for v, value in zip(own, values):
+        v.assign(value)
+
+
 def _is_legacy(f: Any) -> bool:
     return "layer_names" in f.attrs or ("model_weights" in f and
                                         "layer_names" in f["model_weights"].attrs)
@@ -201,12 +262,12 @@ def _read_legacy(f: Any, model: Any, path: str) -> list:
 
 
 def _stored(f: Any) -> list[str]:
-    """The groups of a `.weights.h5` file that hold weights (``.../vars``), an optimizer's
-    aside (tapeflow loads no optimizer state from a weights file, as tf_keras' load_weights
-    of a model that is not compiled)."""
+    """The groups of a `.weights.h5` file that hold a layer's weights (``.../vars``): an
+    optimizer's and the metrics' aside (a model file's; `load_optimizer` reads the
+    optimizer's, and metrics start over, as in tf_keras)."""
     found: list = []
     f.visititems(lambda name, obj: found.append(name) if name.split("/")[-1] == "vars" and
-                 not name.startswith("optimizer") and len(obj) else None)
+                 not name.startswith(("optimizer", "metrics")) and len(obj) else None)
     return found
 
 

@@ -15,6 +15,7 @@ raises `DataLossError` naming it.
 from __future__ import annotations
 
 import datetime
+import inspect
 import json
 import os
 import zipfile
@@ -22,7 +23,7 @@ from typing import Any
 
 from ..errors import DataLossError
 from ..keras.serialization import deserialize, serialize
-from . import keras_h5
+from . import keras_h5, saved_model
 from .bundle import temporary_name
 from .h5_isolated import read_tree
 
@@ -38,13 +39,23 @@ def save_model(model: Any, filepath: Any, overwrite: bool = True) -> None:
     path = os.fspath(filepath)
     if not overwrite and os.path.exists(path):
         raise FileExistsError(f"save: {path!r} exists and overwrite=False.")
-    config = json.dumps(serialize(model), default=_jsonable)
+    if not path.endswith(".keras") and not keras_h5.is_h5(path):
+        saved_model.save(model, path)  # a directory: a SavedModel, as tf_keras's default
+        return
+    serialized = serialize(model)
+    compiled = model.__dict__.get("_compiled")
+    if compiled is not None and path.endswith(".keras"):
+        serialized["compile_config"] = _compile_config(model, compiled)
+    if compiled is not None and not model.optimizer.variables[1:]:
+        model.optimizer.build(model.trainable_variables)  # its slots, before a first step
+    config = json.dumps(serialized, default=_jsonable)
     tmp = temporary_name(path)
     try:
         if path.endswith(".keras"):
             weights = temporary_name(path + ".weights.h5")
             try:
-                keras_h5.save_weights(model, weights, by_path=True)
+                keras_h5.save_weights(model, weights, by_path=True,
+                                      optimizer=None if compiled is None else model.optimizer)
                 with zipfile.ZipFile(tmp, "w") as z:
                     z.writestr("metadata.json", json.dumps(
                         {"keras_version": keras_h5.KERAS_VERSION, "saved_by": "tapeflow",
@@ -61,13 +72,88 @@ def save_model(model: Any, filepath: Any, overwrite: bool = True) -> None:
                 f.attrs["keras_version"] = keras_h5.KERAS_VERSION
                 f.attrs["backend"] = "tensorflow"
                 keras_h5.save_legacy_group(f.create_group("model_weights"), model)
-        else:
-            raise NotImplementedError(f"save: {path!r}: tapeflow writes Keras model files "
-                                      "(.keras, .h5); SavedModel directories are not written yet.")
+                if compiled is not None:
+                    f.attrs["training_config"] = json.dumps(_training_config(model, compiled),
+                                                            default=_jsonable)
+                    keras_h5.save_legacy_optimizer(f.create_group("optimizer_weights"),
+                                                   model.optimizer)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def _compile_config(model: Any, compiled: Any) -> dict:
+    """What `compile` was given, as tf_keras writes it in a `.keras` file."""
+    def named(x: Any, kind: str) -> Any:
+        if x is None or isinstance(x, str):
+            return x
+        if hasattr(x, "get_config") and not isinstance(x, type):
+            return {"module": f"keras.{kind}", "class_name": type(x).__name__,
+                    "config": x.get_config(), "registered_name": None}
+        name = getattr(x, "__name__", None)
+        if name is None:
+            raise ValueError(f"save: the compiled {kind[:-1]} {x!r:.60} has no name to save.")
+        return name
+    opt = model.optimizer
+    return {"optimizer": {"module": "keras.optimizers", "class_name": type(opt).__name__,
+                          "config": opt.get_config(), "registered_name": None},
+            "loss": named(compiled.loss_spec, "losses"),
+            "metrics": [named(m, "metrics") for m in compiled.metric_specs],
+            "loss_weights": None, "weighted_metrics": None, "run_eagerly": None,
+            "steps_per_execution": None,
+            "jit_compile": compiled.jit_compile or None}
+
+
+def _training_config(model: Any, compiled: Any) -> dict:
+    """A legacy `.h5` file's compile config, as tf_keras writes it (``training_config``)."""
+    config = _compile_config(model, compiled)
+    opt = config["optimizer"]
+    return {"loss": config["loss"], "metrics": [config["metrics"]], "weighted_metrics": None,
+            "loss_weights": None, "optimizer_config": {
+                "class_name": f"Custom>{opt['class_name']}", "config": opt["config"]}}
+
+
+def _recompile(model: Any, config: Any, path: str) -> bool:
+    """Compile a loaded model as its file says (`compile_config`); whether it did."""
+    if not isinstance(config, dict):
+        return False
+    from ..keras import losses, metrics, optimizers  # noqa: PLC0415 - keras imports this module
+    try:
+        spec = config["optimizer"]
+        opt = _made(optimizers._BY_NAME[str(spec["class_name"]).lower()], spec["config"],
+                    optimizers.Optimizer)
+
+        def named(x: Any, module: Any) -> Any:
+            if isinstance(x, dict) and x.get("class_name") == "MeanMetricWrapper":
+                return x["config"]["name"]  # a metric by its function's name ("mae")
+            if isinstance(x, dict):
+                return _made(getattr(module, x["class_name"]), x.get("config", {}))
+            return x
+        model.compile(optimizer=opt, loss=named(config.get("loss"), losses),
+                      metrics=[named(m, metrics) for m in config.get("metrics") or []],
+                      jit_compile=bool(config.get("jit_compile")))
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise DataLossError(f"load_model: the compile_config in {path!r} cannot be used "
+                            f"({type(e).__name__}: {e}); pass compile=False to load the "
+                            "model without it.") from None
+    return True
+
+
+def _made(cls: type, config: Any, base: type | None = None) -> Any:
+    """`cls(**config)`, without the arguments tf_keras writes that tapeflow's class does
+    not take where they hold their off value (None or False); any other is an error."""
+    known = set(inspect.signature(cls.__init__).parameters)
+    if base is not None:
+        known |= set(inspect.signature(base.__init__).parameters)
+    # a loss class's "fn" names its own function (tf_keras's LossFunctionWrapper)
+    config = {k: v for k, v in dict(config).items() if k != "fn"}
+    extra = {k: v for k, v in config.items() if k not in known}
+    used = [k for k, v in extra.items() if v not in (None, False)]
+    if used:
+        raise ValueError(f"{cls.__name__} has no argument {used[0]!r} (set to "
+                         f"{extra[used[0]]!r}) in tapeflow")
+    return cls(**{k: v for k, v in config.items() if k in known})
 
 
 def _jsonable(x: Any) -> Any:
@@ -83,12 +169,20 @@ def load_model(filepath: Any, custom_objects: dict | None = None, compile: bool 
     """The model saved in a `.keras` or legacy `.h5` file (by tf_keras or tapeflow),
     rebuilt from its config with its weights (NOTE(keras-model-files))."""
     path = os.fspath(filepath)
-    if not os.path.isfile(path):
+    if not os.path.isfile(path) and not os.path.isdir(path):
         raise FileNotFoundError(f"load_model: no file at {path!r}.")
+    if os.path.isdir(path) and saved_model.contains_saved_model(path):
+        # A SavedModel directory: its object, with its saved call (TensorFlow's loader
+        # without the Keras metadata it can rebuild a Keras model from)
+        return saved_model.load(path)
     if zipfile.is_zipfile(path):
         config, weights = _read_keras(path)
         model = _rebuild(config, custom_objects, safe_mode, path)
-        keras_h5.load_weights(model, path, source=weights)
+        keras_h5.h5py_module()
+        tree = read_tree(path, weights)
+        keras_h5.load_tree(model, tree, path)
+        if compile and _recompile(model, config.get("compile_config"), path):
+            keras_h5.load_optimizer(model.optimizer, model.trainable_variables, tree, path)
         return model
     keras_h5.h5py_module()
     try:
@@ -103,6 +197,20 @@ def load_model(filepath: Any, custom_objects: dict | None = None, compile: bool 
     model = _rebuild(_json(raw.decode("utf8") if isinstance(raw, bytes) else str(raw), path),
                      custom_objects, safe_mode, path)
     keras_h5.load_tree(model, tree, path)
+    training = tree.attrs.get("training_config")
+    if compile and training is not None:
+        # the legacy file's compile config (tf_keras's "training_config"), as .keras's
+        legacy = _json(training.decode("utf8") if isinstance(training, bytes) else
+                       str(training), path)
+        if isinstance(legacy, dict) and isinstance(legacy.get("optimizer_config"), dict):
+            opt = dict(legacy["optimizer_config"])
+            opt["class_name"] = str(opt.get("class_name", "")).split(">")[-1]
+            metrics = [m for group in legacy.get("metrics") or [] for m in (
+                group if isinstance(group, list) else [group])]
+            config = {"optimizer": opt, "loss": legacy.get("loss"), "metrics": metrics}
+            if _recompile(model, config, path):
+                keras_h5.load_legacy_optimizer(model.optimizer, model.trainable_variables,
+                                               tree, path)
     return model
 
 
