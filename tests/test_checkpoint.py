@@ -263,6 +263,8 @@ def test_a_process_killed_while_saving_leaves_the_newest_complete_checkpoint(tmp
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from fuzz_helpers import damaged  # noqa: E402
+
 _FUZZ_VALUES = {"a": np.linspace(-1.0, 1.0, 37), "b": np.arange(6, dtype=np.int32).reshape(2, 3),
                 "c": np.array([True, False, True])}
 
@@ -287,12 +289,7 @@ def test_a_damaged_file_is_refused_or_restores_exactly_what_was_saved(fuzz_files
     # untouched, or (a byte of padding, JSON whitespace) the saved values exactly.
     directory = tmp_path_factory.mktemp("case")
     files = dict(fuzz_files)
-    raw = bytearray(files[which])
-    for at, byte in edits:
-        raw[at % len(raw)] = byte
-    if cut is not None:
-        raw = raw[:cut % (len(raw) + 1)]
-    files[which] = bytes(raw)
+    files[which] = damaged(files[which], edits, cut)
     for suffix, content in files.items():
         (directory / ("f" + suffix)).write_bytes(content)
     targets = {k: tf.Variable(np.zeros_like(v)) for k, v in _FUZZ_VALUES.items()}

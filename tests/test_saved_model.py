@@ -377,6 +377,8 @@ def test_save_needs_a_module(tmp_path):
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from fuzz_helpers import damaged  # noqa: E402
+
 _FILES = ("saved_model.json", "functions.index", "functions.data-00000-of-00001",
           os.path.join("variables", "variables.index"),
           os.path.join("variables", "variables.data-00000-of-00001"))
@@ -406,12 +408,7 @@ def test_a_damaged_file_is_refused_or_loads_what_was_saved(fuzz_model, tmp_path_
                                                            which, edits, cut):
     files, want = fuzz_model
     files = dict(files)
-    raw = bytearray(files[which])
-    for at, byte in edits:
-        raw[at % len(raw)] = byte
-    if cut is not None:
-        raw = raw[:cut % (len(raw) + 1)]
-    files[which] = bytes(raw)
+    files[which] = damaged(files[which], edits, cut)
     directory = tmp_path_factory.mktemp("case")
     _write(directory, files)
     try:

@@ -45,6 +45,7 @@ from .. import dtypes as _dt
 from ..errors import DataLossError, NotFoundError
 
 __all__ = ["FORMAT", "VERSION", "DATA_SUFFIX", "INDEX_SUFFIX", "write_bundle", "read_index",
+           "read_signed_json", "canonical",
            "read_bundle", "write_text", "exists", "checksum", "temporary_name"]
 
 FORMAT = "tapeflow-checkpoint"
@@ -81,7 +82,8 @@ def write_text(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _canonical(index: dict) -> bytes:
+def canonical(index: dict) -> bytes:
+    """The bytes a CRC-32 of a JSON object is over: sorted keys, compact."""
     return json.dumps(index, sort_keys=True, separators=(",", ":")).encode()
 
 
@@ -116,9 +118,29 @@ def write_bundle(prefix: str, arrays: dict[str, np.ndarray], dtypes: dict[str, s
         entry["checksum"] = crcs[k]
     index = {"format": FORMAT, "version": VERSION, "data_file": os.path.basename(data_path),
              "data_bytes": offset, "entries": entries}
-    index["index_crc32"] = zlib.crc32(_canonical(index))
+    index["index_crc32"] = zlib.crc32(canonical(index))
     os.replace(data_tmp, data_path)
     write_text(index_path, json.dumps(index, sort_keys=True, indent=1))
+
+
+def read_signed_json(path: str, kind: str, fmt: str, version: int, crc_key: str) -> dict:
+    """The JSON object of the file at `path` (a `kind` of file), checked: its format,
+    version and CRC-32 (`crc_key`, over the object without it, `canonical`); a
+    DataLossError naming the file otherwise."""
+    try:
+        with open(path, "rb") as f:
+            found = json.loads(f.read().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise DataLossError(f"{path!r} is not a {kind} (not JSON: {e}).") from None
+    if not isinstance(found, dict) or found.get("format") != fmt:
+        raise DataLossError(f"{path!r} is not a tapeflow {kind} (expected format {fmt!r}).")
+    if found.get("version") != version:
+        raise DataLossError(f"{path!r} has format version {found.get('version')!r}; this "
+                            f"tapeflow reads version {version}.")
+    body = {k: v for k, v in found.items() if k != crc_key}
+    if found.get(crc_key) != zlib.crc32(canonical(body)):
+        raise DataLossError(f"{path!r} is corrupted (its checksum does not match).")
+    return found
 
 
 def read_index(prefix: str) -> dict:
@@ -126,20 +148,7 @@ def read_index(prefix: str) -> dict:
     index_path = prefix + INDEX_SUFFIX
     if not os.path.isfile(index_path):
         raise NotFoundError(f"no checkpoint at {prefix!r}: {index_path!r} does not exist.")
-    try:
-        with open(index_path, "rb") as f:
-            index = json.loads(f.read().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise DataLossError(f"{index_path!r} is not a checkpoint index (not JSON: {e}).") from None
-    if not isinstance(index, dict) or index.get("format") != FORMAT:
-        raise DataLossError(f"{index_path!r} is not a tapeflow checkpoint index "
-                            f"(expected format {FORMAT!r}).")
-    if index.get("version") != VERSION:
-        raise DataLossError(f"{index_path!r} has format version {index.get('version')!r}; this "
-                            f"tapeflow reads version {VERSION}.")
-    body = {k: v for k, v in index.items() if k != "index_crc32"}
-    if index.get("index_crc32") != zlib.crc32(_canonical(body)):
-        raise DataLossError(f"{index_path!r} is corrupted (its checksum does not match).")
+    index = read_signed_json(index_path, "checkpoint index", FORMAT, VERSION, "index_crc32")
     entries, size = index.get("entries"), index.get("data_bytes")
     if not isinstance(entries, dict) or not _is_count(size) or \
             not isinstance(index.get("data_file"), str):

@@ -130,7 +130,7 @@ def save(obj: Any, export_dir: str, signatures: Any = None, options: Any = None)
                            for k, v in graph.variables.items()},
              "functions": records,
              "signatures": _signatures(signatures, functions, obj)}
-    model["crc32"] = zlib.crc32(_canonical(model))
+    model["crc32"] = zlib.crc32(bundle.canonical(model))
     _write(export_dir, model, writer.arrays, graph.variables)
 
 
@@ -238,10 +238,6 @@ def _input_names(fn: Function) -> list[str]:
     specs = fn._input_signature
     params = params[len(params) - len(specs):] if len(params) >= len(specs) else []
     return [s.name or (params[i] if params else f"args_{i}") for i, s in enumerate(specs)]
-
-
-def _canonical(model: dict) -> bytes:
-    return json.dumps(model, sort_keys=True, separators=(",", ":")).encode()
 
 
 def _write(export_dir: str, model: dict, arrays: dict, variables: dict) -> None:
@@ -421,20 +417,7 @@ def load(export_dir: str, tags: Any = None, options: Any = None) -> Restored:
 
 
 def _read_model(path: str) -> dict:
-    try:
-        with open(path, "rb") as f:
-            model = json.loads(f.read().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise DataLossError(f"{path!r} is not a SavedModel (not JSON: {e}).") from None
-    if not isinstance(model, dict) or model.get("format") != FORMAT:
-        raise DataLossError(f"{path!r} is not a tapeflow SavedModel (expected format "
-                            f"{FORMAT!r}).")
-    if model.get("version") != VERSION:
-        raise DataLossError(f"{path!r} has format version {model.get('version')!r}; this "
-                            f"tapeflow reads version {VERSION}.")
-    body = {k: v for k, v in model.items() if k != "crc32"}
-    if model.get("crc32") != zlib.crc32(_canonical(body)):
-        raise DataLossError(f"{path!r} is corrupted (its checksum does not match).")
+    model = bundle.read_signed_json(path, "SavedModel", FORMAT, VERSION, "crc32")
     need = ("root", "objects", "containers", "variables", "functions", "signatures")
     if any(k not in model for k in need):
         raise DataLossError(f"{path!r} is malformed (it lacks one of {', '.join(need)}).")
