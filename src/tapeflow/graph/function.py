@@ -142,12 +142,20 @@ class Function:
         arrays = [array_of(t) for t in leaves]
         generic = generic_key(specs, [np.shape(a) for a in arrays], [a.dtype for a in arrays])
         if generic is not None:
-            # Python values, structure and a method's instance are part of what the trace
-            # serves: two modules' method shares no graph (each captures its own variables)
-            generic += (skeleton(key),)
+            generic += self._served_by(key)
             if self._input_signature is None:
                 self._generic_specs[generic] = specs
         return generic
+
+    def _served_by(self, key: Any) -> tuple:
+        """What of a call besides its tensors a size-generic trace serves: its Python values
+        and structure (its skeleton); with an input_signature, whose arguments are tensors,
+        only a method's instance (the first argument beyond the signature's). Two modules'
+        method shares no graph: each captures its own variables."""
+        if self._input_signature is None:
+            return (skeleton(key),)
+        positional = key[1]
+        return (positional[1],) if len(positional) - 1 > len(self._input_signature) else ()
 
     def _add_spec_trace(self, key: Any, specs: list) -> None:
         entry = (skeleton(key, frozenset(k for k, spec in enumerate(specs)
@@ -462,9 +470,7 @@ class Function:
         generic = generic_key(specs, [np.shape(t._value) for t in leaves],
                               [t._value.dtype for t in leaves])
         if generic is not None:
-            # Python arguments, structure and a method's instance are part of what the
-            # trace serves (as in `_generic_key`)
-            generic += (skeleton(key),)
+            generic += self._served_by(key)  # (as in `_generic_key`)
             if self._input_signature is None:
                 self._generic_specs[generic] = specs
                 self._add_spec_trace(key, specs)
