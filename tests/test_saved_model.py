@@ -145,7 +145,8 @@ def test_a_keras_model_is_saved_with_its_call(tmp_path):
     seq = tf.keras.Sequential([tf.keras.layers.Dense(4, activation="tanh"),
                                tf.keras.layers.Dropout(0.5), tf.keras.layers.Dense(2)])
     x = np.random.default_rng(2).standard_normal((6, 5)).astype(np.float32)
-    seq(x)
+    seq.compile("adam", "mse")  # trained with fit: its traced steps are not the model's
+    seq.fit(x, np.ones((6, 2), np.float32), epochs=1, verbose=0)
     inputs = tf.keras.Input((5,), name="features")
     functional = tf.keras.Model(inputs, tf.keras.layers.Dense(3)(inputs))
     for model, name in ((seq, f"{seq.layers[0].name}_input"), (functional, "features")):

@@ -74,6 +74,9 @@ def test_fit_on_a_dataset_with_validation_and_the_step_traced_once():
     assert model._train_function.experimental_get_tracing_count() == 1
     loss, acc = model.evaluate(x[48:], y[48:], batch_size=8, verbose=0)
     assert loss == pytest.approx(history.history["val_loss"][-1], rel=1e-6)
+    # arrays to train on, a dataset to validate with: the batch size is the arrays'
+    again = model.fit(x[:48], y[:48], batch_size=16, epochs=1, validation_data=val, verbose=0)
+    assert "val_loss" in again.history
     assert model.predict(x, batch_size=10, verbose=0).shape == (64, 2)
 
 

@@ -361,11 +361,11 @@ def fit(model: Any, x: Any = None, y: Any = None, batch_size: int | None = None,
                 break
         epoch_logs = dict(logs)
         if validation_data is not None and (epoch + 1) % validation_freq == 0:
-            vx, vy, vw = unpack(validation_data) if not isinstance(validation_data, Dataset) \
-                else (validation_data, None, None)
-            val = evaluate(model, vx, vy, batch_size=validation_batch_size or batch_size,
-                           sample_weight=vw, steps=validation_steps, verbose=0,
-                           return_dict=True, _callbacks=cbs)
+            batched = isinstance(validation_data, Dataset)
+            vx, vy, vw = (validation_data, None, None) if batched else unpack(validation_data)
+            val = evaluate(model, vx, vy, batch_size=None if batched else (
+                validation_batch_size or batch_size), sample_weight=vw, steps=validation_steps,
+                verbose=0, return_dict=True, _callbacks=cbs)
             epoch_logs.update({f"val_{k}": v for k, v in val.items()})
         cbs.on_epoch_end(epoch, epoch_logs)
         if model.stop_training:

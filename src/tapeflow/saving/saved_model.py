@@ -149,6 +149,8 @@ def _functions(owners: dict) -> dict:
                 if isinstance(attr, Function) and (path, name) not in found:
                     found[(path, name)] = (attr, owner)
         for name, attr in vars(owner).items():
+            if name.startswith("_"):
+                continue  # bookkeeping (fit's traced steps), as TensorFlow's Keras skips it
             if isinstance(attr, Function):
                 found[(path, name)] = (attr, None)
             elif isinstance(attr, _Method):
