@@ -13,7 +13,9 @@ Built in: `Dense`, `Conv2D` (NHWC, kernel [kh, kw, in, out]), `MaxPooling2D`,
 `AveragePooling2D`, `Flatten`, `Activation`; `Dropout`, `Lambda`, `Embedding`, `Masking`
 (core_layers.py), `BatchNormalization` (normalization.py), `RNN`, `SimpleRNN`, `LSTM`
 and `GRU` (recurrent.py) and their cells (cells.py), the merge layers `Add`, ...,
-`Concatenate`, `Dot` and their functions (merge.py); `serialize` and `deserialize`
+`Concatenate`, `Dot` and their functions (merge.py); `ReLU`, `LeakyReLU`, `ELU`,
+`Softmax`, `Reshape`, `Permute`, `RepeatVector` and global pooling (simple_layers.py);
+`serialize` and `deserialize`
 (serialization.py). Inputs that do not fit a layer fail with Keras' message, which
 names the layer, the shape received and the shape expected. Masks pass from layer to
 layer as in tf_keras (masks.py); every layer has tf_keras' `get_config`.
@@ -38,6 +40,9 @@ from .merge import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, 
 from .normalization import BatchNormalization
 from .recurrent import GRU, LSTM, RNN, SimpleRNN
 from .serialization import deserialize, serialize
+from .simple_layers import (ELU, GlobalAveragePooling1D, GlobalAveragePooling2D,
+                            GlobalMaxPooling1D, GlobalMaxPooling2D, LeakyReLU, Permute, ReLU,
+                            RepeatVector, Reshape, Softmax)
 from .utils import conv_output_length, normalize_data_format, normalize_padding, normalize_tuple
 
 __all__ = ["InputSpec", "Layer", "Dense", "Conv2D", "Convolution2D", "MaxPooling2D", "MaxPool2D",
@@ -46,7 +51,13 @@ __all__ = ["InputSpec", "Layer", "Dense", "Conv2D", "Convolution2D", "MaxPooling
            "SimpleRNNCell", "LSTMCell", "GRUCell", "Add", "Subtract", "Multiply", "Average",
            "Maximum", "Minimum", "Concatenate", "Dot", "add", "subtract", "multiply", "average",
            "maximum", "minimum", "concatenate", "dot", "Input", "InputLayer", "serialize",
-           "deserialize"]
+           "deserialize", "ReLU", "LeakyReLU", "ELU", "Softmax", "Reshape", "Permute",
+           "RepeatVector", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
+           "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalAvgPool1D", "GlobalAvgPool2D",
+           "GlobalMaxPool1D", "GlobalMaxPool2D"]
+
+GlobalAvgPool1D, GlobalAvgPool2D = GlobalAveragePooling1D, GlobalAveragePooling2D
+GlobalMaxPool1D, GlobalMaxPool2D = GlobalMaxPooling1D, GlobalMaxPooling2D
 
 
 class Dense(Layer):
