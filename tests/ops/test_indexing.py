@@ -245,3 +245,16 @@ def test_scatter_bad_input(call, match):
 def test_scatter_float_indices_refused():
     with pytest.raises(TypeError, match="`indices` must be an integer tensor"):
         tf.tensor_scatter_nd_update(T3, [[0.]], [[9., 9.]])
+
+
+def test_embedding_lookup_is_a_gather_of_rows():
+    table = np.random.default_rng(0).standard_normal((5, 3))
+    ids = np.array([[4, 0, 4], [1, 1, 2]])
+    np.testing.assert_array_equal(tf.nn.embedding_lookup(table, ids).numpy(), table[ids])
+    np.testing.assert_array_equal(tf.nn.embedding_lookup([table], ids).numpy(), table[ids])
+    # repeated ids add their cotangents into one row
+    tf.testing.check_grads(lambda t: tf.nn.embedding_lookup(t, ids), [table], order=2)
+    with pytest.raises(NotImplementedError, match="partitioned"):
+        tf.nn.embedding_lookup([table, table], ids)
+    with pytest.raises(NotImplementedError, match="max_norm"):
+        tf.nn.embedding_lookup(table, ids, max_norm=1.0)

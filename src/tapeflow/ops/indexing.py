@@ -637,5 +637,26 @@ def scatter_nd(indices: Any, updates: Any, shape: Any, name: str | None = None) 
 
 # Public names and the TensorFlow namespaces they appear in ("tf" is the top level);
 # getitem is `x[key]`, reached through Tensor.__getitem__.
+def embedding_lookup(params: Any, ids: Any, max_norm: Any = None, name: str | None = None) -> Tensor:
+    """tf.nn.embedding_lookup: the rows of `params` at `ids` (a gather along axis 0), whose
+    gradient with respect to `params` adds each id's cotangent into its row.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> table = tf.constant([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]])
+        >>> tf.nn.embedding_lookup(table, [[2, 0]]).numpy()
+        array([[[4., 5.],
+                [0., 1.]]], dtype=float32)
+    """
+    if isinstance(params, (list, tuple)):
+        if len(params) != 1:
+            raise NotImplementedError("embedding_lookup: `params` split into several tensors "
+                                      "(a partitioned table) is not supported; pass one tensor.")
+        params = params[0]
+    if max_norm is not None:
+        raise NotImplementedError("embedding_lookup: `max_norm` is not supported by tapeflow.")
+    return gather(params, ids)
+
+
 EXPORTS = {"getitem": "", "gather": "tf", "gather_nd": "tf", "tensor_scatter_nd_update": "tf",
-           "tensor_scatter_nd_add": "tf", "scatter_nd": "tf"}
+           "tensor_scatter_nd_add": "tf", "scatter_nd": "tf", "embedding_lookup": "nn"}
