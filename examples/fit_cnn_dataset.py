@@ -15,16 +15,7 @@ import tempfile
 import numpy as np
 
 import tapeflow as tf
-
-
-def synthetic_digits(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Images [n, 28, 28, 1] with a 6x6 bright square in one of 10 places, and that place."""
-    labels = rng.integers(0, 10, n)
-    images = rng.uniform(0.0, 0.2, (n, 28, 28, 1)).astype(np.float32)
-    for i, c in enumerate(labels):
-        r, q = divmod(int(c), 5)
-        images[i, 4 + 12 * r:10 + 12 * r, 2 + 5 * q:8 + 5 * q, 0] += 0.8
-    return images, labels.astype(np.int64)
+from train_mnist_like import synthetic_digits  # the same synthetic digits (examples/)
 
 
 def make_model() -> tf.keras.Model:
