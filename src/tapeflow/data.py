@@ -115,8 +115,7 @@ def _value(element: Any) -> Any:
         i = element.i
         return _map(lambda a: a[i], element.source)
     if isinstance(element, (tuple, dict)):
-        return _map(_value, element) if not isinstance(element, dict) else \
-            {k: _value(v) for k, v in element.items()}
+        return _map(_value, element)
     return element
 
 

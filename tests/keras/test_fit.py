@@ -218,3 +218,12 @@ def test_fit_matches_tf_keras_step_by_step(optimizer):
                                    rtol=2e-5, atol=1e-6)
     for a, b in zip(ours.get_weights(), theirs.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_batches_do_not_alias_the_callers_arrays():
+    from tapeflow.keras import fitting
+
+    x = np.arange(12.0).reshape(6, 2)
+    for rows in (slice(0, 4), np.array([3, 1])):
+        batch = fitting._take(x, rows)
+        assert not np.shares_memory(batch._value, x)

@@ -211,7 +211,11 @@ def _length(x: Any) -> int:
 
 
 def _take(x: Any, rows: Any) -> Any:
-    return nest.map_structure(lambda a: Tensor(a[rows]), x)
+    """A batch of the caller's arrays: a copy (a slice would be a view of their buffer,
+    which the caller may write to while the batch is in use; a permutation's rows are
+    copied by the indexing)."""
+    return nest.map_structure(lambda a: Tensor(a[rows].copy() if isinstance(rows, slice)
+                                               else a[rows]), x)
 
 
 class _Data:
@@ -271,7 +275,7 @@ class _Data:
             batch = (_take(self.x, rows),) if self.y is None else (
                 _take(self.x, rows), _take(self.y, rows))
             if self.sw is not None:
-                batch = batch + (Tensor(self.sw[rows]),)
+                batch = batch + (_take(self.sw, rows),)
             yield batch if len(batch) > 1 else batch[0]
 
 
@@ -445,7 +449,8 @@ def test_on_batch(model: Any, x: Any, y: Any = None, sample_weight: Any = None,
 def _on_batch(model: Any, name: str, x: Any, y: Any, sample_weight: Any, class_weight: Any,
               reset_metrics: bool, return_dict: bool) -> Any:
     data = _Data(x, y, sample_weight, None, False, class_weight)
-    batch = next(iter(_Data(x, y, data.sw, data.n, False).epoch()))
+    data.batch_size = data.n  # the whole data is the one batch
+    batch = next(iter(data.epoch()))
     if reset_metrics:
         model.reset_metrics()
     logs = _floats(_step_function(model, name)(batch))

@@ -479,16 +479,23 @@ def _attach(parent: Any, name: str, child: Any, r: Reader) -> None:
         parent[index] = child
 
 
+def _at(root: Restored, path: str) -> Any:
+    """The loaded object at an object-graph path (attributes, list items, dict keys), or
+    None where there is none."""
+    owner: Any = root
+    for part in [p for p in path.split("/") if p]:
+        owner = owner.get(part) if isinstance(owner, dict) else (
+            owner[int(part)] if isinstance(owner, list) and part.isdigit() and
+            int(part) < len(owner) else getattr(owner, part, None))
+    return owner
+
+
 def _restore_function(rec: Any, root: Restored, r: Reader, export_dir: str, k: int) -> None:
     where = f"function {k}"
     if type(rec) is not dict or type(rec.get("name")) is not str or \
             type(rec.get("object")) is not str or type(rec.get("bound")) is not bool:
         r.fail(f"{where} is malformed")
-    owner: Any = root
-    for part in [p for p in rec["object"].split("/") if p]:
-        owner = owner.get(part) if isinstance(owner, dict) else (
-            owner[int(part)] if isinstance(owner, list) and part.isdigit() and
-            int(part) < len(owner) else getattr(owner, part, None))
+    owner = _at(root, rec["object"])
     if not isinstance(owner, Restored):
         r.fail(f"{where} belongs to {rec['object']!r:.80}, which is no object of the file")
     signature = rec.get("input_signature")
@@ -554,9 +561,7 @@ def _restore_signatures(sigs: Any, root: Restored, r: Reader) -> dict:
         if type(target) is not list or len(target) != 3 or type(target[2]) is not list or \
                 not all(type(n) is str for n in target[2]):
             r.fail(f"the signature {name!r:.40} is malformed")
-        owner: Any = root
-        for part in [p for p in str(target[0]).split("/") if p]:
-            owner = getattr(owner, part, None)
+        owner = _at(root, str(target[0]))
         fn = getattr(owner, str(target[1]), None) if isinstance(owner, Restored) else None
         specs = getattr(getattr(fn, "_function", fn), "_input_signature", None)
         if specs is None or len(specs) != len(target[2]):
