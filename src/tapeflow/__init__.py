@@ -15,8 +15,8 @@ Example:
 """
 
 from . import allocator as _allocator
-from . import (autodiff, config, data, dtypes, errors, extend, keras, linalg, math, nest, nn,
-               random, saved_model, testing, train)
+from . import (autodiff, config, data, dtypes, errors, extend, image, keras, linalg, math,
+               nest, nn, random, saved_model, testing, train)
 from .batching import vmap
 from .callbacks import print_ as print  # noqa: A001 - TensorFlow's name
 from .config import init_scope
@@ -49,7 +49,8 @@ globals().update(_OPS)
 
 __all__ = [
     # namespaces
-    "autodiff", "config", "data", "dtypes", "errors", "extend", "keras", "linalg", "math", "nest", "nn",
+    "autodiff", "config", "data", "dtypes", "errors", "extend", "image", "keras", "linalg", "math",
+    "nest", "nn",
     "random", "saved_model", "testing", "train",
     # tensors and dtypes
     "Tensor", "TensorArray", "TensorShape", "Variable", "constant", "convert_to_tensor", "is_tensor",

@@ -44,6 +44,7 @@ from .simple_layers import (ELU, GlobalAveragePooling1D, GlobalAveragePooling2D,
                             GlobalMaxPooling1D, GlobalMaxPooling2D, LeakyReLU, Permute, ReLU,
                             RepeatVector, Reshape, Softmax)
 from .utils import conv_output_length, normalize_data_format, normalize_padding, normalize_tuple
+from . import attention, conv_layers, noise_layers, shaping_layers, wrappers
 
 __all__ = ["InputSpec", "Layer", "Dense", "Conv2D", "Convolution2D", "MaxPooling2D", "MaxPool2D",
            "AveragePooling2D", "AvgPool2D", "Flatten", "Activation", "Dropout", "Lambda",
@@ -482,3 +483,9 @@ class Activation(Layer):
 
     def get_config(self) -> dict:
         return dict(super().get_config(), activation=activations._config(self.activation))
+
+
+# The layer families of their own modules, by the names each exports.
+for _family in (conv_layers, shaping_layers, noise_layers, wrappers, attention):
+    globals().update({_name: getattr(_family, _name) for _name in _family.__all__})
+    __all__ += _family.__all__

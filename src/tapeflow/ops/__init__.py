@@ -27,6 +27,12 @@ one block, and the public ops (the TensorFlow functions) built on them.
 - conv: conv2d and its two transposes.
 - pooling: max_pool2d (and its two companions), avg_pool2d.
 - random: normal, uniform, set_seed: draws as stateful primitives.
+- conv_variants: conv1d, conv2d_transpose, depthwise and separable convolution, 1-D
+  pooling, built on conv and pooling.
+- nn_composites: moments, batch_normalization, l2_normalize, dropout, silu, softsign.
+- sorting: sort, argsort, top_k, searchsorted, unique, roll.
+- segments: segment reductions, bincount, boolean_mask, sequence_mask, band_part.
+- image: tf.image's resizing, flips, crops and conversions.
 
 A family module builds on the modules listed before it, never on one after it
 (tests/test_imports.py checks this order and that no import cycle exists). Each
@@ -47,16 +53,19 @@ from typing import Any
 from . import simplify, structural, convert, windows  # noqa: F401 - the bottom and the helpers of families
 from . import (complex, conv, creation, decompositions, einsum, elementwise, indexing, linalg,
                nn, pooling, random, reduction, shape, sizes, transcendental)
+from . import conv_variants, image, nn_composites, segments, sorting
 
 __all__ = ["FAMILIES", "NAMESPACES", "namespace", "public_ops"]
 
 FAMILIES = (sizes, elementwise, transcendental, complex, indexing, shape, reduction, creation,
-            einsum, linalg, decompositions, nn, conv, pooling, random)
-NAMESPACES = ("tf", "math", "linalg", "nn", "random")
+            einsum, linalg, decompositions, nn, conv, pooling, random, conv_variants,
+            nn_composites, sorting, segments, image)
+NAMESPACES = ("tf", "math", "linalg", "nn", "random", "image")
 
 
 def namespace(name: str) -> dict[str, Any]:
-    """The public ops of one TensorFlow namespace ("tf", "math", "linalg", "nn", "random"),
+    """The public ops of one TensorFlow namespace ("tf", "math", "linalg", "nn", "random",
+    "image"),
     by name, from every family's EXPORTS."""
     if name not in NAMESPACES:
         raise ValueError(f"namespace: {name!r} is not one of {NAMESPACES}.")

@@ -1,0 +1,7 @@
+"""Op-table rows of src/tapeflow/ops/conv_variants.py."""
+
+from __future__ import annotations
+
+ROWS: list = []
+NONDIFF_ROWS: list = []
+EXEMPT: dict = {}
