@@ -344,3 +344,21 @@ def test_vectorized_map_equals_map_fn():
     fn = lambda row: tf.reduce_sum(tf.sin(row) * row)  # noqa: E731
     np.testing.assert_allclose(tf.vectorized_map(fn, x).numpy(), tf.map_fn(fn, x).numpy(),
                                rtol=1e-14)
+
+
+def test_scan_gradient_with_a_zeros_like_in_its_step():
+    """The step's own residual trace captures the zeros_like's constant: the backward scan
+    must replay the step with its own inputs only (a masked RNN's zero output does this)."""
+    def f(xs, c0):
+        return tf.reduce_sum(tf.scan(
+            lambda c, x: tf.where(x > 0, c * x, tf.zeros_like(c * x)), xs, c0))
+
+    xs, c0 = np.array([1.0, -2.0, 3.0, 0.5]), np.array(2.0)
+    with tf.GradientTape() as tape:
+        args = [tf.constant(xs), tf.constant(c0)]
+        tape.watch(args)
+        total = f(*args)
+    gx, gc = tape.gradient(total, args)
+    np.testing.assert_allclose(gx.numpy(), [2.0, 0.0, 0.0, 0.0])
+    np.testing.assert_allclose(gc.numpy(), 1.0)
+    tf.testing.check_grads(f, [xs, c0], order=2)

@@ -25,7 +25,7 @@ from typing import Any, Callable
 from .patterns import dense_deps
 
 __all__ = ["Effect", "EFFECTS", "NO_DERIVATIVE", "STATEFUL", "PER_EXAMPLE", "IDENTITY",
-           "READS_VARIABLE", "CUSTOM_GRADIENT", "HOST_CALLBACK", "CALLS_USER_CODE", "DATA_SHAPE",
+           "READS_VARIABLE", "CUSTOM_GRADIENT", "HOST_CALLBACK", "CALLS_USER_CODE", "DATA_SHAPE", "SHAPE_OPERAND",
            "Kind", "KINDS", "Lowering", "Hints", "NO_HINTS", "Codec", "define", "rule", "reads_all",
            "markdown_table", "markdown_effects"]
 
@@ -62,11 +62,14 @@ HOST_CALLBACK = Effect("host_callback", "its impl calls back into Python at ever
                        "with NumPy")
 DATA_SHAPE = Effect("data_shape", "its output's shape depends on its inputs' values (tf.range "
                     "of tensors): a trace guards that shape, so a replay at another traces again")
+SHAPE_OPERAND = Effect("shape_operand", "with DATA_SHAPE: the values deciding its output's "
+                       "shape are its last input's alone (a shape operand, as reshape_dyn's); "
+                       "its other inputs give their shapes only")
 CALLS_USER_CODE = Effect("calls_user_code", "its impl runs the user's Python (py_function, "
                          "numpy_function): a replay runs it at every call, as eagerly")
 
 EFFECTS = (NO_DERIVATIVE, STATEFUL, PER_EXAMPLE, IDENTITY, READS_VARIABLE, CUSTOM_GRADIENT,
-           HOST_CALLBACK, CALLS_USER_CODE, DATA_SHAPE)
+           HOST_CALLBACK, CALLS_USER_CODE, DATA_SHAPE, SHAPE_OPERAND)
 
 
 @dataclasses.dataclass(frozen=True)

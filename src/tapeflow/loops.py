@@ -319,7 +319,10 @@ def _scan_vjp_given(cts: tuple, outs: tuple, primals: tuple, body: Graph, given:
             watched = [c[j] for j in fc] + [x[j] for j in fx] + [k[j] for j in fk]
             with GradientTape() as tape:
                 tape.watch(watched)
-                out = _shown_to(tape, given, c + x + k, dict(zip(slots, r, strict=True)))
+                # the body's own inputs: tracing it again to emit its residuals may have
+                # captured values of its own (a zeros_like's), passed after them
+                out = _shown_to(tape, given, (c + x + k)[:len(given.inputs)],
+                                dict(zip(slots, r, strict=True)))
             # the step's results: the user's, then the kept intermediates and carries
             ys = out[nc:] + r + c
             targets = [out[j] for j in fc] + [ys[j] for j in fy]

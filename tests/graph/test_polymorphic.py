@@ -711,3 +711,23 @@ def test_reduce_retracing_relaxes_the_shapes_that_changed():
     for n in (3, 4, 5, 2, 9):
         plain(tf.ones([n, 2]))
     assert plain.experimental_get_tracing_count() == 5
+
+
+def test_a_shape_computed_from_values_is_guarded_in_a_size_generic_trace():
+    """tf.range of a value (not of a size) has a shape no size determines: a graph made at
+    one count must not serve another at the same sizes."""
+    def body(x, n):
+        return tf.reduce_sum(x) + tf.cast(tf.shape(tf.range(n))[0], tf.float32)
+
+    traced = tf.function(body, input_signature=[tf.TensorSpec([None], tf.float32),
+                                                tf.TensorSpec([], tf.int32)])
+    for x, n in (([1, 2], 3), ([1, 2, 3], 4), ([1, 2], 5), ([1, 2, 3, 4], 7),
+                 ([1, 2, 3, 4], 1), ([1, 2, 3, 4, 5], 1), ([1, 2, 3, 4, 5], 6)):
+        args = (tf.constant(x, tf.float32), tf.constant(n))
+        assert float(traced(*args)) == float(body(*args)), (x, n)
+    # a range of a size is the sizes' alone: one graph serves every size
+    ramp = tf.function(lambda x: x * tf.cast(tf.range(tf.shape(x)[0]), tf.float32),
+                       input_signature=[tf.TensorSpec([None], tf.float32)])
+    for n in (2, 4, 3, 7, 9):
+        np.testing.assert_array_equal(ramp(tf.ones([n])).numpy(), np.arange(n))
+    assert ramp.experimental_get_tracing_count() == 2

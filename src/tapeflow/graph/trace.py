@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..catalog import CUSTOM_GRADIENT, DATA_SHAPE, NO_DERIVATIVE
+from ..catalog import CUSTOM_GRADIENT, DATA_SHAPE, NO_DERIVATIVE, SHAPE_OPERAND, STATEFUL
 from ..core import Primitive, Recorder, records_open, substack
 from ..custom import call_grad_fn
 from ..tensor import Tensor, TensorShape, Variable, key_of, new_key
@@ -173,6 +173,9 @@ class Tracer(Recorder):
         # Slots no derivative can reach (made from stop_gradient and other NO_DERIVATIVE
         # ops only): a custom gradient on them is pruned, as a tape prunes it.
         self._inert: set[int] = set()
+        # Slots of a size-generic trace computed from the sizes alone (tf.shape, and ops of
+        # it and constants): the same at every call of the same sizes.
+        self._from_sizes: set[int] = set()
         for x in inputs:
             slot = graph.new_slot(x._value)
             graph.inputs.append(slot)
@@ -242,10 +245,18 @@ class Tracer(Recorder):
         node = Node(prim, ins, dict(params), outs,
                     phase="backward" if records_open() else "forward", sized=sized)
         self.graph.nodes.append(node)
-        if DATA_SHAPE in prim.effects and not self.dynamic:
-            # Python may have read its shape (iterating a tf.range): a replay where the
-            # inputs' values give another shape traces again. (A size-generic trace's
-            # shapes vary by design; a size Python read keeps it per size, NOTE(two-sizes).)
+        constants = self.graph.constants
+        from_sizes = self.dynamic and STATEFUL not in prim.effects and all(
+            i in self._from_sizes or i in constants for i in ins)
+        if from_sizes:
+            self._from_sizes.update(outs)
+        deciding = ins[-1:] if SHAPE_OPERAND in prim.effects else ins
+        if DATA_SHAPE in prim.effects and not (self.dynamic and all(
+                i in self._from_sizes or i in constants for i in deciding)):
+            # Python may have read its shape (iterating a tf.range), and a graph's
+            # executables are made for its shapes: a replay where the inputs' values give
+            # another shape traces again. In a size-generic trace, a shape computed from
+            # the sizes alone (tf.range(tf.shape(x)[0])) varies with them by design.
             where = user_line()
             self.graph.nodes.extend(Guard(s, "shape", np.shape(o._value), where)
                                     for s, o in zip(outs, outputs, strict=True))

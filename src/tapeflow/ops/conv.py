@@ -79,7 +79,9 @@ def _conv_impl(x: np.ndarray, w: np.ndarray, strides: tuple, dilations: tuple,
     oh = out_size(x.shape[-3], kh, strides[0], dilations[0], pads[0])
     ow = out_size(x.shape[-2], kw, strides[1], dilations[1], pads[1])
     xp = pad(x, pads)
-    wm = w.reshape(w.shape[:-4] + (kh * kw * c, o))
+    # contiguous: the GEMM's rounding would follow the filter's memory layout (a grouped
+    # filter is a transposed view in eager, contiguous when a saved graph is loaded)
+    wm = np.ascontiguousarray(w).reshape(w.shape[:-4] + (kh * kw * c, o))
     lead = np.broadcast_shapes(x.shape[:-4], w.shape[:-4])
     out = np.empty(lead + (n, oh, ow, o), np.result_type(x, w))
     step = block_size(n, oh * ow * kh * kw * c * x.itemsize)

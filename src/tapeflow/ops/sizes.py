@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..catalog import DATA_SHAPE, NO_DERIVATIVE, define
+from ..catalog import DATA_SHAPE, NO_DERIVATIVE, SHAPE_OPERAND, define
 from ..core import Primitive, bind
 from ..tensor import Tensor
 from .structural import (batch_no_inputs, dense_deps, move_to_front, moved_deps, per_input,
@@ -155,13 +155,14 @@ def _sum_dyn_lower(jax: Any, x: Any, s: Any, lead: int, expand: tuple) -> Any:
 
 # graph/xla.py keeps shapes static (NumPy), so these lower to JAX's static-shape ops.
 broadcast_dyn_p = define(Primitive("broadcast_dyn", _broadcast_dyn_impl,
-                                   effects=(DATA_SHAPE,)),
+                                   effects=(DATA_SHAPE, SHAPE_OPERAND)),
                          _dyn_rules(lambda: sum_dyn_p), moved_deps(0),
                          lower=_broadcast_dyn_lower)
-sum_dyn_p = define(Primitive("sum_dyn", _sum_dyn_impl, effects=(DATA_SHAPE,)),
+sum_dyn_p = define(Primitive("sum_dyn", _sum_dyn_impl, effects=(DATA_SHAPE, SHAPE_OPERAND)),
                    _dyn_rules(lambda: broadcast_dyn_p),
                    sparsity=dense_deps, lower=_sum_dyn_lower)
-reshape_dyn_p = define(Primitive("reshape_dyn", _reshape_dyn_impl, effects=(DATA_SHAPE,)),
+reshape_dyn_p = define(Primitive("reshape_dyn", _reshape_dyn_impl,
+                                 effects=(DATA_SHAPE, SHAPE_OPERAND)),
                        _dyn_rules(lambda: reshape_dyn_p), moved_deps(0),
                        lower=lambda jax, x, s, lead: jax.numpy.reshape(
                            x, x.shape[:lead] + _dims(s)))
