@@ -153,3 +153,39 @@ def test_pad_constant_values_must_fit_the_dtype():
         tf.pad(_T, _PADS, constant_values=tf.constant(1.))
     with pytest.raises(TypeError):
         tf.pad(_T, _PADS, constant_values=1.5)
+
+
+def test_repeat_as_documented_and_its_errors():
+    x = np.arange(6).reshape(2, 3)
+    for repeats, axis in ((2, None), (2, 0), ([1, 0, 3], 1), ([3], -1), (0, 0)):
+        np.testing.assert_array_equal(tf.repeat(tf.constant(x), repeats, axis=axis).numpy(),
+                                      np.repeat(x, repeats, axis=axis))
+    np.testing.assert_array_equal(tf.repeat(tf.constant(x), tf.constant([2, 1]), axis=0),
+                                  np.repeat(x, [2, 1], axis=0))
+    for repeats, axis, match in ((-1, 0, "non-negative"), ([1, 2, 3], 0, "1-D list of 2"),
+                                 ([[1]], 0, "1-D list"), (1, 2, "out of range"),
+                                 (1, [0], "one int")):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=match):
+            tf.repeat(tf.constant(x), repeats, axis=axis)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="rank >= 1"):
+        tf.repeat(tf.constant(1.0), 2, axis=0)
+    # the copies' gradients add up, in the traced and the size-generic forms too
+    f = tf.function(lambda t: tf.repeat(t, 3, axis=0),
+                    input_signature=[tf.TensorSpec([None, 2], tf.float64)])
+    for n in (2, 4, 3, 7):
+        v = np.random.default_rng(n).standard_normal((n, 2))
+        np.testing.assert_array_equal(f(tf.constant(v)).numpy(), np.repeat(v, 3, axis=0))
+        with tf.GradientTape() as tape:
+            t = tf.constant(v)
+            tape.watch(t)
+            s = tf.reduce_sum(tf.repeat(t, [1] * (n - 1) + [4], axis=0))
+        np.testing.assert_array_equal(tape.gradient(s, t).numpy()[:, 0], [1] * (n - 1) + [4])
+
+
+@pytest.mark.peers
+def test_repeat_against_tensorflow():
+    real = pytest.importorskip("tensorflow")
+    x = np.arange(24).reshape(2, 3, 4)
+    for repeats, axis in ((2, None), ([2], 1), ([1, 0, 2], 1), (3, -1), ([0, 2], 0)):
+        np.testing.assert_array_equal(tf.repeat(tf.constant(x), repeats, axis=axis).numpy(),
+                                      real.repeat(real.constant(x), repeats, axis=axis).numpy())

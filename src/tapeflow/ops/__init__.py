@@ -26,13 +26,17 @@ one block, and the public ops (the TensorFlow functions) built on them.
 - nn: relu and the other activations, softmax, the cross-entropies, bias_add, l2_loss.
 - conv: conv2d and its two transposes.
 - pooling: max_pool2d (and its two companions), avg_pool2d.
-- random: normal, uniform, set_seed: draws as stateful primitives.
+- random: normal, uniform, truncated_normal, categorical, shuffle, set_seed, the
+  stateless draws and Generator: draws as stateful primitives.
 - conv_variants: conv1d, conv2d_transpose, depthwise and separable convolution, 1-D
   pooling, built on conv and pooling.
-- nn_composites: moments, batch_normalization, l2_normalize, dropout, silu, softsign.
-- sorting: sort, argsort, top_k, searchsorted, unique, roll.
-- segments: segment reductions, bincount, boolean_mask, sequence_mask, band_part.
-- image: tf.image's resizing, flips, crops and conversions.
+- nn_composites: moments, weighted_moments, normalize_moments, batch_normalization,
+  l2_normalize, dropout, silu/swish, softsign.
+- sorting: sort, argsort, top_k, searchsorted, unique, unique_with_counts, roll.
+- segments: segment reductions, bincount, boolean_mask, sequence_mask, band_part,
+  count_nonzero.
+- image: tf.image's resizing, crops, pads, flips, conversions, colour adjustments,
+  measures and random ops.
 
 A family module builds on the modules listed before it, never on one after it
 (tests/test_imports.py checks this order and that no import cycle exists). Each
@@ -42,8 +46,8 @@ appears in, "tf" being the top level (``"add": "tf math"``). `namespace` collect
 
 Example:
     >>> from tapeflow import ops
-    >>> sorted(ops.namespace("random"))
-    ['normal', 'set_seed', 'shuffle', 'uniform']
+    >>> sorted(ops.namespace("random"))[:4]
+    ['Generator', 'categorical', 'normal', 'set_seed']
 """
 
 from __future__ import annotations

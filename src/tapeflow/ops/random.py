@@ -1,5 +1,7 @@
 """Random draws (tf.random): seeded draws as primitives, with TensorFlow's two-level seeds;
-normal, uniform, shuffle, set_seed.
+normal, uniform, truncated_normal, categorical, shuffle, set_seed, and the stateless
+draws (stateless_normal, stateless_uniform, stateless_truncated_normal,
+stateless_categorical), pure functions of their `seed` tensor.
 
 Seeds, as TensorFlow's: the global seed (`set_seed`) and an op's `seed` argument
 together pick a reproducible sequence, and every call draws the next numbers of
@@ -28,7 +30,14 @@ the whole batch at once.
 
 `mean`/`stddev` and `minval`/`maxval` are applied with ordinary ops after the
 draw, so gradients flow to them when they are tensors (the reparameterization
-that TensorFlow's ops give).
+that TensorFlow's ops give). `categorical` draws uniform numbers and maps them through
+each row's cumulative distribution (`random_categorical`, a pure primitive), so the
+draw itself stays a primitive without inputs.
+
+A stateless draw (`stateless_random`) is no draw in that sense: its numbers are a
+function of its `seed` input (a NumPy generator seeded with both of its entries), the
+same at every call and in every mode, so it is an ordinary primitive without
+derivative; under vmap a batch of seeds gives each example its own numbers.
 """
 
 from __future__ import annotations
@@ -40,12 +49,12 @@ import numpy as np
 from .. import dtypes as _dt
 from ..catalog import NO_DERIVATIVE, PER_EXAMPLE, STATEFUL, Codec, define
 from ..core import Primitive, bind
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, UnimplementedError
 from ..tensor import Tensor, TensorBase
-from .convert import as_tensor, static_shape
+from .convert import as_tensor, int_arg, static_shape
 from .elementwise import add, multiply, subtract
 from .indexing import gather
-from .structural import shape_of
+from .structural import move_to_front, shape_of
 
 _DEFAULT_SEED = 0
 
@@ -113,6 +122,16 @@ def _normal_impl(generator: np.random.Generator, shape: tuple, dtype: np.dtype) 
     return np.asarray(generator.standard_normal(shape, dtype=native)).astype(dtype, copy=False)
 
 
+def _truncated_impl(generator: np.random.Generator, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    native = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    out = np.array(generator.standard_normal(shape, dtype=native), ndmin=1)
+    far = np.abs(out) > 2  # TensorFlow's bound: redrawn beyond two standard deviations
+    while far.any():
+        out[far] = generator.standard_normal(int(far.sum()), dtype=native)
+        far = np.abs(out) > 2
+    return out.reshape(shape).astype(dtype, copy=False)
+
+
 def _uniform_impl(generator: np.random.Generator, shape: tuple, dtype: np.dtype) -> np.ndarray:
     native = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
     out = np.asarray(generator.random(shape, dtype=native)).astype(dtype, copy=False)
@@ -156,7 +175,8 @@ def _stream_of(params: dict) -> dict:
     for key, g in _seeds.op_rngs.items():
         if g is generator:
             return dict(params, stream=key)
-    raise ValueError("the draw's generator is none of tf.random's sequences")
+    raise ValueError("the draw's generator is none of tf.random's global or op-seeded "
+                     "sequences (a tf.random.Generator's draws are not saved)")
 
 
 def _generator_of(params: dict) -> dict:
@@ -181,6 +201,82 @@ uniform_int_p = define(Primitive("random_uniform_int", _uniform_int_impl, effect
                        _draw_rules)
 permutation_p = define(Primitive("random_permutation", _permutation_impl, effects=_DRAW),
                        _draw_rules)
+truncated_normal_p = define(Primitive("random_truncated_normal", _truncated_impl, effects=_DRAW),
+                            _draw_rules)
+
+
+# ---------------------------------------------------------------- pure primitives of draws
+def _categorical_impl(logits: np.ndarray, u: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Per row, the class whose cumulative probability interval holds u (in [0, 1)): the
+    count of cumulative sums <= u * total, so zero-probability classes are never picked;
+    a row without a finite total (all -inf, NaN) gives the number of classes, as
+    TensorFlow's kernel does."""
+    lead = np.broadcast_shapes(logits.shape[:-1], u.shape[:-1])
+    rows = int(np.prod(lead))
+    z = np.broadcast_to(logits, lead + logits.shape[-1:]).reshape(rows, logits.shape[-1])
+    v = np.broadcast_to(u, lead + u.shape[-1:]).reshape(rows, u.shape[-1]).astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        cdf = np.cumsum(np.exp(z.astype(np.float64) - z.max(-1, keepdims=True)), -1)
+        total = cdf[:, -1:]
+        v = np.minimum(v * total, np.nextafter(total, 0))  # u * total may round up to it
+    out = np.empty(v.shape, dtype)
+    for r in range(len(v)):
+        out[r] = np.searchsorted(cdf[r], v[r], side="right")
+    return out.reshape(lead + u.shape[-1:])
+
+
+def _categorical_lower(jax: Any, logits: Any, u: Any, dtype: np.dtype) -> Any:
+    jnp = jax.numpy
+    lead = jnp.broadcast_shapes(logits.shape[:-1], u.shape[:-1])
+    z = jnp.broadcast_to(logits, lead + logits.shape[-1:]).astype(jnp.promote_types(u.dtype,
+                                                                                     "float32"))
+    cdf = jnp.cumsum(jnp.exp(z - z.max(-1, keepdims=True)), -1)
+    total = cdf[..., -1:]
+    v = jnp.minimum(jnp.broadcast_to(u, lead + u.shape[-1:]) * total, jnp.nextafter(total, 0))
+    count = jnp.sum(cdf[..., None, :] <= v[..., :, None], -1)
+    return jnp.where(jnp.isfinite(v), count, logits.shape[-1]).astype(dtype)
+
+
+def _front_batch(prim: Primitive) -> dict:
+    """Batching for an impl that broadcasts leading axes: batched inputs' batch axis to
+    the front (an unbatched input broadcasts along it)."""
+    def batch(vals: tuple, dims: tuple, **params: Any) -> tuple:
+        return bind(prim, *[move_to_front(v, d) for v, d in zip(vals, dims)], **params), 0
+    return {"batch": batch}
+
+
+# The class of each uniform number in its row's distribution: no derivative (NOTE(draws)).
+categorical_p = define(Primitive("random_categorical", _categorical_impl,
+                                 effects=(NO_DERIVATIVE,)),
+                       _front_batch, lower=_categorical_lower)
+
+
+def _stateless_impl(seed: np.ndarray, kind: str, shape: tuple, dtype: np.dtype,
+                    bounds: tuple = ()) -> np.ndarray:
+    """Numbers of `kind` from each seed [..., 2] of `seed`: its own NumPy generator."""
+    seeds = seed.reshape(-1, 2).tolist()
+    out = np.empty((len(seeds),) + shape, dtype)
+    for k, (a, b) in enumerate(seeds):
+        g = np.random.default_rng([a % 2 ** 64, b % 2 ** 64])
+        if kind == "integers":  # bounds: [low, high)
+            out[k] = g.integers(*bounds, size=shape, dtype=dtype)
+        else:
+            out[k] = {"normal": _normal_impl, "uniform": _uniform_impl,
+                      "truncated_normal": _truncated_impl}[kind](g, shape, dtype)
+    return out.reshape(seed.shape[:-1] + shape)
+
+
+def _stateless_lower(jax: Any, seed: Any, **params: Any) -> Any:
+    # Deterministic in the seed: the compiled program calls the NumPy impl on the host,
+    # so compiled, replayed and eager calls give the same numbers.
+    shape = tuple(seed.shape[:-1]) + params["shape"]
+    return jax.pure_callback(lambda s: _stateless_impl(np.asarray(s), **params),
+                             jax.ShapeDtypeStruct(shape, params["dtype"]), seed)
+
+
+# A function of the seed, with no derivative.
+stateless_p = define(Primitive("stateless_random", _stateless_impl, effects=(NO_DERIVATIVE,)),
+                     _front_batch, lower=_stateless_lower)
 
 
 # ---------------------------------------------------------------- public ops
@@ -212,6 +308,27 @@ def _int_bound(value: Any, op: str, arg: str) -> int:
     return int(v.reshape(()))
 
 
+def _scaled(out: Tensor, mean: Any, stddev: Any) -> Tensor:
+    """out * stddev + mean, skipping a Python 1 and 0 (so no op is added for them)."""
+    if not (isinstance(stddev, (int, float)) and stddev == 1):
+        out = multiply(out, stddev)
+    if not (isinstance(mean, (int, float)) and mean == 0):
+        out = add(out, mean)
+    return out
+
+
+def _normal_args(op: str, dtype: Any, mean: Any, stddev: Any) -> tuple:
+    dt = _float_dtype(dtype, op)
+    return dt, _param(mean, dt, op, "mean"), _param(stddev, dt, op, "stddev")
+
+
+def _normal(prim: Primitive, generator: np.random.Generator, shape: Any, mean: Any,
+            stddev: Any, dtype: Any, op: str) -> Tensor:
+    dt, mean, stddev = _normal_args(op, dtype, mean, stddev)
+    return _scaled(bind(prim, generator=generator, shape=static_shape(shape, op), dtype=dt),
+                   mean, stddev)
+
+
 def normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dt.float32,
            seed: int | None = None, name: str | None = None) -> Tensor:
     """Samples of N(mean, stddev**2) with the given `shape` (float dtypes only).
@@ -224,16 +341,45 @@ def normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dt.floa
         >>> tf.random.normal([2, 3], seed=4).shape
         TensorShape([2, 3])
     """
-    op = "random.normal"
-    dt = _float_dtype(dtype, op)
-    mean, stddev = _param(mean, dt, op, "mean"), _param(stddev, dt, op, "stddev")
-    out = bind(standard_normal_p, generator=_seeds.generator(seed), shape=static_shape(shape, op),
-                     dtype=dt)
-    if not (isinstance(stddev, (int, float)) and stddev == 1):
-        out = multiply(out, stddev)
-    if not (isinstance(mean, (int, float)) and mean == 0):
-        out = add(out, mean)
-    return out
+    return _normal(standard_normal_p, _seeds.generator(seed), shape, mean, stddev, dtype,
+                   "random.normal")
+
+
+def truncated_normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dt.float32,
+                     seed: int | None = None, name: str | None = None) -> Tensor:
+    """Samples of N(mean, stddev**2) truncated to two standard deviations: a standard
+    normal number beyond [-2, 2] is drawn again (TensorFlow's rule), then scaled as
+    `normal` scales (gradients flow to tensor `mean` and `stddev`).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> x = tf.random.truncated_normal([1000], mean=1., stddev=0.5, seed=2).numpy()
+        >>> bool(x.min() >= 0. and x.max() <= 2.)
+        True
+    """
+    return _normal(truncated_normal_p, _seeds.generator(seed), shape, mean, stddev, dtype,
+                   "random.truncated_normal")
+
+
+def _int_range(minval: Any, maxval: Any, op: str) -> tuple:
+    if maxval is None:
+        raise InvalidArgumentError(f"{op}: integer dtypes need `maxval`.")
+    lo, hi = _int_bound(minval, op, "minval"), _int_bound(maxval, op, "maxval")
+    if lo >= hi:
+        raise InvalidArgumentError(f"{op}: need minval < maxval; got minval={lo}, maxval={hi}.")
+    return lo, hi
+
+
+def _spread(out: Tensor, minval: Any, maxval: Any, dt: np.dtype, op: str) -> Tensor:
+    """Uniform [0, 1) numbers moved to [minval, maxval): out * (maxval - minval) + minval."""
+    lo = _param(minval, dt, op, "minval")
+    hi = _param(1.0 if maxval is None else maxval, dt, op, "maxval")
+    if not isinstance(lo, Tensor) and not isinstance(hi, Tensor) and (lo, hi) == (0, 1):
+        return out
+    # TensorFlow converts both bounds to `dtype` before subtracting: the same rounding here.
+    lo_t = lo if isinstance(lo, Tensor) else Tensor(np.asarray(lo, dt))
+    hi_t = hi if isinstance(hi, Tensor) else Tensor(np.asarray(hi, dt))
+    return add(multiply(out, subtract(hi_t, lo_t)), lo_t)
 
 
 def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dt.float32,
@@ -252,29 +398,150 @@ def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dt.fl
         >>> tf.random.uniform([3], 0, 10, dtype=tf.int32, seed=7).dtype
         tf.int32
     """
-    op = "random.uniform"
+    return _uniform(_seeds.generator(seed), shape, minval, maxval, dtype, "random.uniform")
+
+
+def _uniform(generator: np.random.Generator, shape: Any, minval: Any, maxval: Any, dtype: Any,
+             op: str) -> Tensor:
     dt = _dt.as_dtype(dtype)._np
     dims = static_shape(shape, op)
     if _dt.kind(dt) in "iu":
-        if maxval is None:
-            raise InvalidArgumentError(f"{op}: integer dtypes need `maxval`.")
-        lo, hi = _int_bound(minval, op, "minval"), _int_bound(maxval, op, "maxval")
-        if lo >= hi:
-            raise InvalidArgumentError(f"{op}: need minval < maxval; got minval={lo}, "
-                                       f"maxval={hi}.")
-        return bind(uniform_int_p, generator=_seeds.generator(seed), shape=dims, dtype=dt,
-                          minval=lo, maxval=hi)
+        lo, hi = _int_range(minval, maxval, op)
+        return bind(uniform_int_p, generator=generator, shape=dims, dtype=dt, minval=lo,
+                    maxval=hi)
     if _dt.kind(dt) != "f":
         raise InvalidArgumentError(f"{op}: `dtype` must be floating or integer; got {dt}.")
-    lo = _param(minval, dt, op, "minval")
-    hi = _param(1.0 if maxval is None else maxval, dt, op, "maxval")
-    out = bind(uniform_p, generator=_seeds.generator(seed), shape=dims, dtype=dt)
-    if not isinstance(lo, Tensor) and not isinstance(hi, Tensor) and (lo, hi) == (0, 1):
-        return out
-    # TensorFlow converts both bounds to `dtype` before subtracting: the same rounding here.
-    lo_t = lo if isinstance(lo, Tensor) else Tensor(np.asarray(lo, dt))
-    hi_t = hi if isinstance(hi, Tensor) else Tensor(np.asarray(hi, dt))
-    return add(multiply(out, subtract(hi_t, lo_t)), lo_t)
+    return _spread(bind(uniform_p, generator=generator, shape=dims, dtype=dt), minval, maxval,
+                   dt, op)
+
+
+def _categorical_args(logits: Any, num_samples: Any, dtype: Any, op: str) -> tuple:
+    z = as_tensor(logits, op, "logits")
+    if _dt.kind(z._value.dtype) != "f":
+        raise InvalidArgumentError(f"{op}: `logits` must be floating; got dtype "
+                                   f"{_dt.from_numpy(z._value.dtype).name}.")
+    if len(shape_of(z)) != 2 or shape_of(z)[1] == 0:
+        raise InvalidArgumentError(f"{op}: `logits` must be a matrix [batch_size, num_classes] "
+                                   f"with num_classes > 0; got shape {shape_of(z)}.")
+    n = int_arg(num_samples, op, "num_samples")
+    if n < 0:
+        raise InvalidArgumentError(f"{op}: num_samples should be non-negative, got {n}.")
+    dt = _dt.as_dtype(_dt.int64 if dtype is None else dtype)._np
+    if dt not in (np.int32, np.int64):
+        raise ValueError(f"{op}: Argument `dtype` got invalid value {dtype!r}. Accepted dtypes "
+                         "are (tf.int32, tf.int64).")
+    return z, (shape_of(z)[0], n), dt
+
+
+def categorical(logits: Any, num_samples: Any, dtype: Any = None, seed: int | None = None,
+                name: str | None = None) -> Tensor:
+    """`num_samples` classes drawn for each row of `logits` [batch_size, num_classes], class
+    k with probability softmax(logits)[k]: [batch_size, num_samples] of int64 (or
+    `dtype`, int32). A class with logit -inf is never drawn.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.random.categorical([[-1e9, 0., -1e9]], 4, seed=1).numpy()
+        array([[1, 1, 1, 1]])
+    """
+    z, dims, dt = _categorical_args(logits, num_samples, dtype, "random.categorical")
+    u = bind(uniform_p, generator=_seeds.generator(seed), shape=dims, dtype=np.dtype(np.float64))
+    return bind(categorical_p, z, u, dtype=dt)
+
+
+# ---------------------------------------------------------------- stateless draws
+def _seed_tensor(seed: Any, op: str) -> Tensor:
+    t = as_tensor(seed, op, "seed")
+    if t._value.dtype not in (np.int32, np.int64) or shape_of(t) != (2,):
+        raise InvalidArgumentError(f"{op}: `seed` must be an int32 or int64 tensor of shape [2]; "
+                                   f"got {_dt.from_numpy(t._value.dtype).name} of shape "
+                                   f"{list(shape_of(t))}.")
+    return t
+
+
+def _stateless(seed: Any, kind: str, shape: Any, dt: np.dtype, op: str, bounds: tuple = ()
+               ) -> Tensor:
+    return bind(stateless_p, _seed_tensor(seed, op), kind=kind, shape=static_shape(shape, op),
+                dtype=dt, bounds=bounds)
+
+
+def stateless_normal(shape: Any, seed: Any, mean: Any = 0.0, stddev: Any = 1.0,
+                     dtype: Any = _dt.float32, name: str | None = None,
+                     alg: Any = "auto_select") -> Tensor:
+    """Samples of N(mean, stddev**2), a function of `seed` (an int tensor of shape [2]):
+    the same seed gives the same numbers, at every call and in traced functions. The
+    numbers are NumPy's, not TensorFlow's; `alg` is accepted and has no effect.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> a = tf.random.stateless_normal([3], seed=[1, 2])
+        >>> bool((a.numpy() == tf.random.stateless_normal([3], seed=[1, 2]).numpy()).all())
+        True
+    """
+    op = "random.stateless_normal"
+    dt, mean, stddev = _normal_args(op, dtype, mean, stddev)
+    return _scaled(_stateless(seed, "normal", shape, dt, op), mean, stddev)
+
+
+def stateless_truncated_normal(shape: Any, seed: Any, mean: Any = 0.0, stddev: Any = 1.0,
+                               dtype: Any = _dt.float32, name: str | None = None,
+                               alg: Any = "auto_select") -> Tensor:
+    """truncated_normal's samples as a function of `seed` (see stateless_normal).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> float(abs(tf.random.stateless_truncated_normal([500], [3, 4])).numpy().max()) <= 2
+        True
+    """
+    op = "random.stateless_truncated_normal"
+    dt, mean, stddev = _normal_args(op, dtype, mean, stddev)
+    return _scaled(_stateless(seed, "truncated_normal", shape, dt, op), mean, stddev)
+
+
+def stateless_uniform(shape: Any, seed: Any, minval: Any = 0, maxval: Any = None,
+                      dtype: Any = _dt.float32, name: str | None = None,
+                      alg: Any = "auto_select") -> Tensor:
+    """uniform's samples as a function of `seed` (see stateless_normal). Integer dtypes
+    (int32, int64, uint32, uint64) take both bounds, or neither for the dtype's full
+    range.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.random.stateless_uniform([2], [5, 6], 0, 10, tf.int64).dtype
+        tf.int64
+    """
+    op = "random.stateless_uniform"
+    dt = _dt.as_dtype(dtype)._np
+    if dt not in (np.float16, np.float32, np.float64, np.int32, np.int64, np.uint32,
+                  np.uint64) and _dt.kind(dt) != "f":
+        raise ValueError(f"{op}: Argument `dtype` got invalid value {_dt.from_numpy(dt).name}; "
+                         "accepted: float16, bfloat16, float32, float64, int32, int64, uint32, "
+                         "uint64.")
+    if _dt.kind(dt) == "f":
+        return _spread(_stateless(seed, "uniform", shape, dt, op), minval, maxval, dt, op)
+    if (minval is None) != (maxval is None):
+        raise ValueError(f"{op}: For integer `dtype` argument {_dt.from_numpy(dt).name}, "
+                         "argument `minval` and `maxval` must be both None or not None. Got "
+                         f"`minval`={minval} and `maxval`={maxval}.")
+    info = np.iinfo(dt)
+    bounds = (int(info.min), int(info.max) + 1) if minval is None else \
+        _int_range(minval, maxval, op)
+    return _stateless(seed, "integers", shape, dt, op, bounds)
+
+
+def stateless_categorical(logits: Any, num_samples: Any, seed: Any, dtype: Any = _dt.int64,
+                          name: str | None = None) -> Tensor:
+    """categorical's samples as a function of `seed` (see stateless_normal).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.random.stateless_categorical([[0., 0.]], 5, seed=[7, 8]).shape
+        TensorShape([1, 5])
+    """
+    op = "random.stateless_categorical"
+    z, dims, dt = _categorical_args(logits, num_samples, dtype, op)
+    return bind(categorical_p, z, _stateless(seed, "uniform", dims, np.dtype(np.float64), op),
+                dtype=dt)
 
 
 def shuffle(value: Any, seed: int | None = None, name: str | None = None) -> Tensor:
@@ -300,5 +567,91 @@ def shuffle(value: Any, seed: int | None = None, name: str | None = None) -> Ten
     return gather(x, order)
 
 
+# ---------------------------------------------------------------- tf.random.Generator
+class Generator:
+    """A random number generator with a sequence of its own (tf.random.Generator): its
+    draws are tf.random's draw primitives reading its NumPy generator, so a traced
+    function draws the next numbers at each call, and vmap gives each example its own.
+    Its numbers are NumPy's (PCG64), not TensorFlow's Philox; its state is not a
+    Variable (checkpoints and SavedModels do not hold it).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> a = tf.random.Generator.from_seed(1).normal([3])
+        >>> b = tf.random.Generator.from_seed(1).normal([3])
+        >>> bool((a.numpy() == b.numpy()).all())
+        True
+    """
+
+    def __init__(self, copy_from: "Generator | None" = None, state: Any = None,
+                 alg: Any = None) -> None:
+        if state is not None:
+            raise UnimplementedError("tf.random.Generator(state=...): tapeflow's generators "
+                                     "are NumPy's PCG64, not TensorFlow's states; use "
+                                     "Generator.from_seed.")
+        self._rng, self._alg = np.random.default_rng(), alg
+        if copy_from is not None:  # the same sequence from here on, drawn apart
+            self._rng.bit_generator.state = copy_from._rng.bit_generator.state
+            self._alg = copy_from._alg if alg is None else alg
+
+    @classmethod
+    def _of(cls, rng: np.random.Generator, alg: Any) -> "Generator":
+        g = cls(alg=alg)
+        g._rng = rng
+        return g
+
+    @classmethod
+    def from_seed(cls, seed: Any, alg: Any = None) -> "Generator":
+        """A generator whose sequence is a function of the integer `seed`."""
+        return cls._of(np.random.default_rng(np.random.SeedSequence(_seed_entropy(seed),
+                                                                    spawn_key=(0x6765,))), alg)
+
+    @classmethod
+    def from_non_deterministic_state(cls, alg: Any = None) -> "Generator":
+        """A generator seeded from the operating system's entropy."""
+        return cls(alg=alg)
+
+    def reset_from_seed(self, seed: Any) -> None:
+        """Restart the sequence as from_seed(seed) starts it (in place: functions traced
+        earlier draw from the restarted sequence)."""
+        _restart(self._rng, np.random.SeedSequence(_seed_entropy(seed), spawn_key=(0x6765,)))
+
+    @property
+    def algorithm(self) -> Any:
+        """The `alg` the generator was made with (its numbers are PCG64's whatever it is)."""
+        return self._alg
+
+    def normal(self, shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dt.float32,
+               name: str | None = None) -> Tensor:
+        """As tf.random.normal, from this generator's sequence."""
+        return _normal(standard_normal_p, self._rng, shape, mean, stddev, dtype,
+                       "Generator.normal")
+
+    def truncated_normal(self, shape: Any, mean: Any = 0.0, stddev: Any = 1.0,
+                         dtype: Any = _dt.float32, name: str | None = None) -> Tensor:
+        """As tf.random.truncated_normal, from this generator's sequence."""
+        return _normal(truncated_normal_p, self._rng, shape, mean, stddev, dtype,
+                       "Generator.truncated_normal")
+
+    def uniform(self, shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dt.float32,
+                name: str | None = None) -> Tensor:
+        """As tf.random.uniform, from this generator's sequence."""
+        return _uniform(self._rng, shape, minval, maxval, dtype, "Generator.uniform")
+
+    def make_seeds(self, count: int = 1) -> Tensor:
+        """[2, count] int64: `count` seeds for the stateless draws, drawn from the sequence."""
+        info = np.iinfo(np.int64)
+        return bind(uniform_int_p, generator=self._rng, shape=(2, int_arg(count, "make_seeds",
+                    "count")), dtype=np.dtype(np.int64), minval=int(info.min), maxval=int(info.max))
+
+    def split(self, count: int = 1) -> list:
+        """`count` new generators whose sequences are independent of this one's."""
+        return [Generator._of(np.random.default_rng(s), self._alg)
+                for s in self._rng.bit_generator.seed_seq.spawn(int_arg(count, "split", "count"))]
+
+
 # Public names and the TensorFlow namespaces they appear in ("tf" is the top level).
-EXPORTS = {"normal": "random", "uniform": "random", "set_seed": "random", "shuffle": "random"}
+EXPORTS = {name: "random" for name in (
+    "normal", "uniform", "set_seed", "shuffle", "truncated_normal", "categorical",
+    "stateless_normal", "stateless_truncated_normal", "stateless_uniform",
+    "stateless_categorical", "Generator")}

@@ -433,6 +433,50 @@ def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:  # noqa
     return bind(reshape_p, y, shape=tuple(d * m for d, m in zip(shape, reps, strict=True)))
 
 
+def repeat(input: Any, repeats: Any, axis: int | None = None,  # noqa: A002
+           name: str | None = None) -> Tensor:
+    """Repeat each element of `input` along `axis` (of the flattened input when None):
+    `repeats` times (an int or a 1-element list), or `repeats[i]` times the i-th (one
+    count per element).
+
+    A composite: one count is tile's broadcast along a new axis merged into `axis`; a
+    count per element is a gather of each index that many times (its gradient sums the
+    copies).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.repeat(tf.constant([[1, 2], [3, 4]]), repeats=[1, 2], axis=0).numpy()
+        array([[1, 2],
+               [3, 4],
+               [3, 4]], dtype=int32)
+    """
+    x = as_tensor(input, "repeat", "input")
+    if axis is None:
+        x = bind(reshape_p, x, shape=(int(np.prod(shape_of(x), dtype=np.int64)),))
+        axis = 0
+    shape = shape_of(x)
+    if not shape:
+        raise InvalidArgumentError("repeat: `input` must have rank >= 1 when `axis` is given; "
+                                   "got a scalar.")
+    if np.ndim(axis) != 0:
+        raise InvalidArgumentError(f"repeat: `axis` must be one int; got {axis!r}.")
+    (ax,) = normalize_axis(axis, len(shape), "repeat")
+    reps = int_list(repeats, "repeat", "repeats")
+    if np.ndim(repeats) > 1 or any(r < 0 for r in reps) or len(reps) not in (1, shape[ax]):
+        raise InvalidArgumentError(
+            f"repeat: `repeats`={repeats!r} must be a non-negative int or a 1-D list of "
+            f"{shape[ax]} non-negative ints (one per element of axis {ax} of `input`, shape "
+            f"{shape}).")
+    if len(reps) == 1:  # one count for all, as a 1-element list is in TensorFlow
+        r = reps[0]
+        spread = shape[:ax + 1] + (1,) + shape[ax + 1:]
+        y = bind(broadcast_to_p, bind(reshape_p, x, shape=spread),
+                 shape=shape[:ax + 1] + (r,) + shape[ax + 1:])
+        return bind(reshape_p, y, shape=shape[:ax] + (shape[ax] * r,) + shape[ax + 1:])
+    index = np.repeat(np.arange(shape[ax], dtype=np.int64), reps)
+    return bind(gather_p, x, Tensor(index), axis=ax)
+
+
 def reverse(tensor: Any, axis: Any, name: str | None = None) -> Tensor:
     """Reverse `tensor` along each axis in `axis` (a list of distinct axes).
 
@@ -538,5 +582,5 @@ def _pad_constant(x: Tensor, pads: np.ndarray, constant_values: Any) -> Tensor:
 EXPORTS = {
     "reshape": "tf", "transpose": "tf", "expand_dims": "tf", "squeeze": "tf",
     "broadcast_to": "tf", "concat": "tf", "stack": "tf", "unstack": "tf", "split": "tf",
-    "tile": "tf", "reverse": "tf", "pad": "tf", "identity": "tf", "stop_gradient": "tf",
+    "tile": "tf", "repeat": "tf", "reverse": "tf", "pad": "tf", "identity": "tf", "stop_gradient": "tf",
 }
