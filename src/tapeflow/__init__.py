@@ -20,6 +20,14 @@ from . import (autodiff, config, data, dtypes, errors, extend, image, keras, lin
 from .batching import vmap
 from .callbacks import print_ as print  # noqa: A001 - TensorFlow's name
 from .config import init_scope
+from .devices import device
+# TensorFlow's own initializer names are tf.keras's initializers (the same arguments,
+# defaults and calls)
+from .keras.initializers import Constant as constant_initializer
+from .keras.initializers import Ones as ones_initializer
+from .keras.initializers import RandomNormal as random_normal_initializer
+from .keras.initializers import RandomUniform as random_uniform_initializer
+from .keras.initializers import Zeros as zeros_initializer
 from .control_flow import (cond, foldl, foldr, map_fn, scan, switch_case, vectorized_map,
                            while_loop)
 from .custom import custom_gradient, grad_pass_through, recompute_grad
@@ -59,7 +67,9 @@ __all__ = [
     "uint64",
     # differentiation, vectorization, tracing
     "GradientTape", "UnconnectedGradients", "ForwardAccumulator", "custom_gradient",
-    "grad_pass_through", "init_scope", "py_function", "numpy_function", "scan", "foldl",
+    "grad_pass_through", "init_scope", "device", "constant_initializer", "ones_initializer",
+    "zeros_initializer", "random_normal_initializer", "random_uniform_initializer",
+ "py_function", "numpy_function", "scan", "foldl",
     "foldr", "map_fn", "cond", "switch_case", "while_loop", "vectorized_map",
     "recompute_grad", "vmap", "function", "TensorSpec", "Graph", "Module", "name_scope", "print", "grad",
     "value_and_grad", "jvp", "vjp", "plot_graph",

@@ -1,4 +1,5 @@
-"""tf.config: whether traced functions run eagerly (for debugging), and tf.init_scope."""
+"""tf.config: whether traced functions run eagerly (for debugging), tf.init_scope, and the
+devices (devices.py: the CPU, soft placement)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,13 @@ import operator
 from typing import Any, Callable
 
 from .core import no_recorders
+from .devices import (PhysicalDevice, get_soft_device_placement, list_logical_devices,
+                      list_physical_devices, set_soft_device_placement)
 
-__all__ = ["run_functions_eagerly", "functions_run_eagerly", "init_scope"]
+__all__ = ["run_functions_eagerly", "functions_run_eagerly", "init_scope",
+           "list_physical_devices", "list_logical_devices", "set_soft_device_placement",
+           "get_soft_device_placement", "get_visible_devices", "set_visible_devices",
+           "experimental"]
 
 # One switch for the process, as TensorFlow's (it is a debugging aid, not per-thread state).
 _EAGERLY = {"on": False}
@@ -59,3 +65,48 @@ def init_scope() -> Any:
         6.0
     """
     return no_recorders()
+
+
+def get_visible_devices(device_type: str | None = None) -> list[PhysicalDevice]:
+    """The devices ops may run on: every device tapeflow lists (the CPU)."""
+    return list_physical_devices(device_type)
+
+
+def set_visible_devices(devices: Any, device_type: str | None = None) -> None:
+    """Restrict the visible devices (of `device_type`): hiding GPUs, which tapeflow has
+    none of, changes nothing; the CPU cannot be hidden, as in TensorFlow.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.config.set_visible_devices([], "GPU")
+    """
+    given = list(devices) if isinstance(devices, (list, tuple)) else [devices]
+    known = list_physical_devices()
+    for d in given:
+        if d not in known:
+            raise ValueError(f"set_visible_devices: {d!r} is not one of the physical devices "
+                             f"{known}.")
+    kinds = {d.device_type for d in given}
+    if (device_type is None or device_type.upper() == "CPU") and "CPU" not in kinds:
+        raise ValueError("set_visible_devices: the CPU cannot be hidden; tapeflow computes on it.")
+
+
+def _set_memory_growth(device: PhysicalDevice, enable: bool) -> None:
+    if device not in list_physical_devices():
+        raise ValueError(f"set_memory_growth: unrecognized device {device!r}.")
+    if device.device_type == "CPU":
+        raise ValueError("Cannot set memory growth on non-GPU and non-Pluggable devices")
+
+
+class _Experimental:
+    """tf.config.experimental: the device functions TensorFlow programs call there."""
+
+    list_physical_devices = staticmethod(list_physical_devices)
+    list_logical_devices = staticmethod(list_logical_devices)
+    get_visible_devices = staticmethod(get_visible_devices)
+    set_visible_devices = staticmethod(set_visible_devices)
+    set_memory_growth = staticmethod(_set_memory_growth)
+
+
+experimental = _Experimental()
+

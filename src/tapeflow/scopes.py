@@ -1,4 +1,5 @@
-"""Per-thread context that is not a recorder: the name scope, muted and held printing.
+"""Per-thread context that is not a recorder: the name scope, muted and held printing, the
+device block (tf.device), Keras' layer-call depth and its custom-object scopes.
 
 `tf.name_scope` (module.py) and `tf.Module`'s scopes prefix the names of the variables
 made inside them; a trace that is no call (`get_concrete_function`) and the backward
@@ -14,7 +15,9 @@ import contextlib
 import threading
 from typing import Any, Callable, Iterator
 
-__all__ = ["name_scope_prefix", "scope_entered", "quiet", "quieted", "emit", "held_output"]
+__all__ = ["name_scope_prefix", "scope_entered", "quiet", "quieted", "emit", "held_output",
+           "device_entered", "current_device", "layer_call", "in_layer_call", "custom_objects_entered",
+           "custom_object_scopes", "states_kept", "keeping_states"]
 
 
 class _Local(threading.local):
@@ -22,6 +25,10 @@ class _Local(threading.local):
         self.scope = ""  # the name scope ("outer/inner/"), prefix of new variables' names
         self.quiet = 0   # depth of quieted blocks
         self.held: list | None = None  # (write, text) pairs a replay holds back
+        self.device: str | None = None  # the innermost tf.device block's name
+        self.layer_calls = 0  # depth of Keras layer calls (NOTE(layer-losses))
+        self.custom_objects: tuple = ()  # custom_object_scope dicts, innermost last
+        self.states_kept = 0  # depth of blocks where stateful RNNs write no states
 
 
 _local = _Local()
@@ -95,3 +102,65 @@ class held_output:
         _local.held = self.before
         for write, text in self.items:
             emit(write, text)
+
+
+@contextlib.contextmanager
+def device_entered(name: str | None) -> Iterator[None]:
+    """Make `name` this thread's device for a block (tf.device, devices.py)."""
+    before = _local.device
+    _local.device = name
+    try:
+        yield
+    finally:
+        _local.device = before
+
+
+def current_device() -> str | None:
+    """The device name of this thread's innermost tf.device block, or None."""
+    return _local.device
+
+
+@contextlib.contextmanager
+def layer_call() -> Iterator[bool]:
+    """A Keras layer's call on this thread; yields whether it is the outermost one."""
+    _local.layer_calls += 1
+    try:
+        yield _local.layer_calls == 1
+    finally:
+        _local.layer_calls -= 1
+
+
+def in_layer_call() -> bool:
+    """Whether a Keras layer's call is running on this thread."""
+    return _local.layer_calls > 0
+
+
+@contextlib.contextmanager
+def custom_objects_entered(objects: dict) -> Iterator[None]:
+    """Add a dict of Keras custom objects for a block (keras.utils.custom_object_scope)."""
+    _local.custom_objects = _local.custom_objects + (objects,)
+    try:
+        yield
+    finally:
+        _local.custom_objects = _local.custom_objects[:-1]
+
+
+def custom_object_scopes() -> tuple:
+    """This thread's custom-object dicts, innermost last."""
+    return _local.custom_objects
+
+
+@contextlib.contextmanager
+def states_kept() -> Iterator[None]:
+    """A block of this thread in which stateful RNNs write no states (keras/recurrent.py)."""
+    _local.states_kept += 1
+    try:
+        yield
+    finally:
+        _local.states_kept -= 1
+
+
+def keeping_states() -> bool:
+    """Whether this thread runs a `states_kept` block."""
+    return _local.states_kept > 0
+

@@ -395,7 +395,7 @@ class Variable(TensorBase):
     # _placed: as Tensor's (NOTE(placed) in graph/device.py), checked against the value
     # the variable holds now.
     __slots__ = ("_value", "_trainable", "_name", "_id", "_lock", "_key", "_placed",
-                 "__weakref__")
+                 "_constraint", "__weakref__")
 
     def __init__(self, initial_value: Any = None, trainable: bool = True,
                  validate_shape: bool = True, caching_device: Any = None,
@@ -404,6 +404,10 @@ class Variable(TensorBase):
                  aggregation: Any = None, shape: Any = None, **kwargs: Any) -> None:
         if initial_value is None:
             raise ValueError("Variable needs an `initial_value`; got None.")
+        if constraint is not None and not callable(constraint):
+            raise ValueError(f"Variable: the constraint {constraint!r} is not callable; expected "
+                             "a function of the variable giving its projected value.")
+        self._constraint = constraint
         if callable(initial_value):
             initial_value = initial_value()
         if isinstance(initial_value, TensorBase):
@@ -427,6 +431,12 @@ class Variable(TensorBase):
     @property
     def trainable(self) -> bool:
         return self._trainable
+
+    @property
+    def constraint(self) -> Any:
+        """The projection the optimizers assign after each update of this variable, or
+        None (TensorFlow's `constraint=`)."""
+        return self._constraint
 
     @property
     def name(self) -> str:
@@ -471,8 +481,10 @@ class Variable(TensorBase):
         return self.__repr__()
 
     def __reduce__(self):  # pickle, copy.copy, copy.deepcopy: a new variable, same value
-        return (Variable, (self._read_for_python("pickle"), self._trainable, True, None,
-                           self._name))
+        args = (self._read_for_python("pickle"), self._trainable, True, None, self._name)
+        if self._constraint is not None:
+            args += (None, None, None, self._constraint)
+        return (Variable, args)
 
 
 def _convert_for_assign(var: Variable, value: Any, how: str) -> "Tensor":

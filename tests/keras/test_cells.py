@@ -263,7 +263,7 @@ def test_rnn_gradients_match_central_differences(name):
     (lambda: layers.RNN(object()), ValueError, "should have a `call` method and a `state_size`"),
     (lambda: layers.RNN([layers.LSTMCell(2), layers.GRUCell(2)]), NotImplementedError,
      "StackedRNNCells"),
-    (lambda: layers.LSTM(2, stateful=True), NotImplementedError, "stateful"),
+    (lambda: layers.LSTM(2, time_major=True), NotImplementedError, "time_major"),
 ])
 def test_argument_errors(make, error, match):
     with pytest.raises(error, match=match):

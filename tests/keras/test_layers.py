@@ -220,7 +220,6 @@ def test_inputs_that_do_not_match_the_built_layer():
     (lambda: layers.Conv2D(2, 3, strides=2, dilation_rate=2), ValueError, "`strides > 1` not"),
     (lambda: layers.Conv2D(3, 3, groups=2), ValueError, "filters must be evenly divisible"),
     (lambda: layers.Conv2D(2, 3, data_format="nhwc"), ValueError, "data_format"),
-    (lambda: layers.Conv2D(2, 3, kernel_regularizer="l2"), NotImplementedError, "regularizers"),
     (lambda: layers.MaxPooling2D((2, 2, 2)), ValueError, "`pool_size` argument must be"),
     (lambda: layers.Dense(0), ValueError, "expected a positive integer. Received: units=0"),
 ])

@@ -103,3 +103,35 @@ def test_against_tf_keras(name, kwargs, shape, ref):
         assert (tuple(a) if isinstance(a, (list, tuple)) else a) == \
             (tuple(b) if isinstance(b, (list, tuple)) else b), (key, a, b)
     assert set(yours) - {"dtype"} <= set(mine), set(yours) - set(mine)
+
+
+def test_global_average_pooling_1d_averages_the_unmasked_steps():
+    x = np.random.default_rng(3).standard_normal((2, 4, 3))
+    mask = np.array([[True, True, False, False], [True, False, True, True]])
+    want = (x * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+    layer = L.GlobalAveragePooling1D(dtype="float64")
+    np.testing.assert_allclose(layer(tf.constant(x), mask=tf.constant(mask)).numpy(), want)
+    first = L.GlobalAveragePooling1D(data_format="channels_first", dtype="float64")
+    np.testing.assert_allclose(first(tf.constant(x.transpose(0, 2, 1)),
+                                     mask=tf.constant(mask)).numpy(), want)
+    tf.testing.check_grads(lambda u: layer(u, mask=tf.constant(mask)), [x], order=2)
+    # an Embedding's mask reaches it, and stops there
+    model = tf.keras.Sequential([L.Embedding(5, 2, mask_zero=True), L.GlobalAveragePooling1D()])
+    ids = np.array([[1, 2, 0, 0]])
+    rows = model.layers[0].embeddings.numpy()[[1, 2]]
+    np.testing.assert_allclose(model(tf.constant(ids)).numpy(), rows.mean(0, keepdims=True),
+                               rtol=1e-6)
+    assert getattr(model(tf.constant(ids)), "_keras_mask", None) is None
+
+
+@pytest.mark.peers
+def test_masked_global_average_pooling_against_tf_keras():
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    keras = pytest.importorskip("tf_keras")
+    real = pytest.importorskip("tensorflow")
+    x = np.random.default_rng(4).standard_normal((2, 4, 3)).astype(np.float32)
+    mask = np.array([[True, True, False, False], [True, False, True, True]])
+    np.testing.assert_allclose(
+        L.GlobalAveragePooling1D()(tf.constant(x), mask=tf.constant(mask)).numpy(),
+        keras.layers.GlobalAveragePooling1D()(real.constant(x), mask=real.constant(mask)).numpy(),
+        rtol=1e-6)

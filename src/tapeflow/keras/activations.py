@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from .. import ops
 from ..ops.convert import as_tensor
+from .utils import with_custom
 
 __all__ = ["elu", "exponential", "gelu", "hard_sigmoid", "leaky_relu", "linear", "log_softmax",
            "mish", "relu", "relu6", "selu", "sigmoid", "silu", "softmax", "softplus", "softsign",
@@ -294,7 +295,7 @@ def deserialize(name: str, custom_objects: dict | None = None) -> Callable:
         >>> tf.keras.activations.deserialize("relu") is tf.keras.activations.relu
         True
     """
-    fn = (custom_objects or {}).get(name) or _BY_NAME.get(name)
+    fn = with_custom(custom_objects).get(name) or _BY_NAME.get(name)
     if fn is None:
         raise ValueError(f"Unknown activation function {name!r} cannot be deserialized; "
                          f"known: {sorted(_BY_NAME)}.")

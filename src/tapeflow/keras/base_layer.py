@@ -1,5 +1,5 @@
 """The Layer base class and `InputSpec`; the helpers other keras modules share with it
-(names, input checks, the class registry) are in utils.py."""
+(names, input checks, the class registry) are in common.py."""
 
 from __future__ import annotations
 
@@ -16,9 +16,11 @@ from ..module import Module, name_scope
 from ..ops.convert import as_tensor
 from ..saving import deferred
 from ..tensor import Tensor, TensorShape, Variable, TensorBase
-from . import initializers
+from . import constraints, initializers, regularizers
+from .backend import floatx as backend_floatx
 from .masks import get_mask, set_mask
-from .utils import LAYER_CLASSES, SYMBOLIC, call_accepts, check_input, dedup, unique_name
+from .penalties import WeightPenalty, call_context, in_call
+from .common import LAYER_CLASSES, MEAN_METRIC, SYMBOLIC, call_accepts, check_input, dedup, unique_name
 
 __all__ = ["InputSpec", "Layer"]
 
@@ -155,6 +157,10 @@ class Layer(Module):
         d["_own_weights"] = []
         d["_sublayers"] = []
         d["_tracked_variables"] = []
+        d["_eager_losses"] = []     # add_loss in a call: cleared by the next outermost call
+        d["_callable_losses"] = []  # add_loss of a callable (weight penalties): kept
+        d["_metric_objects"] = {}   # add_metric's means, by name
+        d["activity_regularizer"] = regularizers.get(kwargs.get("activity_regularizer"))
         if name is not None and not isinstance(name, str):
             raise TypeError(f"A layer's `name` must be a string; got {name!r}.")
         # Not Module.__init__: Keras names need not be Python identifiers, and `name` is
@@ -166,7 +172,7 @@ class Layer(Module):
         except ValueError:  # a name no scope accepts ("a b"): its weights go unscoped
             d["_scope_name"] = ""
         d["_module_name_scope"] = name_scope(d["_scope_name"])
-        self.dtype = _dt.as_dtype(dtype if dtype is not None else "float32").name
+        self.dtype = _dt.as_dtype(dtype if dtype is not None else backend_floatx()).name
         self.built = False
         self.input_spec: InputSpec | None = None
         self._autocast = bool(kwargs.get("autocast", True))
@@ -231,9 +237,8 @@ class Layer(Module):
             >>> layer.add_weight("b", shape=(2,), initializer="zeros")
             <tapeflow.Variable 'demo/b:0' shape=(2,) dtype=float32, numpy=array([0., 0.], dtype=float32)>
         """
-        if regularizer is not None or constraint is not None:
-            raise NotImplementedError(f"{type(self).__name__}.add_weight: regularizers and "
-                                      f"constraints are not supported by tapeflow's Keras layers.")
+        regularizer = regularizers.get(regularizer)
+        constraint = constraints.get(constraint)
         dt = _dt.as_dtype(dtype if dtype is not None else self.dtype)
         shape = () if shape is None else tuple(int(d) for d in shape)
         if initializer is None:
@@ -242,7 +247,8 @@ class Layer(Module):
         with no_recorders():  # as Keras' init_scope: weight creation is no traced or taped op
             value = init(shape, dtype=dt)
             v = Variable(value, trainable=True if trainable is None else bool(trainable),
-                         name=f"{self.name}/{name or 'Variable'}", dtype=dt)
+                         name=f"{self.name}/{name or 'Variable'}", dtype=dt,
+                         constraint=constraint)
         # its name in checkpoints (NOTE(object-graph) in saving/objects.py): unique in the layer
         names = self.__dict__.setdefault("_weight_names", {})
         local, taken = (name or "Variable").replace("/", "_"), set(names.values())
@@ -251,7 +257,96 @@ class Layer(Module):
         names[id(v)] = local
         self._own_weights.append(v)
         deferred.weight_created(self, local, v)  # NOTE(deferred-restore)
+        if regularizer is not None:
+            self.add_loss(WeightPenalty(regularizer, v))
         return v
+
+    # -------------------------------------------------- losses and metrics
+    def add_loss(self, losses: Any, **kwargs: Any) -> None:
+        """Add loss terms to the layer's `losses`: tensors computed in `call` (kept until
+        the next call of the outermost layer, as tf_keras), or callables of no arguments
+        (weight penalties, evaluated each time `losses` is read). `Model.fit` adds them
+        to the compiled loss.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> class Penalized(tf.keras.layers.Layer):
+            ...     def call(self, x):
+            ...         self.add_loss(0.5 * tf.reduce_sum(x))
+            ...         return x
+            >>> layer = Penalized()
+            >>> _ = layer(tf.constant([1.0, 3.0]))
+            >>> [float(v) for v in layer.losses]
+            [2.0]
+        """
+        for loss in (losses if isinstance(losses, (list, tuple)) else [losses]):
+            if loss is None:
+                continue
+            if callable(loss) and not isinstance(loss, TensorBase):
+                self._callable_losses.append(loss)
+            elif in_call():
+                self._eager_losses.append(as_tensor(loss, f"{self.name}.add_loss", "losses"))
+            else:
+                raise ValueError("Expected a symbolic Tensors or a callable for the loss value. "
+                                 "Please wrap your loss computation in a zero argument `lambda`.")
+
+    @property
+    def losses(self) -> list:
+        """The loss terms of this layer and its sublayers: the tensors added in the last
+        call, then the callables (weight penalties) evaluated now, layer by layer."""
+        out = []
+        for layer in self._flatten_layers():
+            d = layer.__dict__
+            out += d.get("_eager_losses", [])
+            for penalty in d.get("_callable_losses", []):
+                value = penalty()
+                if value is not None:
+                    out.append(as_tensor(value, f"{layer.name}.losses", "loss"))
+        return out
+
+    def add_metric(self, value: Any, name: str | None = None, **kwargs: Any) -> None:
+        """Track the mean of `value` under `name`: a `keras.metrics.Mean` of this layer,
+        updated at each call, listed in `metrics` and in `fit`'s logs.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> class Watched(tf.keras.layers.Layer):
+            ...     def call(self, x):
+            ...         self.add_metric(tf.reduce_mean(x), name="mean_input")
+            ...         return x
+            >>> layer = Watched()
+            >>> _ = layer(tf.constant([1.0, 3.0])); _ = layer(tf.constant([5.0]))
+            >>> layer.metrics[0].name, float(layer.metrics[0].result())
+            ('mean_input', 3.5)
+        """
+        if name is None:
+            raise ValueError("Please provide a name for your metric, e.g. "
+                             "`self.add_metric(tf.reduce_sum(inputs), name='mean_activation')`.")
+        if kwargs.get("aggregation") not in (None, "mean"):
+            raise ValueError(f"add_metric: aggregation={kwargs['aggregation']!r} is not "
+                             "supported; only 'mean' (the default).")
+        metrics = self.__dict__.setdefault("_metric_objects", {})
+        if name not in metrics:
+            with no_recorders():  # as tf_keras's init_scope: the metric's state is no op
+                metrics[name] = MEAN_METRIC[0](name=name)
+        metrics[name].update_state(value)
+
+    def _regularize_activity(self, outputs: Any) -> None:
+        """The activity regularizer's penalty of each output over its batch size (tf_keras
+        divides by it), added to `losses`."""
+        for y in nest.flatten(outputs):
+            if isinstance(y, TensorBase) and y.shape.rank:
+                penalty = self.activity_regularizer(y)
+                batch = ops.elementwise.cast(ops.creation.shape(y)[0], penalty.dtype)
+                self.add_loss(penalty / batch)
+
+    @property
+    def metrics(self) -> list:
+        """The metrics added with `add_metric` to this layer and its sublayers."""
+        out: list = []
+        for layer in self._flatten_layers():
+            out += list(layer.__dict__.get("_metric_objects", {}).values())
+        return out
 
     def _own_variables(self) -> list[Variable]:
         return dedup(self._own_weights + self._tracked_variables)
@@ -419,7 +514,10 @@ class Layer(Module):
                 check_input(self, self.input_spec, np.shape(x._value))
         if self._autocast:
             x = self._cast(x)
-        outputs = self.call(x, *args, **kwargs)
+        with call_context(self):
+            outputs = self.call(x, *args, **kwargs)
+            if self.__dict__.get("activity_regularizer") is not None:
+                self._regularize_activity(outputs)
         if masking:
             self._set_output_masks(x, outputs, input_masks)
         return outputs

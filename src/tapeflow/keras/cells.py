@@ -11,6 +11,12 @@ time step in one matrix product up front and loops over `_step` only, which give
 same numbers as calling the cell at each step, with one large product in place of many
 small ones. `has_builtin_step(cell)` tells `RNN` whether a cell's step is these
 formulas' (so `_project` and `_step` can stand for its `call`).
+
+Any cell's `state_size` and `output_size` may be nested, as tf_keras allows: an int n
+(one tensor (batch, n)), a TensorShape (one tensor (batch, *dims)), or lists and tuples
+of these. `flat_sizes` and `pack_states` read such sizes as tf.nest does, with a
+TensorShape one leaf. Inputs may be nested too (a tuple of (batch, time, ...) tensors):
+`shape_leaves` and `map_shapes` walk structures of shapes, where a shape is a leaf.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from ..tensor import TensorShape
 from . import activations, initializers
 from .base_layer import Layer
 
-__all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell", "has_builtin_step"]
+__all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell", "has_builtin_step", "flat_sizes",
+           "pack_states", "is_shape", "shape_leaves", "map_shapes", "outer_shape"]
 
 
 def _check_units(units: Any) -> int:
@@ -359,3 +366,116 @@ def has_builtin_step(cell: Any) -> bool:
         False
     """
     return isinstance(cell, _GateCell) and type(cell).call is _GateCell.call
+
+
+# ---------------------------------------------------------------- nested sizes
+def _leaf_size(size: Any) -> bool:
+    return isinstance(size, TensorShape) or (isinstance(size, (int, np.integer))
+                                             and not isinstance(size, bool))
+
+
+def flat_sizes(size: Any) -> list[tuple]:
+    """The dims after the batch of each tensor that a cell's `state_size` (or
+    `output_size`) describes, in tf.nest's order: an int n stands for one tensor of dims
+    (n,), a TensorShape for one tensor of its dims, and a list or tuple of these (nested
+    at will) for one tensor per leaf. Anything else raises a TypeError naming it.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> flat_sizes([4, tf.TensorShape([2, 3])])
+        [(4,), (2, 3)]
+        >>> flat_sizes(5), flat_sizes((1, [2, 3]))
+        ([(5,)], [(1,), (2,), (3,)])
+    """
+    if _leaf_size(size):
+        return [tuple(size) if isinstance(size, TensorShape) else (int(size),)]
+    if isinstance(size, (list, tuple)):
+        return [dims for s in size for dims in flat_sizes(s)]
+    raise TypeError(f"A cell's `state_size` and `output_size` must be an int, a TensorShape, "
+                    f"or a list or tuple of them; received {size!r} "
+                    f"({type(size).__name__}).")
+
+
+def pack_states(size: Any, flat: list) -> list:
+    """The tensors `flat` (one per leaf of `size`, in `flat_sizes` order) in the structure
+    a cell's `call` gets its states in: a list of one element per entry of a list or
+    tuple `state_size` (each nested as its entry), or of one tensor for a single size.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> pack_states([4, (2, 3)], ["a", "b", "c"])
+        ['a', ('b', 'c')]
+        >>> pack_states(tf.TensorShape([2, 3]), ["a"])
+        ['a']
+    """
+    flat = list(flat)
+    if len(flat) != len(flat_sizes(size)):
+        raise ValueError(f"pack_states: {len(flat)} tensor(s) for the sizes {size!r}, which "
+                         f"describe {len(flat_sizes(size))}.")
+    leaves = iter(flat)
+
+    def build(s: Any) -> Any:
+        if _leaf_size(s):
+            return next(leaves)
+        items = [build(c) for c in s]
+        return type(s)(*items) if hasattr(s, "_fields") else type(s)(items)
+
+    return [build(s) for s in ([size] if _leaf_size(size) else list(size))]
+
+
+# ---------------------------------------------------------------- nested input shapes
+def is_shape(s: Any) -> bool:
+    """Whether `s` is one shape (a TensorShape, or a list or tuple of ints and None), not a
+    structure of shapes.
+
+    Example:
+        >>> is_shape((None, 5, 3)), is_shape(((None, 5, 3), (None, 5, 2)))
+        (True, False)
+    """
+    return isinstance(s, TensorShape) or (isinstance(s, (list, tuple)) and all(
+        d is None or (isinstance(d, (int, np.integer)) and not isinstance(d, bool)) for d in s))
+
+
+def shape_leaves(s: Any) -> list[TensorShape]:
+    """The shapes in a structure of shapes (nested lists, tuples, dicts), in tf.nest's
+    order, each a TensorShape.
+
+    Example:
+        >>> shape_leaves(((None, 5, 3), [(None, 5, 2, 2)]))
+        [TensorShape([None, 5, 3]), TensorShape([None, 5, 2, 2])]
+    """
+    if is_shape(s):
+        return [TensorShape(s)]
+    if isinstance(s, dict):
+        return [leaf for k in sorted(s) for leaf in shape_leaves(s[k])]
+    if isinstance(s, (list, tuple)) and s:
+        return [leaf for c in s for leaf in shape_leaves(c)]
+    raise TypeError(f"Expected an input shape or a structure of them; received {s!r}.")
+
+
+def map_shapes(fn: Any, s: Any) -> Any:
+    """`fn` applied to each shape (a TensorShape) of a structure of shapes, which keeps its
+    lists, tuples and dicts.
+
+    Example:
+        >>> map_shapes(lambda s: s[0], ((None, 5, 3), (7, 5)))
+        (None, 7)
+    """
+    if is_shape(s):
+        return fn(TensorShape(s))
+    if isinstance(s, dict):
+        return {k: map_shapes(fn, v) for k, v in s.items()}
+    return type(s)(map_shapes(fn, c) for c in s)
+
+
+def outer_shape(input_shape: Any) -> Any:
+    """The inputs' shape in the shapes of tf_keras' ``[inputs, *initial_states]`` list (a
+    shape, or a structure of them, as given otherwise).
+
+    Example:
+        >>> outer_shape([(None, 5, 3), (None, 4)]), outer_shape((None, 5, 3))
+        ((None, 5, 3), (None, 5, 3))
+    """
+    if isinstance(input_shape, list) and input_shape and not is_shape(input_shape):
+        return input_shape[0]
+    return input_shape

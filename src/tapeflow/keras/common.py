@@ -5,8 +5,8 @@ method accepts, input checks, convolution arguments and sizes, and functions in 
 They sit below every other keras module: this module imports none of them (the layer
 and the spec `check_input` takes are read by attribute), so base_layer.py, the layer
 modules, the models and the functional API can all import from here without an import
-cycle. They are Keras' internals, not a part of the `tf.keras` namespace; several
-follow a tf_keras helper (noted in their docstrings).
+cycle. They are Keras' internals, not a part of the `tf.keras` namespace (whose
+`keras.utils` is utils.py); several follow a tf_keras helper (noted in their docstrings).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
 
-__all__ = ["LAYER_CLASSES", "SYMBOLIC", "unique_name", "call_accepts", "dedup",
+__all__ = ["LAYER_CLASSES", "SYMBOLIC", "MEAN_METRIC", "reset_names", "unique_name",
+           "call_accepts", "dedup",
            "check_input", "normalize_tuple", "normalize_padding", "normalize_data_format",
            "conv_output_length", "function_config", "function_from_config"]
 
@@ -41,9 +42,18 @@ LAYER_CLASSES: dict[str, type] = {}
 # functional_graph.py is imported.
 SYMBOLIC: list[Any] = [None]
 
+# keras.metrics.Mean, which Layer.add_metric makes (metrics.py sets it: a metric is a
+# layer, so the base layer cannot import the metrics).
+MEAN_METRIC: list[Any] = [None]
+
 
 # ---------------------------------------------------------------- names
 _NAME_UIDS: collections.Counter = collections.Counter()
+
+
+def reset_names() -> None:
+    """Start every name counter again (keras.backend.clear_session)."""
+    _NAME_UIDS.clear()
 
 
 def unique_name(base: str, zero_based: bool = True) -> str:

@@ -16,8 +16,9 @@ from .. import ops
 from ..tensor import TensorShape
 from . import initializers
 from .base_layer import Layer
+from .penalties import weight_options, weight_options_config
 from .masks import set_mask
-from .utils import function_config, function_from_config
+from .common import function_config, function_from_config
 
 __all__ = ["Dropout", "Lambda", "Embedding", "Masking"]
 
@@ -181,15 +182,16 @@ class Embedding(Layer):
                  input_length: int | None = None, sparse: bool = False, **kwargs: Any) -> None:
         if "input_shape" not in kwargs and "batch_input_shape" not in kwargs:
             kwargs["input_shape"] = (input_length,)  # as tf_keras: (None,) without a length
-        super().__init__(**kwargs)
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         for arg, value in (("input_dim", input_dim), ("output_dim", output_dim)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
                 raise ValueError(f"Both `input_dim` and `output_dim` should be positive, "
                                  f"Received {arg}={value!r}.")
-        if any(a is not None for a in (embeddings_regularizer, activity_regularizer,
-                                       embeddings_constraint)) or sparse:
-            raise NotImplementedError("Embedding: regularizers, constraints and sparse=True are "
-                                      "not supported by tapeflow's Keras layers.")
+        if sparse:
+            raise NotImplementedError("Embedding: sparse=True (SparseTensor outputs) is not "
+                                      "supported by tapeflow; use the default dense outputs.")
+        weight_options(self, embeddings_regularizer=embeddings_regularizer,
+                       embeddings_constraint=embeddings_constraint)
         self.input_dim, self.output_dim = int(input_dim), int(output_dim)
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.mask_zero = bool(mask_zero)
@@ -201,7 +203,9 @@ class Embedding(Layer):
     def build(self, input_shape: Any) -> None:
         """Create `embeddings` [input_dim, output_dim]."""
         self.embeddings = self.add_weight("embeddings", (self.input_dim, self.output_dim),
-                                          initializer=self.embeddings_initializer)
+                                          initializer=self.embeddings_initializer,
+                                          regularizer=self.embeddings_regularizer,
+                                          constraint=self.embeddings_constraint)
         super().build(input_shape)
 
     def call(self, inputs: Any) -> Any:
@@ -227,8 +231,9 @@ class Embedding(Layer):
     def get_config(self) -> dict:
         return dict(super().get_config(), input_dim=self.input_dim, output_dim=self.output_dim,
                     embeddings_initializer=initializers.serialize(self.embeddings_initializer),
-                    embeddings_regularizer=None, activity_regularizer=None,
-                    embeddings_constraint=None, mask_zero=self.mask_zero,
+                    **weight_options_config(self, "embeddings_regularizer",
+                                            "activity_regularizer", "embeddings_constraint"),
+                    mask_zero=self.mask_zero,
                     input_length=self.input_length)
 
 

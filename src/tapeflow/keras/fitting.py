@@ -1,11 +1,12 @@
 """Keras' training surface for `Model`: compile, fit, evaluate, predict, the *_on_batch
 methods, and the steps they run.
 
-NOTE(fit): `compile` keeps the optimizer, the loss (a Loss object: a name or a function
+NOTE(fit): `compile` keeps the optimizer, the losses (Loss objects: a name or a function
 is wrapped with TensorFlow's sum-over-batch-size reduction) and the metrics: a Mean of
 the loss ("loss", each batch weighted by its size, as tf_keras's), then the compiled
 ones ("accuracy" becomes the binary, categorical or sparse one by the shapes it first
-sees, as tf_keras decides). `fit` cuts the data into batches (arrays: by a permutation
+sees, as tf_keras decides), one per output of a model of several (NOTE(compiled) in
+compiled.py). `fit` cuts the data into batches (arrays: by a permutation
 each epoch when `shuffle`, the validation split taken from the end first; a
 tf.data.Dataset: as it iterates) and runs `train_step` as one tf.function (traced for the
 first batch shape and relaxed for another: `reduce_retracing`; `jit_compile` passed
@@ -24,109 +25,29 @@ import numpy as np
 
 from .. import nest
 from ..data import Dataset
+from .utils import Sequence
 from ..graph.function import function
 from ..ops.random import _seeds
 from ..tape import GradientTape
 from ..tensor import Tensor, TensorBase, convert_to_tensor
 from . import callbacks as callbacks_mod
-from . import losses as losses_mod
-from . import metrics as metrics_mod
+from .compiled import Compiled, compiled_of, compute_loss, update_metrics
 from . import optimizers as optimizers_mod
 
 __all__ = ["compile_model", "fit", "evaluate", "predict", "train_on_batch", "test_on_batch",
-           "predict_on_batch", "default_train_step", "default_test_step", "unpack"]
-
-
-class _Compiled:
-    """What `compile` keeps (NOTE(fit))."""
-
-    def __init__(self, loss: Any, metrics: list, loss_weights: Any, jit_compile: bool,
-                 run_eagerly: bool, loss_spec: Any = None) -> None:
-        self.loss = loss
-        self.loss_spec = loss_spec  # as given (a name is saved as the name)
-        self.metric_specs = metrics
-        self.metrics: list | None = None  # made at the first batch (their kind by shape)
-        self.loss_tracker = metrics_mod.Mean(name="loss")
-        self.loss_weights = loss_weights
-        self.jit_compile = jit_compile
-        self.run_eagerly = run_eagerly
-
-
-def _loss_object(loss: Any) -> Any:
-    if loss is None or isinstance(loss, losses_mod.Loss):
-        return loss
-    fn = losses_mod.get(loss)
-    if isinstance(fn, losses_mod.Loss):
-        return fn
-    return _FunctionLoss(fn)
-
-
-class _FunctionLoss(losses_mod.Loss):
-    """A loss function with TensorFlow's sum-over-batch-size reduction (tf_keras's
-    LossFunctionWrapper)."""
-
-    def __init__(self, fn: Callable) -> None:
-        super().__init__(name=getattr(fn, "__name__", "loss"))
-        self._fn = fn
-
-    def call(self, y_true: Any, y_pred: Any) -> Tensor:
-        return self._fn(y_true, y_pred)
+           "predict_on_batch", "default_train_step", "default_test_step", "unpack",
+           "compute_loss", "update_metrics"]
 
 
 def compile_model(model: Any, optimizer: Any = "rmsprop", loss: Any = None,
                   metrics: Any = None, loss_weights: Any = None, weighted_metrics: Any = None,
                   run_eagerly: bool | None = None, steps_per_execution: Any = None,
                   jit_compile: bool | None = None, **kwargs: Any) -> None:
-    if weighted_metrics:
-        raise NotImplementedError("compile: `weighted_metrics` is not supported by tapeflow; "
-                                  "use `metrics`.")
-    if isinstance(loss, (dict, list)) or loss_weights is not None:
-        raise NotImplementedError("compile: one loss for one output is supported by tapeflow "
-                                  "(no dict or list of losses, no loss_weights).")
     model.optimizer = optimizers_mod.get(optimizer)
-    model._compiled = _Compiled(_loss_object(loss), list(metrics or []), loss_weights,
-                                bool(jit_compile), bool(run_eagerly), loss)
+    model._compiled = Compiled(loss, metrics, loss_weights, weighted_metrics,
+                               bool(jit_compile), bool(run_eagerly))
     model._train_function = model._test_function = model._predict_function = None
     model.stop_training = False
-
-
-def _compiled(model: Any, who: str) -> _Compiled:
-    compiled = model.__dict__.get("_compiled")
-    if compiled is None:
-        raise RuntimeError(f"You must compile your model before training/testing. Use "
-                           f"`model.compile(optimizer, loss)` (called {who}).")
-    return compiled
-
-
-def _metric_for(spec: Any, y_true: Any, y_pred: Any, loss: Any) -> Any:
-    """A compiled metric object from its spec, "accuracy" by the shapes (tf_keras)."""
-    if isinstance(spec, metrics_mod.Metric):
-        return spec
-    if isinstance(spec, str) and spec in ("accuracy", "acc"):
-        true_last = y_true.shape[-1] if y_true.shape.rank else 1
-        pred_last = y_pred.shape[-1] if y_pred.shape.rank else 1
-        if isinstance(loss, losses_mod.SparseCategoricalCrossentropy) or (
-                true_last == 1 and pred_last != 1) or y_true.shape.rank == y_pred.shape.rank - 1:
-            fn = metrics_mod.sparse_categorical_accuracy
-        elif pred_last == 1:
-            fn = metrics_mod.binary_accuracy
-        else:
-            fn = metrics_mod.categorical_accuracy
-        return metrics_mod.MeanMetricWrapper(fn, name=spec)
-    if isinstance(spec, str):
-        names = {"mse": losses_mod.mean_squared_error, "mae": losses_mod.mean_absolute_error,
-                 "mean_squared_error": losses_mod.mean_squared_error,
-                 "mean_absolute_error": losses_mod.mean_absolute_error,
-                 "binary_accuracy": metrics_mod.binary_accuracy,
-                 "categorical_accuracy": metrics_mod.categorical_accuracy,
-                 "sparse_categorical_accuracy": metrics_mod.sparse_categorical_accuracy}
-        if spec not in names:
-            raise ValueError(f"Unknown metric {spec!r}; known: {sorted(names)} or a "
-                             "keras.metrics.Metric.")
-        return metrics_mod.MeanMetricWrapper(names[spec], name=spec)
-    if callable(spec):
-        return metrics_mod.MeanMetricWrapper(spec, name=getattr(spec, "__name__", "metric"))
-    raise TypeError(f"compile: a metric must be a name, a function or a Metric; got {spec!r}.")
 
 
 # ------------------------------------------------------------------ the steps
@@ -136,30 +57,6 @@ def unpack(data: Any) -> tuple[Any, Any, Any]:
             data[0], (int, float)):
         return tuple(data) + (None,) * (3 - len(data))
     return data, None, None
-
-
-def compute_loss(model: Any, x: Any, y: Any, y_pred: Any, sample_weight: Any) -> Tensor:
-    compiled = _compiled(model, "compute_loss")
-    if compiled.loss is None:
-        raise ValueError("compile was given no `loss`: pass one, or override train_step.")
-    total = compiled.loss(y, y_pred, sample_weight=sample_weight)
-    extra = list(getattr(model, "losses", []) or [])
-    for term in extra:
-        total = total + term
-    return total
-
-
-def update_metrics(model: Any, y: Any, y_pred: Any, sample_weight: Any, loss: Any) -> dict:
-    compiled = _compiled(model, "compute_metrics")
-    batch = nest.flatten(y_pred)[0].shape[0] if y_pred is not None else None
-    if loss is not None:
-        compiled.loss_tracker.update_state(loss, sample_weight=batch)
-    if compiled.metrics is None:
-        compiled.metrics = [_metric_for(s, convert_to_tensor(y), y_pred, compiled.loss)
-                            for s in compiled.metric_specs]
-    for m in compiled.metrics:
-        m.update_state(y, y_pred, sample_weight=sample_weight)
-    return {m.name: m.result() for m in model.metrics}
 
 
 def default_train_step(model: Any, data: Any) -> dict:
@@ -180,7 +77,7 @@ def default_test_step(model: Any, data: Any) -> dict:
 
 
 def _step_function(model: Any, name: str) -> Callable:
-    compiled = _compiled(model, name)
+    compiled = compiled_of(model, name)
     attr = {"train": "_train_function", "test": "_test_function", "predict": "_predict_function"}
     fn = model.__dict__.get(attr[name])
     if fn is None:
@@ -198,12 +95,12 @@ def _floats(logs: dict) -> dict:
 
 # ------------------------------------------------------------------ data
 def _as_arrays(x: Any) -> Any:
-    return nest.map_structure(lambda a: np.asarray(a._value if isinstance(a, TensorBase)
-                                                   else a), x)
+    return nest.map_structure(lambda a: None if a is None else np.asarray(
+        a._value if isinstance(a, TensorBase) else a), x)
 
 
 def _length(x: Any) -> int:
-    sizes = {len(a) for a in nest.flatten(x)}
+    sizes = {len(a) for a in nest.flatten(x) if a is not None}
     if len(sizes) != 1:
         raise ValueError(f"Data cardinality is ambiguous: the arrays have {sorted(sizes)} "
                          "samples; make sure all arrays contain the same number of samples.")
@@ -214,8 +111,8 @@ def _take(x: Any, rows: Any) -> Any:
     """A batch of the caller's arrays: a copy (a slice would be a view of their buffer,
     which the caller may write to while the batch is in use; a permutation's rows are
     copied by the indexing)."""
-    return nest.map_structure(lambda a: Tensor(a[rows].copy() if isinstance(rows, slice)
-                                               else a[rows]), x)
+    return nest.map_structure(lambda a: None if a is None else Tensor(
+        a[rows].copy() if isinstance(rows, slice) else a[rows]), x)
 
 
 class _Data:
@@ -223,26 +120,34 @@ class _Data:
 
     def __init__(self, x: Any, y: Any, sample_weight: Any, batch_size: int | None,
                  shuffle: bool, class_weight: Any = None, steps: int | None = None) -> None:
-        self.dataset = x if isinstance(x, Dataset) else None
+        self.dataset = x if isinstance(x, Dataset) else _Batches.of(x, shuffle)
         self.steps = steps
         if self.dataset is not None:
+            kind = "dataset" if isinstance(x, Dataset) else type(x).__name__
             if y is not None or sample_weight is not None:
-                raise ValueError("`y` and `sample_weight` must not be given with a dataset: its "
+                raise ValueError(f"`y` and `sample_weight` must not be given with a {kind}: its "
                                  "elements are (x, y) or (x, y, sample_weight).")
             if batch_size is not None:
-                raise ValueError("`batch_size` must not be given with a dataset: batch it "
-                                 "with dataset.batch(...).")
+                raise ValueError(f"`batch_size` must not be given with a {kind}: it gives "
+                                 "batches already.")
             self._iterator: Iterator | None = None
             card = int(self.dataset.cardinality())
             self.batches = steps if steps is not None else (card if card >= 0 else None)
             self.class_weight = class_weight
             return
         self.x, self.y = _as_arrays(x), None if y is None else _as_arrays(y)
-        self.sw = None if sample_weight is None else np.asarray(sample_weight)
+        # one array, or one per output (a list or dict, None for an output without)
+        self.sw = None if sample_weight is None else (
+            nest.map_structure(lambda w: None if w is None else np.asarray(w), sample_weight)
+            if isinstance(sample_weight, (list, tuple, dict)) else np.asarray(sample_weight))
         self.n = _length(self.x if self.y is None else (self.x, self.y))
         if class_weight is not None:
             if self.y is None:
                 raise ValueError("`class_weight` needs `y`.")
+            if self.sw is not None and not isinstance(self.sw, np.ndarray) or \
+                    isinstance(self.y, (list, tuple, dict)) and len(nest.flatten(self.y)) > 1:
+                raise ValueError("`class_weight` is only supported for models with a single "
+                                 "output; weight the outputs' samples with `sample_weight`.")
             self.sw = _class_weights(np.asarray(nest.flatten(self.y)[0]), class_weight,
                                      self.sw)
         self.batch_size = 32 if batch_size is None else int(batch_size)
@@ -277,6 +182,43 @@ class _Data:
             if self.sw is not None:
                 batch = batch + (_take(self.sw, rows),)
             yield batch if len(batch) > 1 else batch[0]
+
+
+class _Batches:
+    """A keras.utils.Sequence's batches by index (in a new order each epoch with `shuffle`,
+    `on_epoch_end` after each), or a generator's as they come: the batch stream `fit`,
+    `evaluate` and `predict` read as they read a dataset's."""
+
+    def __init__(self, source: Any, shuffle: bool) -> None:
+        self.source, self.shuffle = source, shuffle
+
+    @classmethod
+    def of(cls, x: Any, shuffle: bool) -> "_Batches | None":
+        if isinstance(x, Sequence) or (hasattr(x, "__next__") and hasattr(x, "__iter__")):
+            return cls(x, shuffle)
+        return None
+
+    def cardinality(self) -> int:
+        return len(self.source) if isinstance(self.source, Sequence) else -1
+
+    def __iter__(self) -> Iterator:
+        if not isinstance(self.source, Sequence):
+            for batch in self.source:
+                yield _tensors(batch)
+            return
+        n = len(self.source)
+        order = np.random.default_rng(_seed()).permutation(n) if self.shuffle else range(n)
+        for i in order:
+            yield _tensors(self.source[int(i)])
+        self.source.on_epoch_end()
+
+
+def _tensors(batch: Any) -> Any:
+    """A batch of arrays as tensors (tuples stay tuples: x, y and sample weights)."""
+    if isinstance(batch, list):
+        batch = tuple(batch)
+    return nest.map_structure(lambda a: a if isinstance(a, TensorBase) else
+                              Tensor(np.array(a)), batch)
 
 
 def _seed() -> int:
@@ -320,8 +262,10 @@ def _split(x: Any, y: Any, sample_weight: Any, split: float) -> tuple:
     xs = _as_arrays(x)
     n = _length(xs)
     cut = int(n * (1.0 - split))
-    head = lambda a: None if a is None else nest.map_structure(lambda v: v[:cut], _as_arrays(a))  # noqa: E731
-    tail = lambda a: None if a is None else nest.map_structure(lambda v: v[cut:], _as_arrays(a))  # noqa: E731
+    head = lambda a: None if a is None else nest.map_structure(  # noqa: E731
+        lambda v: None if v is None else v[:cut], _as_arrays(a))
+    tail = lambda a: None if a is None else nest.map_structure(  # noqa: E731
+        lambda v: None if v is None else v[cut:], _as_arrays(a))
     return (head(x), head(y), head(sample_weight)), (tail(x), tail(y), tail(sample_weight))
 
 
@@ -344,7 +288,7 @@ def fit(model: Any, x: Any = None, y: Any = None, batch_size: int | None = None,
         steps_per_epoch: int | None = None, validation_steps: int | None = None,
         validation_batch_size: int | None = None, validation_freq: int = 1,
         **kwargs: Any) -> Any:
-    _compiled(model, "fit")
+    compiled_of(model, "fit")
     if validation_split and validation_data is None:
         (x, y, sample_weight), validation_data = _split(x, y, sample_weight, validation_split)
     data = _Data(x, y, sample_weight, batch_size, shuffle, class_weight, steps_per_epoch)
@@ -383,7 +327,7 @@ def evaluate(model: Any, x: Any = None, y: Any = None, batch_size: int | None = 
              verbose: Any = "auto", sample_weight: Any = None, steps: int | None = None,
              callbacks: Any = None, return_dict: bool = False, _callbacks: Any = None,
              **kwargs: Any) -> Any:
-    _compiled(model, "evaluate")
+    compiled_of(model, "evaluate")
     data = _Data(x, y, sample_weight, batch_size, False, None, steps)
     cbs = _callbacks or _callbacks_only(model, callbacks)
     test = _step_function(model, "test")

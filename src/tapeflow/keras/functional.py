@@ -22,12 +22,13 @@ from ..ops.convert import as_tensor
 from ..ops.elementwise import cast
 from ..tensor import TensorBase, TensorShape
 from .base_layer import Layer
+from .penalties import call_context
 from .functional_config import functional_config, functional_from_config
 from .functional_graph import (Input, InputLayer, KerasTensor, Node, call_symbolic,
                                is_symbolic, map_graph)
 from .masks import get_mask, set_mask
 from .training import Model
-from .utils import call_accepts, unique_name
+from .common import call_accepts, unique_name
 
 __all__ = ["Input", "InputLayer", "KerasTensor", "Functional"]
 
@@ -161,7 +162,8 @@ class Functional(Model):
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         if is_symbolic(inputs) or is_symbolic((args, kwargs)):
             return call_symbolic(self, inputs, args, kwargs)
-        return self.call(inputs, *args, **kwargs)
+        with call_context(self):
+            return self.call(inputs, *args, **kwargs)
 
     def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
         """Replay the graph of layer calls on `inputs`, in an order that computes each

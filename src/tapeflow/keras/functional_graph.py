@@ -4,7 +4,7 @@ records, and `map_graph`, the walk that orders a graph's nodes for a model.
 
 Calling a layer (or a model) on KerasTensors computes nothing: it records a `Node`
 (the layer, the call's arguments, its symbolic outputs) on the layer, through the hook
-this module sets in utils.SYMBOLIC. A functional model (`Functional`, functional.py)
+this module sets in common.SYMBOLIC. A functional model (`Functional`, functional.py)
 collects the nodes between its inputs and its outputs with `map_graph` once, at
 construction, and replays them on real tensors at each call.
 
@@ -34,8 +34,9 @@ from ..core import no_recorders
 from ..tensor import Tensor, TensorBase, TensorShape
 from .base_layer import Layer
 from .masks import get_mask, set_mask
+from .recurrent import states_kept
 from .training import Model
-from .utils import (LAYER_CLASSES, SYMBOLIC, call_accepts, check_input, function_config,
+from .common import (LAYER_CLASSES, SYMBOLIC, call_accepts, check_input, function_config,
                     function_from_config, unique_name)
 
 __all__ = ["Input", "InputLayer", "KerasTensor", "Node", "call_symbolic", "is_symbolic",
@@ -407,7 +408,7 @@ def _run_probe(layer: Layer, args: tuple, kwargs: dict, which: int) -> Any:
         lambda v: _probe_value(v, which) if isinstance(v, KerasTensor) else v, (args, kwargs))
     if call_accepts(layer.call)[0]:
         kwargs["training"] = False  # a probe must not move statistics or draw masks
-    with no_recorders(), np.errstate(all="ignore"):
+    with no_recorders(), np.errstate(all="ignore"), states_kept():  # nor write RNN states
         return layer(*args, **kwargs)
 
 

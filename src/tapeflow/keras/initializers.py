@@ -21,6 +21,8 @@ from .. import dtypes as _dt
 from ..ops import random as _random
 from ..tensor import Tensor
 from ..tensor import constant as _tf_constant
+from .backend import floatx
+from .utils import with_custom
 
 __all__ = ["Initializer", "Zeros", "Ones", "Constant", "RandomUniform", "RandomNormal",
            "TruncatedNormal", "VarianceScaling", "GlorotUniform", "GlorotNormal", "HeNormal",
@@ -46,7 +48,7 @@ def _shape(shape: Any) -> tuple:
 
 
 def _get_dtype(dtype: Any) -> _dt.DType:
-    return _dt.as_dtype(dtype if dtype is not None else _dt.float32)
+    return _dt.as_dtype(dtype if dtype is not None else floatx())
 
 
 def _assert_float_dtype(dtype: Any, who: str) -> _dt.DType:
@@ -511,7 +513,7 @@ def deserialize(config: Any, custom_objects: dict | None = None) -> Initializer:
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"Could not interpret initializer config: {config!r}.")
     name = config["class_name"]
-    cls = (custom_objects or {}).get(name) or _BY_NAME.get(name)
+    cls = with_custom(custom_objects).get(name) or _BY_NAME.get(name)
     if cls is None:
         raise ValueError(f"Unknown initializer: {name!r}. Known: {sorted(_BY_NAME)}.")
     return cls.from_config(config.get("config") or {}) if hasattr(cls, "from_config") \

@@ -32,23 +32,26 @@ from .. import ops
 from ..tensor import TensorShape, Variable
 from . import activations, initializers
 from .base_layer import InputSpec, Layer
+from .penalties import weight_options, weight_options_config
 from .cells import GRUCell, LSTMCell, SimpleRNNCell
 from .core_layers import Dropout, Embedding, Lambda, Masking
 from .functional import Input, InputLayer
 from .merge import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add,
                     average, concatenate, dot, maximum, minimum, multiply, subtract)
-from .normalization import BatchNormalization
+from .normalization import (BatchNormalization, GroupNormalization, LayerNormalization,
+                            UnitNormalization)
 from .recurrent import GRU, LSTM, RNN, SimpleRNN
 from .serialization import deserialize, serialize
 from .simple_layers import (ELU, GlobalAveragePooling1D, GlobalAveragePooling2D,
                             GlobalMaxPooling1D, GlobalMaxPooling2D, LeakyReLU, Permute, ReLU,
                             RepeatVector, Reshape, Softmax)
-from .utils import conv_output_length, normalize_data_format, normalize_padding, normalize_tuple
+from .common import conv_output_length, normalize_data_format, normalize_padding, normalize_tuple
 from . import attention, conv_layers, noise_layers, shaping_layers, wrappers
 
 __all__ = ["InputSpec", "Layer", "Dense", "Conv2D", "Convolution2D", "MaxPooling2D", "MaxPool2D",
            "AveragePooling2D", "AvgPool2D", "Flatten", "Activation", "Dropout", "Lambda",
-           "Embedding", "Masking", "BatchNormalization", "RNN", "SimpleRNN", "LSTM", "GRU",
+           "Embedding", "Masking", "BatchNormalization", "LayerNormalization",
+           "UnitNormalization", "GroupNormalization", "RNN", "SimpleRNN", "LSTM", "GRU",
            "SimpleRNNCell", "LSTMCell", "GRUCell", "Add", "Subtract", "Multiply", "Average",
            "Maximum", "Minimum", "Concatenate", "Dot", "add", "subtract", "multiply", "average",
            "maximum", "minimum", "concatenate", "dot", "Input", "InputLayer", "serialize",
@@ -86,8 +89,9 @@ class Dense(Layer):
             kwargs["input_shape"] = (kwargs.pop("input_dim"),)
         kwargs.pop("input_dim", None)
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        _no_regularizers(self, kernel_regularizer, bias_regularizer, activity_regularizer,
-                         kernel_constraint, bias_constraint)
+        weight_options(self, kernel_regularizer=kernel_regularizer,
+                       bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
+                       bias_constraint=bias_constraint)
         try:
             units = int(units) if not isinstance(units, bool) else 0
         except (TypeError, ValueError):
@@ -114,9 +118,12 @@ class Dense(Layer):
         last = int(input_shape[-1])
         self.input_spec = InputSpec(min_ndim=2, axes={-1: last})
         self.kernel = self.add_weight("kernel", (last, self.units),
-                                      initializer=self.kernel_initializer)
-        self.bias = self.add_weight("bias", (self.units,), initializer=self.bias_initializer) \
-            if self.use_bias else None
+                                      initializer=self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self.bias = self.add_weight("bias", (self.units,), initializer=self.bias_initializer,
+                                    regularizer=self.bias_regularizer,
+                                    constraint=self.bias_constraint) if self.use_bias else None
         super().build(input_shape)
 
     def call(self, inputs: Any) -> Any:
@@ -146,19 +153,12 @@ class Dense(Layer):
                     activation=activations._config(self.activation), use_bias=self.use_bias,
                     kernel_initializer=initializers.serialize(self.kernel_initializer),
                     bias_initializer=initializers.serialize(self.bias_initializer),
-                    **_NO_REGULARIZERS)
+                    **weight_options_config(self, *_KERNEL_BIAS_OPTIONS))
 
 
-# tapeflow has no regularizers or constraints: their config entries are always None
-_NO_REGULARIZERS = {"kernel_regularizer": None, "bias_regularizer": None,
-                    "activity_regularizer": None, "kernel_constraint": None,
-                    "bias_constraint": None}
-
-
-def _no_regularizers(layer: Layer, *args: Any) -> None:
-    if any(a is not None for a in args):
-        raise NotImplementedError(f"{type(layer).__name__}: regularizers and constraints are "
-                                  f"not supported by tapeflow's Keras layers; pass None.")
+# the config entries of a layer with a kernel and a bias, in tf_keras's order
+_KERNEL_BIAS_OPTIONS = ("kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                        "kernel_constraint", "bias_constraint")
 
 
 # ---------------------------------------------------------------- Conv2D
@@ -194,8 +194,9 @@ class Conv2D(Layer):
                  kernel_constraint: Any = None, bias_constraint: Any = None,
                  **kwargs: Any) -> None:
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        _no_regularizers(self, kernel_regularizer, bias_regularizer, activity_regularizer,
-                         kernel_constraint, bias_constraint)
+        weight_options(self, kernel_regularizer=kernel_regularizer,
+                       bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
+                       bias_constraint=bias_constraint)
         if isinstance(filters, float) and filters.is_integer():
             filters = int(filters)
         if not isinstance(filters, (int, np.integer)) or isinstance(filters, bool) or filters <= 0:
@@ -247,9 +248,11 @@ class Conv2D(Layer):
                              f"has {channels} channels (full input shape is {input_shape}).")
         self.kernel = self.add_weight(
             "kernel", self.kernel_size + (channels // self.groups, self.filters),
-            initializer=self.kernel_initializer)
-        self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer) \
-            if self.use_bias else None
+            initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint)
+        self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer,
+                                    regularizer=self.bias_regularizer,
+                                    constraint=self.bias_constraint) if self.use_bias else None
         self.input_spec = InputSpec(min_ndim=4, axes={self._channel_axis: channels})
         super().build(input_shape)
 
@@ -312,7 +315,7 @@ class Conv2D(Layer):
                     activation=activations._config(self.activation), use_bias=self.use_bias,
                     kernel_initializer=initializers.serialize(self.kernel_initializer),
                     bias_initializer=initializers.serialize(self.bias_initializer),
-                    **_NO_REGULARIZERS)
+                    **weight_options_config(self, *_KERNEL_BIAS_OPTIONS))
 
 
 Convolution2D = Conv2D

@@ -15,6 +15,7 @@ from .. import ops
 from ..ops.convert import as_tensor
 from ..tensor import Tensor
 from .base_layer import Layer
+from .common import MEAN_METRIC
 
 __all__ = ["Metric", "Mean", "Sum", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy",
            "CategoricalAccuracy", "SparseCategoricalAccuracy", "accuracy", "binary_accuracy",
@@ -133,6 +134,9 @@ class Mean(_Reduce):
 
     def __init__(self, name: str = "mean", dtype: Any = None) -> None:
         super().__init__(name=name, dtype=dtype)
+
+
+MEAN_METRIC[0] = Mean
 
 
 class Sum(_Reduce):

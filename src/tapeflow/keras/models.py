@@ -10,12 +10,13 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import TensorShape, Variable, TensorBase
 from .base_layer import Layer
+from .penalties import call_context
 from .functional import InputLayer, KerasTensor
 from .masks import get_mask
 from .serialization import deserialize, serialize
 from ..saving.keras_model import load_model, save_model
 from .training import Model
-from .utils import SYMBOLIC, call_accepts, check_input
+from .common import SYMBOLIC, call_accepts, check_input
 
 __all__ = ["Model", "Sequential", "load_model", "save_model"]
 
@@ -207,7 +208,8 @@ class Sequential(Model):
             if training is not None:
                 kwargs["training"] = training
             return symbolic[1](self, inputs, (), kwargs)
-        return self.call(inputs, training=training, mask=mask, **kwargs)
+        with call_context(self):
+            return self.call(inputs, training=training, mask=mask, **kwargs)
 
     def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
         """Run the layers in order; each gets `training`/`mask` if its `call` takes them."""

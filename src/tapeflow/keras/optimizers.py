@@ -282,6 +282,8 @@ class Optimizer:
                 v.assign_sub(v * ops.elementwise.cast(self.weight_decay, v.dtype) * lr)
         for g, v in zip(grads, variables, strict=True):
             self.update_step(g, v)
+            if v.constraint is not None:  # projected after its step, as TensorFlow's optimizers
+                v.assign(v.constraint(v))
         self._iterations.assign_add(1)
         return self._iterations
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from ..tensor import TensorShape
 from .base_layer import Layer
-from .utils import LAYER_CLASSES
+from .common import LAYER_CLASSES
+from .utils import with_custom
 
 __all__ = ["serialize", "deserialize"]
 
@@ -74,7 +75,7 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Layer:
         raise ValueError(f"keras.layers.deserialize: expected a dict with 'class_name' and "
                          f"'config' (from keras.layers.serialize); received {config!r:.200}.")
     name = config["class_name"]
-    cls = (custom_objects or {}).get(name) or LAYER_CLASSES.get(name)
+    cls = with_custom(custom_objects).get(name) or LAYER_CLASSES.get(name)
     if cls is None:
         raise ValueError(f"Unknown layer: {name!r}. Known layers: {sorted(LAYER_CLASSES)}. "
                          f"Pass a custom layer class in `custom_objects={{{name!r}: cls}}`.")

@@ -15,7 +15,7 @@ from .. import ops
 from ..tensor import Tensor
 from . import activations
 from .base_layer import InputSpec, Layer
-from .utils import normalize_data_format
+from .common import normalize_data_format
 
 __all__ = ["ReLU", "LeakyReLU", "ELU", "Softmax", "Reshape", "Permute", "RepeatVector",
            "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalMaxPooling1D",
@@ -180,7 +180,33 @@ class _GlobalPooling(Layer):
 
 
 class GlobalAveragePooling1D(_GlobalPooling):
-    """The mean over the steps: (batch, steps, features) -> (batch, features)."""
+    """The mean over the steps: (batch, steps, features) -> (batch, features); with a
+    mask over the steps (an Embedding's `mask_zero`), over the unmasked steps only, as
+    tf_keras. The output carries no mask.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> x = tf.constant([[[1.0], [3.0], [8.0]]])
+        >>> tf.keras.layers.GlobalAveragePooling1D()(x, mask=tf.constant([[True, True, False]])).numpy()
+        array([[2.]], dtype=float32)
+    """
+
+    def __init__(self, data_format: str | None = None, keepdims: bool = False,
+                 **kwargs: Any) -> None:
+        super().__init__(data_format, keepdims, **kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs: Any, mask: Any = None) -> Tensor:
+        if mask is None:
+            return super().call(inputs)
+        steps = 2 if self.data_format == "channels_first" else 1
+        m = ops.elementwise.cast(ops.convert.as_tensor(mask, self.name, "mask"), inputs.dtype)
+        m = ops.shape.expand_dims(m, 1 if steps == 2 else 2)
+        total = ops.reduction.reduce_sum(inputs * m, axis=steps, keepdims=self.keepdims)
+        return total / ops.reduction.reduce_sum(m, axis=steps, keepdims=self.keepdims)
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        return None
 
 
 class GlobalAveragePooling2D(_GlobalPooling):

@@ -19,7 +19,7 @@ from ..saving import bundle, keras_h5, keras_model
 from ..saving.checkpoint import Checkpoint, write_pointer
 from . import fitting
 from .base_layer import Layer
-from .utils import call_accepts, dedup
+from .common import call_accepts, dedup
 
 __all__ = ["Model"]
 
@@ -286,11 +286,11 @@ class Model(Layer):
 
     @property
     def metrics(self) -> list:
-        """The loss tracker and the compiled metrics (once a batch has made them)."""
+        """The loss tracker and the compiled metrics (once a batch has made them), then the
+        metrics the layers added with `add_metric`."""
         compiled = self.__dict__.get("_compiled")
-        if compiled is None:
-            return []
-        return [compiled.loss_tracker] + list(compiled.metrics or [])
+        own = [] if compiled is None else [compiled.loss_tracker] + list(compiled.metrics or [])
+        return own + super().metrics
 
     @property
     def metrics_names(self) -> list[str]:
@@ -300,6 +300,28 @@ class Model(Layer):
         """Reset the state of every metric."""
         for m in self.metrics:
             m.reset_state()
+
+    @property
+    def stateful(self) -> bool:
+        """Whether any of the model's layers is stateful (tf_keras)."""
+        return any(getattr(layer, "stateful", False) for layer in self.layers)
+
+    def reset_states(self) -> None:
+        """Reset the states of the model's stateful layers (their `reset_states()`), as
+        tf_keras.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> model = tf.keras.Sequential([tf.keras.layers.SimpleRNN(
+            ...     2, stateful=True, bias_initializer="ones", batch_input_shape=(1, 3, 1))])
+            >>> _ = model(tf.ones([1, 3, 1]))
+            >>> model.reset_states()
+            >>> float(tf.reduce_sum(tf.abs(model.layers[0].states[0])))
+            0.0
+        """
+        for layer in self.layers:
+            if hasattr(layer, "reset_states") and getattr(layer, "stateful", False):
+                layer.reset_states()
 
     # -------------------------------------------------- files
     def save(self, filepath: Any, overwrite: bool = True, save_format: str | None = None,

@@ -62,8 +62,12 @@ def _v3_entries(model: Any) -> list[tuple[str, list]]:
     visited: set = set()
 
     def children(obj: Any) -> list:
-        found = {k: v for k, v in vars(obj).items() if not k.startswith("_")
-                 and isinstance(v, (Layer, list, tuple, dict))}
+        # tf_keras walks every attribute but dunders: a layer held privately
+        # (MultiHeadAttention's `_query_dense`) is saved under that attribute's name; a
+        # private list or dict is bookkeeping (tracked sublayers, metrics), not saved
+        found = {k: v for k, v in vars(obj).items() if not k.startswith("__") and
+                 (isinstance(v, Layer) if k.startswith("_")
+                  else isinstance(v, (Layer, list, tuple, dict)))}
         if hasattr(obj, "layers"):  # a model's list of its layers
             found["layers"] = obj.layers
         return [(k, found[k]) for k in sorted(found, reverse=True)]

@@ -95,13 +95,20 @@ def _compile_config(model: Any, compiled: Any) -> dict:
         if name is None:
             raise ValueError(f"save: the compiled {kind[:-1]} {x!r:.60} has no name to save.")
         return name
+    def each(x: Any, kind: str) -> Any:  # one per output: a list or a dict by name
+        if isinstance(x, dict):
+            return {k: each(v, kind) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [each(v, kind) for v in x]
+        return named(x, kind)
     opt = model.optimizer
     return {"optimizer": {"module": "keras.optimizers", "class_name": type(opt).__name__,
                           "config": opt.get_config(), "registered_name": None},
-            "loss": named(compiled.loss_spec, "losses"),
-            "metrics": [named(m, "metrics") for m in compiled.metric_specs],
-            "loss_weights": None, "weighted_metrics": None, "run_eagerly": None,
-            "steps_per_execution": None,
+            "loss": each(compiled.loss_spec, "losses"),
+            "metrics": each(compiled.metric_specs, "metrics"),
+            "loss_weights": compiled.loss_weights,
+            "weighted_metrics": each(compiled.weighted_specs, "metrics") or None,
+            "run_eagerly": None, "steps_per_execution": None,
             "jit_compile": compiled.jit_compile or None}
 
 
@@ -109,8 +116,12 @@ def _training_config(model: Any, compiled: Any) -> dict:
     """A legacy `.h5` file's compile config, as tf_keras writes it (``training_config``)."""
     config = _compile_config(model, compiled)
     opt = config["optimizer"]
-    return {"loss": config["loss"], "metrics": [config["metrics"]], "weighted_metrics": None,
-            "loss_weights": None, "optimizer_config": {
+    metrics = config["metrics"]
+    return {"loss": config["loss"],
+            "metrics": metrics if isinstance(metrics, dict) or (
+                metrics and all(isinstance(m, list) for m in metrics)) else [metrics],
+            "weighted_metrics": config["weighted_metrics"],
+            "loss_weights": config["loss_weights"], "optimizer_config": {
                 "class_name": f"Custom>{opt['class_name']}", "config": opt["config"]}}
 
 
@@ -127,11 +138,17 @@ def _recompile(model: Any, config: Any, path: str) -> bool:
         def named(x: Any, module: Any) -> Any:
             if isinstance(x, dict) and x.get("class_name") == "MeanMetricWrapper":
                 return x["config"]["name"]  # a metric by its function's name ("mae")
-            if isinstance(x, dict):
+            if isinstance(x, dict) and "class_name" in x:
                 return _made(getattr(module, x["class_name"]), x.get("config", {}))
+            if isinstance(x, dict):  # one per output, by name
+                return {k: named(v, module) for k, v in x.items()}
+            if isinstance(x, list):
+                return [named(v, module) for v in x]
             return x
         model.compile(optimizer=opt, loss=named(config.get("loss"), losses),
-                      metrics=[named(m, metrics) for m in config.get("metrics") or []],
+                      metrics=named(config.get("metrics") or [], metrics),
+                      loss_weights=config.get("loss_weights"),
+                      weighted_metrics=named(config.get("weighted_metrics"), metrics),
                       jit_compile=bool(config.get("jit_compile")))
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise DataLossError(f"load_model: the compile_config in {path!r} cannot be used "
@@ -205,9 +222,12 @@ def load_model(filepath: Any, custom_objects: dict | None = None, compile: bool 
         if isinstance(legacy, dict) and isinstance(legacy.get("optimizer_config"), dict):
             opt = dict(legacy["optimizer_config"])
             opt["class_name"] = str(opt.get("class_name", "")).split(">")[-1]
-            metrics = [m for group in legacy.get("metrics") or [] for m in (
-                group if isinstance(group, list) else [group])]
-            config = {"optimizer": opt, "loss": legacy.get("loss"), "metrics": metrics}
+            metrics = legacy.get("metrics") or []
+            if isinstance(metrics, list) and len(metrics) == 1 and isinstance(metrics[0], list):
+                metrics = metrics[0]  # one output's list
+            config = {"optimizer": opt, "loss": legacy.get("loss"), "metrics": metrics,
+                      "loss_weights": legacy.get("loss_weights"),
+                      "weighted_metrics": legacy.get("weighted_metrics")}
             if _recompile(model, config, path):
                 keras_h5.load_legacy_optimizer(model.optimizer, model.trainable_variables,
                                                tree, path)
