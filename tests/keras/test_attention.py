@@ -594,9 +594,9 @@ def test_multi_head_attention_errors():
     for kwargs, match in (({"num_heads": 0, "key_dim": 2}, "num_heads"),
                           ({"num_heads": 2, "key_dim": -1}, "key_dim"),
                           ({"num_heads": 2, "key_dim": 2, "dropout": -0.1}, "dropout"),
-                          ({"num_heads": 2, "key_dim": 2, "kernel_regularizer": "l2"},
-                           "regularizers")):
-        with pytest.raises((ValueError, NotImplementedError), match=match):
+                          ({"num_heads": 2, "key_dim": 2, "kernel_regularizer": "l3"},
+                           "Unknown regularizer")):
+        with pytest.raises(ValueError, match=match):
             L.MultiHeadAttention(**kwargs)
     with pytest.raises(ValueError, match="needs rank >= 3"):
         L.MultiHeadAttention(2, 3)(tf.ones([2, 3]), tf.ones([2, 3]))
@@ -658,8 +658,33 @@ def test_einsum_dense_errors():
         layer(tf.ones([2, 5]))
     with pytest.raises(tf.errors.InvalidArgumentError, match="must be floating"):
         layer(tf.ones([2, 3], tf.int32))
-    with pytest.raises(NotImplementedError, match="regularizers"):
-        L.EinsumDense("ab,bc->ac", 4, bias_constraint="non_neg")
+    with pytest.raises(ValueError, match="Unknown constraint"):
+        L.EinsumDense("ab,bc->ac", 4, bias_constraint="non_negative")
+
+
+def test_regularizers_reach_every_projection():
+    """As tf_keras: MultiHeadAttention hands its regularizers and constraints to the four
+    projections, whose penalties are its losses."""
+    x = np.random.default_rng(0).standard_normal((2, 4, 5)).astype(np.float32)
+    mha = L.MultiHeadAttention(2, 3, kernel_regularizer=tf.keras.regularizers.L2(0.5),
+                               bias_regularizer="l1", bias_initializer="ones")
+    mha(x, x)
+    kernels = [mha._query_dense, mha._key_dense, mha._value_dense, mha._output_dense]
+    want = [w for d in kernels for w in (0.5 * np.sum(d.kernel.numpy() ** 2),
+                                          np.float32(0.01) * d.bias.numpy().size)]
+    np.testing.assert_allclose(sorted(float(v) for v in mha.losses), sorted(want), rtol=1e-5)
+    config = mha.get_config()
+    assert L.MultiHeadAttention.from_config(config).get_config() == config
+    # the activity penalty is the attention's output's alone (tf_keras's EinsumDense keeps
+    # the argument in its config only)
+    act = L.MultiHeadAttention(2, 3, activity_regularizer=tf.keras.regularizers.L1(0.1))
+    y = act(x, x)
+    np.testing.assert_allclose([float(v) for v in act.losses],
+                               [np.float32(0.1) * np.abs(y.numpy()).sum() / 2], rtol=1e-5)
+    dense = L.EinsumDense("ab,bc->ac", 4, bias_axes="c", kernel_regularizer="l1",
+                          activity_regularizer="l2")
+    dense(x[:, 0])
+    assert len(dense.losses) == 1 and dense.get_config()["activity_regularizer"] is not None
 
 
 # ================================================================ tf_keras (peers)
@@ -904,3 +929,22 @@ def test_a_keras_file_keeps_the_attention_projections(tmp_path):
     np.testing.assert_array_equal(again(x).numpy(), model(x).numpy())
     for a, b in zip(again.get_weights(), model.get_weights(), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.peers
+def test_regularized_attention_losses_against_tf_keras():
+    real, keras = _tf_keras()
+    x = np.random.default_rng(0).standard_normal((2, 4, 5)).astype(np.float32)
+
+    def losses(k, t):
+        mha = k.layers.MultiHeadAttention(
+            2, 3, kernel_regularizer=k.regularizers.L2(0.5), bias_regularizer="l1",
+            activity_regularizer=k.regularizers.L1(0.1),
+            kernel_initializer=k.initializers.Constant(0.1), bias_initializer="ones")
+        mha(t(x), t(x))
+        return sorted(float(v) for v in mha.losses), mha.get_config()
+
+    (ours, mine), (theirs, yours) = losses(tf.keras, tf.constant), losses(keras, real.constant)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5)
+    for key in ("kernel_regularizer", "bias_regularizer", "activity_regularizer"):
+        assert mine[key] == yours[key]

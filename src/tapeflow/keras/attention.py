@@ -28,13 +28,12 @@ from ..tensor import Tensor, TensorBase, TensorShape
 from . import initializers
 from .base_layer import Layer
 from .core_layers import Dropout
-from .einsum_dense import (_NO_REGULARIZERS, EinsumDense, attention_equations,
-                           check_no_regularizers, projection_equation)
-from .masks import get_mask
 from .common import unique_name
+from .einsum_dense import WEIGHT_OPTIONS, EinsumDense, attention_equations, projection_equation
+from .masks import get_mask
+from .penalties import weight_options, weight_options_config
 
 __all__ = ["Attention", "AdditiveAttention", "MultiHeadAttention", "EinsumDense"]
-
 
 # ---------------------------------------------------------------- helpers
 def _shape(x: Tensor) -> tuple:
@@ -425,9 +424,10 @@ class MultiHeadAttention(Layer):
                  bias_regularizer: Any = None, activity_regularizer: Any = None,
                  kernel_constraint: Any = None, bias_constraint: Any = None,
                  softmax_robust_masking: bool = False, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        check_no_regularizers("MultiHeadAttention", kernel_regularizer, bias_regularizer,
-                              activity_regularizer, kernel_constraint, bias_constraint)
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        weight_options(self, kernel_regularizer=kernel_regularizer,
+                       bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
+                       bias_constraint=bias_constraint)
         self.supports_masking = True
         self._num_heads = _positive(num_heads, "num_heads")
         self._key_dim = _positive(key_dim, "key_dim")
@@ -457,7 +457,12 @@ class MultiHeadAttention(Layer):
             return type(init).from_config(init.get_config()) if hasattr(init, "get_config") \
                 else init
         return {"kernel_initializer": fresh(self._kernel_initializer),
-                "bias_initializer": fresh(self._bias_initializer), "dtype": self.dtype}
+                "bias_initializer": fresh(self._bias_initializer), "dtype": self.dtype,
+                "kernel_regularizer": self.kernel_regularizer,
+                "bias_regularizer": self.bias_regularizer,
+                "activity_regularizer": self.activity_regularizer,
+                "kernel_constraint": self.kernel_constraint,
+                "bias_constraint": self.bias_constraint}
 
     def _build_from_signature(self, query: Any, value: Any, key: Any = None) -> None:
         """Make the projections (and their weights) for inputs of these shapes (tensors or
@@ -675,7 +680,8 @@ class MultiHeadAttention(Layer):
                     output_shape=self._output_dims, attention_axes=self._attention_axes,
                     kernel_initializer=initializers.serialize(self._kernel_initializer),
                     bias_initializer=initializers.serialize(self._bias_initializer),
-                    **_NO_REGULARIZERS, query_shape=plain(self._query_shape),
+                    **weight_options_config(self, *WEIGHT_OPTIONS),
+                    query_shape=plain(self._query_shape),
                     key_shape=plain(self._key_shape), value_shape=plain(self._value_shape),
                     softmax_robust_masking=self._softmax_robust_masking)
 

@@ -21,8 +21,9 @@ from .. import dtypes as _dt
 from .. import ops
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorShape, Variable
-from . import activations, initializers
+from . import activations, initializers, regularizers
 from .base_layer import Layer
+from .penalties import weight_options, weight_options_config
 
 __all__ = ["EinsumDense"]
 
@@ -32,25 +33,6 @@ _ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 _FORMS = ((re.compile(rf"({_LETTERS}+),({_LETTERS}+)->({_LETTERS}+)"), ""),
           (re.compile(rf"\.\.\.({_LETTERS}+),({_LETTERS}+)->\.\.\.({_LETTERS}+)"), "left"),
           (re.compile(rf"({_LETTERS}{{2,}})\.\.\.,({_LETTERS}+)->({_LETTERS}+)\.\.\."), "right"))
-
-# tapeflow has no regularizers or constraints yet: their config entries are always None
-_NO_REGULARIZERS = {"kernel_regularizer": None, "bias_regularizer": None,
-                    "activity_regularizer": None, "kernel_constraint": None,
-                    "bias_constraint": None}
-
-
-def check_no_regularizers(who: str, *args: Any) -> None:
-    """Refuse regularizers and constraints, which tapeflow's layers do not apply yet
-    (a silently ignored penalty would train another model).
-
-    Example:
-        >>> from tapeflow.keras.einsum_dense import check_no_regularizers
-        >>> check_no_regularizers("MyLayer", None, None)   # None passes
-    """
-    if any(a is not None for a in args):
-        raise NotImplementedError(f"{who}: regularizers and constraints are not supported by "
-                                  f"tapeflow's Keras layers; pass None.")
-
 
 def projection_equation(free: int, bound: int, out: int) -> tuple[str, str]:
     """(equation, bias axes) of a projection with `free` input axes kept, `bound` ones
@@ -198,8 +180,11 @@ class EinsumDense(Layer):
                  kernel_constraint: Any = None, bias_constraint: Any = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        check_no_regularizers("EinsumDense", kernel_regularizer, bias_regularizer,
-                              activity_regularizer, kernel_constraint, bias_constraint)
+        # kept for the config only: tf_keras's EinsumDense applies no activity penalty
+        self._activity_config = regularizers.get(activity_regularizer)
+        weight_options(self, kernel_regularizer=kernel_regularizer,
+                       bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
+                       bias_constraint=bias_constraint)
         _parse_equation(equation)
         self.equation = equation
         if isinstance(output_shape, int) and not isinstance(output_shape, bool):
@@ -225,9 +210,12 @@ class EinsumDense(Layer):
         """Create `kernel` and `bias` (if `bias_axes`) for inputs of `input_shape`."""
         kernel, bias, self.full_output_shape = _analyze(
             self.equation, self.bias_axes, input_shape, self.partial_output_shape)
-        self.kernel = self.add_weight("kernel", kernel, initializer=self.kernel_initializer)
-        self.bias = None if bias is None else \
-            self.add_weight("bias", bias, initializer=self.bias_initializer)
+        self.kernel = self.add_weight("kernel", kernel, initializer=self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self.bias = None if bias is None else self.add_weight(
+            "bias", bias, initializer=self.bias_initializer, regularizer=self.bias_regularizer,
+            constraint=self.bias_constraint)
         super().build(input_shape)
 
     def compute_output_shape(self, input_shape: Any) -> TensorShape:
@@ -264,4 +252,10 @@ class EinsumDense(Layer):
                     bias_axes=self.bias_axes,
                     kernel_initializer=initializers.serialize(self.kernel_initializer),
                     bias_initializer=initializers.serialize(self.bias_initializer),
-                    **_NO_REGULARIZERS)
+                    **dict(weight_options_config(self, *WEIGHT_OPTIONS),
+                           activity_regularizer=regularizers.serialize(self._activity_config)))
+
+
+# the regularizer and constraint entries of a config, in tf_keras's order
+WEIGHT_OPTIONS = ("kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                  "kernel_constraint", "bias_constraint")
