@@ -118,6 +118,7 @@ def test_in_models_and_in_a_trace_of_any_batch_size(name, kwargs, shape, ref):
 
 
 def test_compiled_calls_and_their_gradients_give_eager_values():
+    pytest.importorskip("jax")  # the xla extra
     x = tf.constant(_input((2, 3, 4, 2)).astype(np.float32))
     for layer in (L.UpSampling2D((2, 3), interpolation="bilinear"), L.UpSampling2D(),
                   L.ZeroPadding2D(1), L.Cropping2D(1)):

@@ -242,6 +242,7 @@ def test_dropout_under_vmap_and_compiled():
     x = tf.ones([6, 50])
     y = tf.vectorized_map(lambda row: tf.nn.dropout(row, 0.5, seed=1), x).numpy()
     assert len({tuple(r) for r in y}) > 1  # each example its own flags
+    pytest.importorskip("jax")  # the xla extra
     compiled = tf.function(lambda t: tf.nn.dropout(t, 0.5, seed=2), jit_compile=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
