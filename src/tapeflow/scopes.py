@@ -12,11 +12,13 @@ is a per-thread value of its own here, set for a block by a context manager.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 from typing import Any, Callable, Iterator
 
 __all__ = ["name_scope_prefix", "scope_entered", "quiet", "quieted", "emit", "held_output",
-           "device_entered", "current_device", "layer_call", "in_layer_call", "custom_objects_entered",
+           "device_entered", "current_device", "enter_layer_call", "exit_layer_call",
+           "layer_call_token", "in_layer_call", "custom_objects_entered",
            "custom_object_scopes", "states_kept", "keeping_states"]
 
 
@@ -27,11 +29,13 @@ class _Local(threading.local):
         self.held: list | None = None  # (write, text) pairs a replay holds back
         self.device: str | None = None  # the innermost tf.device block's name
         self.layer_calls = 0  # depth of Keras layer calls (NOTE(layer-losses))
+        self.layer_token = 0  # the outermost one's token
         self.custom_objects: tuple = ()  # custom_object_scope dicts, innermost last
         self.states_kept = 0  # depth of blocks where stateful RNNs write no states
 
 
 _local = _Local()
+_LAYER_TOKENS = itertools.count(1)  # outermost layer calls, in order, over all threads
 
 
 def name_scope_prefix() -> str:
@@ -120,14 +124,23 @@ def current_device() -> str | None:
     return _local.device
 
 
-@contextlib.contextmanager
-def layer_call() -> Iterator[bool]:
-    """A Keras layer's call on this thread; yields whether it is the outermost one."""
+def enter_layer_call() -> int:
+    """Enter a Keras layer's call on this thread; the token of the outermost call around
+    it (a new one, from a process-wide count, when it is the outermost)."""
+    if _local.layer_calls == 0:
+        _local.layer_token = next(_LAYER_TOKENS)
     _local.layer_calls += 1
-    try:
-        yield _local.layer_calls == 1
-    finally:
-        _local.layer_calls -= 1
+    return _local.layer_token
+
+
+def exit_layer_call() -> None:
+    """Leave the layer call `enter_layer_call` entered."""
+    _local.layer_calls -= 1
+
+
+def layer_call_token() -> int:
+    """The token of this thread's outermost running layer call (see enter_layer_call)."""
+    return _local.layer_token
 
 
 def in_layer_call() -> bool:

@@ -19,7 +19,7 @@ from ..tensor import Tensor, TensorShape, Variable, TensorBase
 from . import constraints, initializers, regularizers
 from .backend import floatx as backend_floatx
 from .masks import get_mask, set_mask
-from .penalties import WeightPenalty, call_context, in_call
+from .penalties import WeightPenalty, add_call_loss, call_context, current_losses, in_call
 from .common import LAYER_CLASSES, MEAN_METRIC, SYMBOLIC, call_accepts, check_input, dedup, unique_name
 
 __all__ = ["InputSpec", "Layer"]
@@ -285,7 +285,7 @@ class Layer(Module):
             if callable(loss) and not isinstance(loss, TensorBase):
                 self._callable_losses.append(loss)
             elif in_call():
-                self._eager_losses.append(as_tensor(loss, f"{self.name}.add_loss", "losses"))
+                add_call_loss(self, as_tensor(loss, f"{self.name}.add_loss", "losses"))
             else:
                 raise ValueError("Expected a symbolic Tensors or a callable for the loss value. "
                                  "Please wrap your loss computation in a zero argument `lambda`.")
@@ -297,7 +297,7 @@ class Layer(Module):
         out = []
         for layer in self._flatten_layers():
             d = layer.__dict__
-            out += d.get("_eager_losses", [])
+            out += current_losses(self, layer)
             for penalty in d.get("_callable_losses", []):
                 value = penalty()
                 if value is not None:

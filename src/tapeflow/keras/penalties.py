@@ -3,36 +3,67 @@ outermost call clears the terms of the previous one, the weight penalties a regu
 makes, and the regularizer and constraint arguments of layers with weights.
 
 NOTE(layer-losses): as tf_keras, a tensor given to `Layer.add_loss` in a call lives until
-the next call of the outermost layer around it (`call_context`), so `model.losses` holds
-the last forward pass's terms, which a training step reads under its tape; a callable
-(a weight's penalty, `WeightPenalty`) is evaluated at each read of `losses`, so it is
-recorded by whichever tape is active then. Activity penalties are divided by the batch
-size, as tf_keras divides them.
+the next call of the outermost layer around it, so `model.losses` holds the last forward
+pass's terms, which a training step reads under its tape; a callable (a weight's
+penalty, `WeightPenalty`) is evaluated at each read of `losses`, so it is recorded by
+whichever tape is active then. Activity penalties are divided by the batch size, as
+tf_keras divides them. Rather than clear every sublayer at each outermost call (a walk
+of the model on every eager call), each outermost call takes a token from a count; a
+layer's terms carry the token of the call that made them (a layer replaces its terms
+when one of a newer call comes), and `losses` of a layer keeps the terms made since its
+own last outermost call (`current_losses`): what tf_keras's clearing would have left.
 """
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Iterator
+from typing import Any
 
 from .. import scopes
 from ..tensor import Variable
 from . import constraints, regularizers
 
-__all__ = ["in_call", "call_context", "WeightPenalty", "weight_options", "weight_options_config"]
+__all__ = ["in_call", "call_context", "add_call_loss", "current_losses", "WeightPenalty",
+           "weight_options", "weight_options_config"]
 
 
-@contextlib.contextmanager
-def call_context(layer: Any) -> Iterator[None]:
-    """A layer's call: the outermost one (no layer call around it on this thread) clears
-    the loss terms every layer under it added in the previous call, as tf_keras does, so
-    `losses` holds the last call's. Layer.__call__, Sequential's and the functional
-    model's run their `call` in it."""
-    with scopes.layer_call() as outermost:
+class call_context:
+    """A layer's call (NOTE(layer-losses)): the outermost one on this thread takes a new
+    token and stamps `layer` with it. Layer.__call__, Sequential's and the functional
+    model's run their `call` in it. A class, not a generator: it runs on every call."""
+
+    __slots__ = ("layer",)
+
+    def __init__(self, layer: Any) -> None:
+        self.layer = layer
+
+    def __enter__(self) -> None:
+        outermost = not scopes.in_layer_call()
+        token = scopes.enter_layer_call()
         if outermost:
-            for sub in layer._flatten_layers():
-                sub.__dict__["_eager_losses"] = []
-        yield
+            self.layer.__dict__["_outer_token"] = token
+
+    def __exit__(self, *exc: Any) -> None:
+        scopes.exit_layer_call()
+
+
+def add_call_loss(layer: Any, loss: Any) -> None:
+    """Keep `loss`, made in a call, among `layer`'s terms of the running outermost call
+    (the terms of an older call go)."""
+    d = layer.__dict__
+    token = scopes.layer_call_token()
+    if d.get("_loss_token") != token:
+        d["_loss_token"], d["_eager_losses"] = token, []
+    d["_eager_losses"].append(loss)
+
+
+def current_losses(root: Any, layer: Any) -> list:
+    """`layer`'s call terms that `root.losses` shows: those made since root's last
+    outermost call (all of them if root never was called outermost)."""
+    d = layer.__dict__
+    since, token = root.__dict__.get("_outer_token"), d.get("_loss_token")
+    if token is None or (since is not None and token < since):
+        return []
+    return d.get("_eager_losses", [])
 
 
 def weight_options(layer: Any, **options: Any) -> None:
