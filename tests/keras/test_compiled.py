@@ -95,7 +95,8 @@ def test_bad_structures_are_clear_errors():
     for kw, match in (({"loss": ["mse"]}, "1 entries, but the model has 2 outputs"),
                       ({"loss": {"zz": "mse"}}, r"names \['zz'\], which are not outputs"),
                       ({"loss": "mse", "loss_weights": [1.0]}, "1 entries"),
-                      ({"loss": ("mse", "mse")}, "a tuple")):
+                      ({"loss": ("mse", "mse")}, "a tuple"),
+                      ({"loss": "mse", "loss_weights": {"a": "heavy"}}, "must hold numbers")):
         with pytest.raises((ValueError, TypeError), match=match):
             model.compile("sgd", **kw)
             model.evaluate(X, [Y0, Y1], verbose=0)

@@ -16,6 +16,7 @@ output, a list in their order, or a dict by name.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Callable
 
 from .. import nest
@@ -35,6 +36,10 @@ class Compiled:
                  jit_compile: bool, run_eagerly: bool) -> None:
         _check_structure(loss, "loss")
         _check_structure(loss_weights, "loss_weights")
+        for w in nest.flatten(loss_weights):  # a model file's are read from its JSON
+            if w is not None and (isinstance(w, bool) or not isinstance(w, numbers.Real)):
+                raise TypeError(f"compile: `loss_weights` must hold numbers; received "
+                                f"{w!r:.60} in {loss_weights!r:.100}.")
         self.loss_spec = loss
         self.loss = nest.map_structure(loss_object, loss) if isinstance(loss, (list, dict)) \
             else loss_object(loss)
