@@ -7,7 +7,7 @@ error from `TypeError`, so plain Python handlers catch them too.
 from __future__ import annotations
 
 __all__ = ["OpError", "InvalidArgumentError", "UnimplementedError", "InaccessibleTensorError",
-           "NotFoundError", "DataLossError"]
+           "NotFoundError", "DataLossError", "SymbolicValueError"]
 
 
 class OpError(Exception):
@@ -42,6 +42,14 @@ class NotFoundError(OpError):
 class DataLossError(OpError):
     """A file holds something other than what it should: truncated, corrupted, or of
     another kind (tf.train.Checkpoint refuses it before restoring anything)."""
+
+
+class SymbolicValueError(TypeError):
+    """An op needed the value of a symbolic placeholder (a Keras functional API
+    `KerasTensor`), which has a shape and a dtype but no value. The op namespaces catch
+    it and hand the call to the placeholder's type, which records it
+    (NOTE(symbolic-dispatch) in ops/__init__.py); anywhere else it is the TypeError it
+    derives from."""
 
 
 class InaccessibleTensorError(RuntimeError):

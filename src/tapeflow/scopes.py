@@ -165,7 +165,9 @@ def custom_object_scopes() -> tuple:
 
 @contextlib.contextmanager
 def states_kept() -> Iterator[None]:
-    """A block of this thread in which stateful RNNs write no states (keras/recurrent.py)."""
+    """A block of this thread in which layers keep their state: stateful RNNs write no
+    states (keras/recurrent.py) and `add_metric` updates no metric (a functional model's
+    probes of a layer on zeros run in one)."""
     _local.states_kept += 1
     try:
         yield

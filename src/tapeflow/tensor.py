@@ -16,13 +16,13 @@ from __future__ import annotations
 import itertools
 import threading
 import types
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from . import dtypes as _dt
 from . import scopes as _scopes
-from .errors import DTypeMismatchError
+from .errors import DTypeMismatchError, SymbolicValueError
 
 __all__ = ["Tensor", "Variable", "TensorBase", "TensorShape", "constant", "convert_to_tensor",
            "is_tensor", "newaxis"]
@@ -47,6 +47,7 @@ def _load() -> None:
     from . import core, ops  # both import this module: loaded on first use (an import cycle)
     _core = core
     _ops = types.SimpleNamespace(**ops.public_ops())
+    _set_operators()
 
 
 _core: Any = _Later("_core")  # tapeflow.core
@@ -272,35 +273,23 @@ class TensorBase:
             text = "\n" + text
         return f"tf.Tensor({text}, shape={self.shape}, dtype={self.dtype.name})"
 
-    # Operators: each calls the tapeflow op, so tapes and accumulators see it.
-    def __add__(self, y): return _ops.add(self, y)
+    # Operators: each calls the tapeflow op, so tapes and accumulators see it. A binary
+    # operator whose other operand is a symbolic placeholder (a KerasTensor) answers
+    # NotImplemented, so Python asks the placeholder's reflected operator, which records
+    # the op (NOTE(symbolic-dispatch) in ops/__init__.py).
     def __radd__(self, x): return _ops.add(x, self)
-    def __sub__(self, y): return _ops.subtract(self, y)
     def __rsub__(self, x): return _ops.subtract(x, self)
-    def __mul__(self, y): return _ops.multiply(self, y)
     def __rmul__(self, x): return _ops.multiply(x, self)
-    def __truediv__(self, y): return _ops.truediv(self, y)
     def __rtruediv__(self, x): return _ops.truediv(x, self)
-    def __floordiv__(self, y): return _ops.floordiv(self, y)
     def __rfloordiv__(self, x): return _ops.floordiv(x, self)
-    def __mod__(self, y): return _ops.floormod(self, y)
     def __rmod__(self, x): return _ops.floormod(x, self)
-    def __pow__(self, y): return _ops.pow(self, y)
     def __rpow__(self, x): return _ops.pow(x, self)
-    def __matmul__(self, y): return _ops.matmul(self, y)
     def __rmatmul__(self, x): return _ops.matmul(x, self)
     def __neg__(self): return _ops.negative(self)
     def __pos__(self): return self
     def __abs__(self): return _ops.abs(self)
-    def __lt__(self, y): return _ops.less(self, y)
-    def __le__(self, y): return _ops.less_equal(self, y)
-    def __gt__(self, y): return _ops.greater(self, y)
-    def __ge__(self, y): return _ops.greater_equal(self, y)
-    def __and__(self, y): return _ops.logical_and(self, y)
     def __rand__(self, x): return _ops.logical_and(x, self)
-    def __or__(self, y): return _ops.logical_or(self, y)
     def __ror__(self, x): return _ops.logical_or(x, self)
-    def __xor__(self, y): return _ops.logical_xor(self, y)
     def __invert__(self): return _ops.logical_not(self)
     def __getitem__(self, key): return _ops.getitem(self, key)
 
@@ -320,6 +309,33 @@ class TensorBase:
         except (TypeError, ValueError):
             return True
 
+
+_FORWARD = (("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "truediv"),
+            ("floordiv", "floordiv"), ("mod", "floormod"), ("pow", "pow"),
+            ("matmul", "matmul"), ("and", "logical_and"), ("or", "logical_or"),
+            ("xor", "logical_xor"), ("lt", "less"), ("le", "less_equal"),
+            ("gt", "greater"), ("ge", "greater_equal"))
+
+
+def _forward_operator(op: Callable) -> Callable:
+    def operator(self: TensorBase, y: Any) -> Any:
+        try:
+            return op(self, y)
+        except SymbolicValueError:
+            return NotImplemented
+    return operator
+
+
+def _set_operators() -> None:
+    """TensorBase's binary operators, each calling its op (looked up in `_ops` until the
+    ops load, then the op itself: `_load` sets them again)."""
+    for dunder, name in _FORWARD:
+        op = getattr(_ops, name) if type(_ops) is not _Later else \
+            (lambda name: lambda x, y: getattr(_ops, name)(x, y))(name)
+        setattr(TensorBase, f"__{dunder}__", _forward_operator(op))
+
+
+_set_operators()
 
 class Tensor(TensorBase):
     """An immutable multidimensional array that tapes and accumulators can follow.
@@ -553,6 +569,8 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
                 np_dtype = hinted
     try:
         arr = np.asarray(value, dtype=np_dtype)
+    except SymbolicValueError:
+        raise
     except (TypeError, ValueError, OverflowError) as e:
         raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {np_dtype}: {e}") from None
     if arr.ndim == 0:

@@ -103,6 +103,8 @@ class Function:
         self._eager: str | None = None  # why the body runs eagerly (RunEagerly), if it does
         self._retrace_reasons: collections.Counter = collections.Counter()  # reason -> traces
         functools.update_wrapper(self, fn)
+        if not hasattr(self, "__name__"):  # a callable object (a Keras model) has none
+            self.__name__ = getattr(fn, "name", None) or type(fn).__name__
 
     # ------------------------------------------------------------------ calling
     def _key(self, args: tuple, kwargs: dict, bound: tuple = ()) -> tuple[Any, list, tuple]:

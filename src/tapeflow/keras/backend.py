@@ -499,3 +499,20 @@ def sparse_categorical_crossentropy(target: Any, output: Any, from_logits: bool 
     """Cross-entropy of integer targets, per example."""
     return losses.sparse_categorical_crossentropy(target, output, from_logits=from_logits,
                                                   axis=axis)
+
+
+# The functions of tensors record a layer when called on KerasTensors, as tf_keras's do
+# (NOTE(symbolic-dispatch) in ops/__init__.py); their examples still run (`__test__`).
+_OF_TENSORS = ("cast", "cast_to_floatx", "zeros_like", "ones_like", "mean", "sum", "max",
+               "min", "prod", "std", "var", "any", "all", "argmax", "argmin", "square", "sqrt",
+               "exp", "log", "abs", "pow", "sign", "clip", "maximum", "minimum", "equal",
+               "not_equal", "greater", "greater_equal", "less", "less_equal", "dot",
+               "batch_dot", "transpose", "permute_dimensions", "reshape", "batch_flatten",
+               "flatten", "expand_dims", "squeeze", "concatenate", "stack", "tile", "gather",
+               "one_hot", "cumsum", "stop_gradient", "switch", "relu", "elu", "sigmoid",
+               "hard_sigmoid", "tanh", "softplus", "softsign", "softmax", "l2_normalize",
+               "binary_crossentropy", "categorical_crossentropy",
+               "sparse_categorical_crossentropy")
+__test__ = {_name: globals()[_name] for _name in _OF_TENSORS}
+globals().update({_name: ops.symbolic_dispatch(globals()[_name], f"keras.backend.{_name}")
+                  for _name in _OF_TENSORS})

@@ -15,6 +15,7 @@ from ..core import no_recorders
 from ..module import Module, name_scope
 from ..ops.convert import as_tensor
 from ..saving import deferred
+from ..scopes import keeping_states
 from ..tensor import Tensor, TensorShape, Variable, TensorBase
 from . import constraints, initializers, regularizers
 from .backend import floatx as backend_floatx
@@ -134,6 +135,8 @@ class Layer(Module):
     """
 
     _input_hint = ""
+
+    _convert_input_args = True  # a call's inputs become tensors (an op layer's need not)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Layer":
         self = super().__new__(cls)
@@ -329,7 +332,8 @@ class Layer(Module):
         if name not in metrics:
             with no_recorders():  # as tf_keras's init_scope: the metric's state is no op
                 metrics[name] = MEAN_METRIC[0](name=name)
-        metrics[name].update_state(value)
+        if not keeping_states():  # a symbolic call's probe runs on zeros: no update
+            metrics[name].update_state(value)
 
     def _regularize_activity(self, outputs: Any) -> None:
         """The activity regularizer's penalty of each output over its batch size (tf_keras
@@ -490,7 +494,7 @@ class Layer(Module):
         if symbolic is not None and type(inputs) is not Tensor and (
                 symbolic[0](inputs) or (args or kwargs) and symbolic[0]((args, kwargs))):
             return symbolic[1](self, inputs, args, kwargs)
-        x = _convert_inputs(inputs, self.name)
+        x = _convert_inputs(inputs, self.name) if self._convert_input_args else inputs
         takes_training, takes_mask = call_accepts(self.call)
         masking = self.supports_masking
         # NOTE(masks): an explicit `mask=` wins; otherwise the inputs' own masks (tf_keras'

@@ -30,7 +30,7 @@ from .masks import get_mask, set_mask
 from .training import Model
 from .common import call_accepts, unique_name
 
-__all__ = ["Input", "InputLayer", "KerasTensor", "Functional"]
+__all__ = ["Input", "InputLayer", "KerasTensor", "Functional", "AddLoss", "AddMetric"]
 
 
 def _shape_str(shape: Any) -> str:
@@ -56,7 +56,7 @@ class Functional(Model):
         >>> model([tf.ones([1, 2]), tf.zeros([1, 2])]).numpy()
         array([[6.]], dtype=float32)
         >>> [type(layer).__name__ for layer in model.layers]   # `+` made an op layer
-        ['InputLayer', 'InputLayer', 'Dense', '_OpLayer', 'Dense']
+        ['InputLayer', 'InputLayer', 'Dense', 'TFOpLambda', 'Dense']
         >>> [v.name for v in model.trainable_variables]
         ['shared/kernel:0', 'shared/bias:0', 'out/kernel:0', 'out/bias:0']
     """
@@ -86,11 +86,81 @@ class Functional(Model):
         d["_output_list"] = nest.flatten(outputs)
         if len({id(x) for x in d["_input_list"]}) != len(d["_input_list"]):
             raise ValueError("Model(inputs, outputs): a KerasTensor is listed twice in `inputs`.")
-        nodes, depths, layers = map_graph(d["_input_list"], d["_output_list"])
+        d["_ancillary"] = []
+        self._map()
+        self.built = True
+
+    def _map(self) -> None:
+        """The nodes a call runs: those the outputs need, and the ancillary ones (the
+        symbolic losses and metrics `add_loss` and `add_metric` inserted)."""
+        d = self.__dict__
+        nodes, depths, layers = map_graph(d["_input_list"], d["_output_list"] + d["_ancillary"])
+        if d["_ancillary"]:  # tf_keras's order: the outputs' layers, then each insert's
+            known = d["_graph_layers"]
+            seen = {id(layer) for layer in known}
+            layers = [layer for layer in known if any(layer is l for l in layers)] + \
+                [layer for layer in layers if id(layer) not in seen]
         d["_nodes"] = nodes
         d["_node_depths"] = depths
         d["_graph_layers"] = layers
-        self.built = True
+
+    def _insert(self, outputs: list) -> None:
+        """Make the nodes of `outputs` (KerasTensors of AddLoss/AddMetric calls) part of
+        every call, as tf_keras's `_insert_layers`."""
+        before = list(self._ancillary)
+        self._ancillary.extend(outputs)
+        try:
+            self._map()
+        except ValueError as e:
+            self.__dict__["_ancillary"] = before
+            self._map()
+            raise ValueError(f"{self.name}: a symbolic loss or metric must be computed from "
+                             f"the model's inputs: {e}") from None
+
+    def add_loss(self, losses: Any, **kwargs: Any) -> None:
+        """Add loss terms (Layer.add_loss); a KerasTensor computed from the model's inputs
+        becomes a loss computed at every call, through an `AddLoss` layer in the graph,
+        as in tf_keras's functional models.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> x = tf.keras.Input(shape=(2,))
+            >>> hidden = tf.keras.layers.Dense(2, kernel_initializer="ones")(x)
+            >>> model = tf.keras.Model(x, hidden)
+            >>> model.add_loss(0.1 * tf.reduce_sum(hidden))
+            >>> _ = model(tf.ones([1, 2]))
+            >>> [round(float(v), 4) for v in model.losses]
+            [0.4]
+        """
+        items = losses if isinstance(losses, (list, tuple)) else [losses]
+        symbolic = [v for v in items if isinstance(v, KerasTensor)]
+        if symbolic:
+            self._insert([AddLoss()(v) for v in symbolic])
+        rest = [v for v in items if not isinstance(v, KerasTensor)]
+        if rest:
+            super().add_loss(rest, **kwargs)
+
+    def add_metric(self, value: Any, name: str | None = None, **kwargs: Any) -> None:
+        """Track the mean of `value` under `name` (Layer.add_metric); a KerasTensor
+        computed from the model's inputs is tracked at every call, through an
+        `AddMetric` layer in the graph, as in tf_keras's functional models.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> x = tf.keras.Input(shape=(2,))
+            >>> model = tf.keras.Model(x, 2.0 * x)
+            >>> model.add_metric(tf.reduce_mean(x), name="mean_input")
+            >>> _ = model(tf.constant([[1.0, 3.0]]))
+            >>> [(m.name, float(m.result())) for m in model.metrics]
+            [('mean_input', 2.0)]
+        """
+        if not isinstance(value, KerasTensor):
+            return super().add_metric(value, name=name, **kwargs)
+        if name is None:
+            raise ValueError("Please provide a name for your metric, e.g. "
+                             "`model.add_metric(tf.reduce_sum(x), name='sum_of_x')`.")
+        aggregation = kwargs.get("aggregation", "mean")
+        self._insert([AddMetric(aggregation=aggregation, metric_name=name)(value)])
 
     # -------------------------------------------------- structure
     @property
@@ -305,6 +375,61 @@ class Functional(Model):
                 links.append(f"{source.name}[{node_index}][{tensor_index}]")
         return [f"{layer.name} ({type(layer).__name__})", self._summary_shape(layer),
                 layer.count_params(), links]
+
+
+class AddLoss(Layer):
+    """A functional model's symbolic loss (`Functional.add_loss`): adds its input to
+    the losses at each call and returns it, as tf_keras's layer of that name.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> from tapeflow.keras.functional import AddLoss
+        >>> layer = AddLoss()
+        >>> _ = layer(tf.constant(3.0))
+        >>> [float(v) for v in layer.losses]
+        [3.0]
+    """
+
+    def __init__(self, unconditional: bool = False, **kwargs: Any) -> None:
+        super().__init__(name=kwargs.pop("name", None) or unique_name("add_loss"), **kwargs)
+        self._autocast = False
+        self.unconditional = unconditional
+
+    def call(self, inputs: Any) -> Any:
+        self.add_loss(inputs)
+        return inputs
+
+    def get_config(self) -> dict:
+        return dict(super().get_config(), unconditional=self.unconditional)
+
+
+class AddMetric(Layer):
+    """A functional model's symbolic metric (`Functional.add_metric`): tracks the mean
+    of its input under `metric_name` and returns it, as tf_keras's layer of that name.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> from tapeflow.keras.functional import AddMetric
+        >>> layer = AddMetric(metric_name="level")
+        >>> _ = layer(tf.constant(1.0)); _ = layer(tf.constant(3.0))
+        >>> layer.metrics[0].name, float(layer.metrics[0].result())
+        ('level', 2.0)
+    """
+
+    def __init__(self, aggregation: str | None = None, metric_name: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(name=kwargs.pop("name", None) or unique_name("add_metric"), **kwargs)
+        self._autocast = False
+        self.aggregation = aggregation
+        self.metric_name = metric_name
+
+    def call(self, inputs: Any) -> Any:
+        self.add_metric(inputs, name=self.metric_name, aggregation=self.aggregation)
+        return inputs
+
+    def get_config(self) -> dict:
+        return dict(super().get_config(), aggregation=self.aggregation,
+                    metric_name=self.metric_name)
 
 
 Model._functional_class = Functional

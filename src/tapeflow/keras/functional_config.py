@@ -49,6 +49,11 @@ def functional_config(model: Any) -> dict:
             return ref(value)
         if isinstance(value, TensorBase):
             return value.numpy().tolist()
+        if isinstance(value, slice):  # an index's parts, as tf_keras writes them
+            return {"start": argument(value.start), "stop": argument(value.stop),
+                    "step": argument(value.step)}
+        if value is Ellipsis:  # as tf_keras's JSON writes it
+            return {"class_name": "__ellipsis__", "config": {}}
         return value
 
     layers = []
@@ -68,7 +73,10 @@ def functional_config(model: Any) -> dict:
             data = nest.map_structure(
                 lambda t: ref(t) + [kwargs] if _symbolic(t)
                 else ["_CONSTANT_VALUE", -1, argument(t), kwargs], first)
-            inbound.append(data if isinstance(first, (list, tuple, dict)) else [data])
+            # a tensor first argument is a list of one ref, unless the layer keeps its
+            # input's structure (tf_keras' TFOpLambda): then the ref itself
+            keep = getattr(layer, "_preserve_input_structure_in_config", False)
+            inbound.append(data if isinstance(first, (list, tuple, dict)) or keep else [data])
         entry["inbound_nodes"] = inbound
         layers.append(entry)
 
@@ -115,7 +123,9 @@ def functional_from_config(cls: type, config: dict, custom_objects: dict | None)
         return value
 
     def call(name: str, data: Any) -> None:
-        items = list(data.values()) if isinstance(data, dict) else list(data)
+        single = isinstance(data, list) and bool(data) and isinstance(data[0], str)
+        items = list(data.values()) if isinstance(data, dict) else [data] if single else \
+            list(data)
         kwargs: dict = {}
         inputs = []
         for item in items:
@@ -127,7 +137,7 @@ def functional_from_config(cls: type, config: dict, custom_objects: dict | None)
             first: Any = dict(zip(data, inputs, strict=True))
         else:
             keep = getattr(layers[name], "_preserve_input_structure_in_config", False)
-            first = inputs[0] if len(inputs) == 1 and not keep else inputs
+            first = inputs[0] if single or len(inputs) == 1 and not keep else inputs
         made[name].append(layers[name](first, **kwargs))
 
     while any(queues.values()):
@@ -156,5 +166,13 @@ def functional_from_config(cls: type, config: dict, custom_objects: dict | None)
         outputs = outputs[0]
     if isinstance(inputs, list) and len(inputs) == 1:
         inputs = inputs[0]
-    return cls(inputs=inputs, outputs=outputs, name=config.get("name"),
-               trainable=config.get("trainable", True))
+    model = cls(inputs=inputs, outputs=outputs, name=config.get("name"),
+                trainable=config.get("trainable", True))
+    # layers the outputs do not need (a symbolic loss's or metric's): every call runs
+    # them, as in the model saved (tf_keras' connect_ancillary_layers)
+    in_graph = {id(layer) for layer in model.layers}
+    ancillary = [t for name, outs in made.items() if id(layers[name]) not in in_graph
+                 for out in outs for t in nest.flatten(out)]
+    if ancillary:
+        model._insert(ancillary)
+    return model

@@ -31,13 +31,14 @@ import numpy as np
 from .. import dtypes as _dt
 from .. import nest
 from ..core import no_recorders
+from ..errors import SymbolicValueError
 from ..tensor import Tensor, TensorBase, TensorShape
 from .base_layer import Layer
 from .masks import get_mask, set_mask
+from .op_layers import SlicingOpLambda, TFOpLambda, op_at
 from .recurrent import states_kept
 from .training import Model
-from .common import (LAYER_CLASSES, SYMBOLIC, call_accepts, check_input, function_config,
-                    function_from_config, unique_name)
+from .common import LAYER_CLASSES, SYMBOLIC, call_accepts, check_input, unique_name
 
 __all__ = ["Input", "InputLayer", "KerasTensor", "Node", "call_symbolic", "is_symbolic",
            "map_graph"]
@@ -51,8 +52,9 @@ _LAMBDA_HINT = ("wrap the computation in a layer, e.g. "
 class KerasTensor:
     """A symbolic tensor of the functional API: a shape (batch dim None), a dtype and a
     name, and the layer call that produced it. It holds no value: pass it to layers,
-    then to ``keras.Model(inputs, outputs)``; ``+ - * / ** @``, unary minus and indexing
-    record a small op layer, and any other tf op must be wrapped in a `Lambda` layer.
+    then to ``keras.Model(inputs, outputs)``; ``+ - * / ** @``, unary minus, indexing
+    and the tf ops (``tf.reduce_sum(x)``, NOTE(symbolic-dispatch) in ops/__init__.py)
+    record an op layer. Code that needs a value (NumPy, ``float(x)``) must run in a layer.
 
     Example:
         >>> import tapeflow as tf
@@ -92,13 +94,14 @@ class KerasTensor:
                 f"description=\"created by layer '{layer}'\")")
 
     # -------------------------------------------------- eager use is an error
-    def _no_value(self, what: str) -> TypeError:
-        return TypeError(
+    def _no_value(self, what: str) -> SymbolicValueError:
+        return SymbolicValueError(
             f"{what} needs a value, but {self.name!r} is a symbolic KerasTensor (from "
             f"keras.Input or a layer called on one): it has a shape {tuple(self.shape)} and "
             f"dtype {self.dtype.name}, no value. Build the model with "
-            f"keras.Model(inputs, outputs) and call it on real tensors; to apply a tf op to "
-            f"a KerasTensor, {_LAMBDA_HINT}.")
+            f"keras.Model(inputs, outputs) and call it on real tensors (tf ops called on it "
+            f"record layers); to compute with its value (NumPy, Python numbers), "
+            f"{_LAMBDA_HINT}.")
 
     def numpy(self) -> np.ndarray:
         """Raises: a KerasTensor has no value."""
@@ -130,23 +133,44 @@ class KerasTensor:
 
     __hash__ = object.__hash__
 
+    @staticmethod
+    def _symbolic_call(op: Callable, path: str, args: tuple, kwargs: dict) -> Any:
+        """A tf op called on KerasTensors: recorded as a `TFOpLambda` layer's call (the
+        namespaces' hook, NOTE(symbolic-dispatch))."""
+        layer = (SlicingOpLambda if path == "__operators__.getitem" else TFOpLambda)(path, op)
+        first, rest = layer._split(args, kwargs)
+        return call_symbolic(layer, first, (), rest)  # (even where `first` has a value)
+
     # -------------------------------------------------- operators record op layers
     def __getitem__(self, key: Any) -> "KerasTensor":
-        return _op(lambda a: a[key], "__operators__.getitem", self)
+        return _operator("__operators__.getitem", self, key)
 
     def __neg__(self) -> "KerasTensor":
-        return _op(lambda a: -a, "math.negative", self)
+        return _operator("math.negative", self)
 
     def __abs__(self) -> "KerasTensor":
-        return _op(abs, "math.abs", self)
+        return _operator("math.abs", self)
+
+
+def _operator(path: str, *args: Any) -> Any:
+    """An operator of KerasTensors as tf_keras records it: a TFOpLambda of the op at
+    `path`, whose config names it (so a saved model keeps it without code)."""
+    if len(args) == 2 and path != "__operators__.getitem" and not isinstance(
+            args[1], (KerasTensor, TensorBase, int, float, complex, bool, np.ndarray,
+                      np.generic)):
+        return NotImplemented
+    return KerasTensor._symbolic_call(op_at(path), path, args, {})
 
 
 def _binary(symbol: str, name: str, fn: Callable[[Any, Any], Any]) -> tuple[Callable, Callable]:
     def forward(self: KerasTensor, other: Any) -> KerasTensor:
-        return _op2(fn, name, self, other)
+        return _operator(name, self, other)
 
     def reverse(self: KerasTensor, other: Any) -> KerasTensor:
-        return _op2(lambda a, b: fn(b, a), name, self, other)
+        if not isinstance(other, (TensorBase, int, float, complex, bool, np.ndarray,
+                                  np.generic)):
+            return NotImplemented
+        return KerasTensor._symbolic_call(op_at(name), name, (other, self), {})
 
     forward.__doc__ = f"``x {symbol} y``, recorded as an op layer."
     reverse.__doc__ = f"``y {symbol} x``, recorded as an op layer."
@@ -165,53 +189,14 @@ for _sym, _name, _dunder, _fn in (
     _f, _r = _binary(_sym, _name, _fn)
     setattr(KerasTensor, f"__{_dunder}__", _f)
     setattr(KerasTensor, f"__r{_dunder}__", _r)
-
-
-class _OpLayer(Layer):
-    """An operator applied to KerasTensors (tf_keras' TFOpLambda): no weights, no cast."""
-
-    _preserve_input_structure_in_config = True  # called on a list, even of one tensor
-
-    def __init__(self, fn: Callable, op_name: str, name: str | None = None,
-                 **kwargs: Any) -> None:
-        super().__init__(name=name or unique_name(f"tf.{op_name}"), **kwargs)
-        self._autocast = False  # `x * 2` on float64 inputs stays float64, as the op would
-        self.fn = fn
-        self.op_name = op_name
-
-    def call(self, inputs: Any) -> Any:
-        return self.fn(*inputs)
-
-    def get_config(self) -> dict:
-        # the operator as a Lambda saves its function: tf_keras' TFOpLambda names a tf op,
-        # and an operator's function here is a closure over it and its constant operand
-        fn, fn_type, module = function_config(self.fn)
-        return dict(super().get_config(), function=fn, function_type=fn_type, module=module,
-                    op_name=self.op_name)
-
-    @classmethod
-    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "_OpLayer":
-        config = dict(config)
-        fn = function_from_config(config, custom_objects, "function", "module",
-                                  "function_type")
-        config.pop("function")
-        return cls(fn, **config)
-
-
-LAYER_CLASSES["_OpLayer"] = _OpLayer  # private, so not registered by its class statement
-
-
-def _op(fn: Callable, op_name: str, x: KerasTensor) -> KerasTensor:
-    return _OpLayer(fn, op_name)([x])
-
-
-def _op2(fn: Callable, op_name: str, x: KerasTensor, other: Any) -> KerasTensor:
-    if isinstance(other, KerasTensor):
-        return _OpLayer(fn, op_name)([x, other])
-    if isinstance(other, TensorBase) or isinstance(other, (int, float, complex, bool,
-                                                           np.ndarray, np.generic)):
-        return _OpLayer(lambda a: fn(a, other), op_name)([x])
-    return NotImplemented
+# comparisons have no reflected methods: Python asks `y > x` for `x < y`; == and != stay
+# identity (a KerasTensor is a dict key and a list member, as tf_keras's)
+for _sym, _name, _dunder, _fn in (
+        ("<", "math.less", "lt", lambda a, b: a < b),
+        ("<=", "math.less_equal", "le", lambda a, b: a <= b),
+        (">", "math.greater", "gt", lambda a, b: a > b),
+        (">=", "math.greater_equal", "ge", lambda a, b: a >= b)):
+    setattr(KerasTensor, f"__{_dunder}__", _binary(_sym, _name, _fn)[0])
 
 
 # ---------------------------------------------------------------- nodes

@@ -52,14 +52,19 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import types
+from typing import Any, Callable
+
+from .. import nest
+from ..errors import SymbolicValueError
 
 from . import simplify, structural, convert, windows  # noqa: F401 - the bottom and the helpers of families
 from . import (complex, conv, creation, decompositions, einsum, elementwise, indexing, linalg,
                nn, pooling, random, reduction, shape, sizes, transcendental)
 from . import conv_variants, image, nn_composites, segments, sorting
 
-__all__ = ["FAMILIES", "NAMESPACES", "namespace", "public_ops"]
+__all__ = ["FAMILIES", "NAMESPACES", "namespace", "public_ops", "symbolic_dispatch"]
 
 FAMILIES = (sizes, elementwise, transcendental, complex, indexing, shape, reduction, creation,
             einsum, linalg, decompositions, nn, conv, pooling, random, conv_variants,
@@ -73,8 +78,59 @@ def namespace(name: str) -> dict[str, Any]:
     by name, from every family's EXPORTS."""
     if name not in NAMESPACES:
         raise ValueError(f"namespace: {name!r} is not one of {NAMESPACES}.")
-    return {op: getattr(family, op) for family in FAMILIES
+    return {op: _exported(family, op, where) for family in FAMILIES
             for op, where in family.EXPORTS.items() if name in where.split()}
+
+
+# NOTE(symbolic-dispatch): the Keras functional API's KerasTensor has a shape and a dtype
+# but no value; an op called on one (tf.reduce_sum(x) while building a model) fails to
+# convert it with a SymbolicValueError. The ops the namespaces export catch that error and
+# hand the whole call to the placeholder's type (its `_symbolic_call`), which records it
+# as a layer of the model, as tf_keras's TFOpLambda. The families' own functions, which the
+# ops and Tensor's operators call among themselves, are not wrapped: only a call a user
+# makes through a namespace pays the one extra frame.
+_EXPORTED: dict[int, Any] = {}
+_PREFERRED = ("math", "linalg", "nn", "random", "image")  # TensorFlow's canonical paths
+
+
+def _exported(family: Any, op: str, where: str) -> Any:
+    fn = getattr(family, op)
+    if not isinstance(fn, types.FunctionType):
+        return fn  # a class (tf.random.Generator)
+    got = _EXPORTED.get(id(fn))
+    if got is None:
+        spaces = where.split()
+        path = next((f"{s}.{op}" for s in _PREFERRED if s in spaces), op)
+        got = _EXPORTED[id(fn)] = symbolic_dispatch(fn, path)
+    return got
+
+
+def symbolic_dispatch(fn: Callable, path: str) -> Callable:
+    """`fn` that hands a call on a symbolic placeholder to the placeholder's type
+    (NOTE(symbolic-dispatch)), naming the op `path` (its name under ``tapeflow.``).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> x = tf.keras.Input(shape=(3,))
+        >>> total = tf.reduce_sum(x, axis=1)    # recorded as a layer of the model
+        >>> total.shape, total.node.layer.name.startswith("tf.math.reduce_sum")
+        (TensorShape([None]), True)
+        >>> model = tf.keras.Model(x, total)
+        >>> model(tf.ones([2, 3])).numpy()
+        array([3., 3.], dtype=float32)
+    """
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except SymbolicValueError:
+            for leaf in nest.flatten((args, kwargs)):
+                handler = getattr(type(leaf), "_symbolic_call", None)
+                if handler is not None:
+                    return handler(fn, path, args, kwargs)
+            raise
+
+    return call
 
 
 def public_ops() -> dict[str, Any]:

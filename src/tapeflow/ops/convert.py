@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import DTypeMismatchError, InaccessibleTensorError, InvalidArgumentError
+from ..errors import (DTypeMismatchError, InaccessibleTensorError, InvalidArgumentError,
+                      SymbolicValueError)
 from ..tensor import Tensor, TensorBase, Variable, convert_to_tensor
 
 __all__ = ["as_tensor", "convert_like", "binary_args", "check_dtype", "static_shape",
@@ -40,6 +41,9 @@ def as_tensor(x: Any, op: str, arg: str) -> Tensor:
         return convert_to_tensor(x)
     except InaccessibleTensorError:
         raise  # its own message names the trace it came from
+    except SymbolicValueError as e:  # keeps its class: the namespaces dispatch on it
+        raise SymbolicValueError(f"{op}: argument `{arg}` could not be converted to a "
+                                 f"tensor: {e}") from None
     except (TypeError, ValueError) as e:
         raise TypeError(f"{op}: argument `{arg}` could not be converted to a tensor: {e}") from None
 
@@ -59,7 +63,7 @@ def convert_like(x: Any, other: Tensor, op: str, arg: str) -> Tensor:
         return Tensor(target.type(x))  # the common `t * 2.0`: no array round trip
     try:
         return convert_to_tensor(x, dtype=target)
-    except InaccessibleTensorError:
+    except (InaccessibleTensorError, SymbolicValueError):
         raise
     except (TypeError, ValueError, OverflowError) as e:
         raise TypeError(f"{op}: argument `{arg}`={x!r} cannot be converted to "

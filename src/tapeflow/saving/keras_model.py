@@ -21,6 +21,7 @@ import os
 import zipfile
 from typing import Any
 
+from ..dtypes import DType
 from ..errors import DataLossError
 from ..keras.serialization import deserialize, serialize
 from . import keras_h5, saved_model
@@ -174,6 +175,8 @@ def _made(cls: type, config: Any, base: type | None = None) -> Any:
 
 
 def _jsonable(x: Any) -> Any:
+    if isinstance(x, DType):  # an op's dtype argument, by name (tf_keras' json_utils)
+        return x.name
     if hasattr(x, "tolist"):
         return x.tolist()
     if isinstance(x, (tuple, set)):
