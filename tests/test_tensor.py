@@ -3,6 +3,7 @@ promotion, errors)."""
 
 from __future__ import annotations
 
+import collections
 import gc
 import operator
 import weakref
@@ -714,3 +715,13 @@ def test_big_endian_arrays_convert_to_the_machines_byte_order():
     assert tf.constant(data).numpy().tolist() == [0.0, 1.0, 2.0]
     f = tf.function(lambda x: x * 2.0)
     assert f(data).numpy().tolist() == f(data).numpy().tolist() == [0.0, 2.0, 4.0]
+
+
+def test_nest_treats_a_shape_as_a_leaf():
+    # TensorFlow 2.21: tf.nest.flatten(tf.TensorShape([1, 2])) is [TensorShape([1, 2])]
+    shape = tf.TensorShape([None, 2])
+    assert tf.nest.flatten(shape) == [shape] and tf.nest.flatten((shape, 3)) == [shape, 3]
+    assert tf.nest.map_structure(lambda s: s.as_list(), {"a": shape}) == {"a": [None, 2]}
+    assert not tf.nest.is_nested(shape) and tf.nest.is_nested((1,))
+    pair = collections.namedtuple("pair", "a b")(1, [2, 3])
+    assert tf.nest.flatten(pair) == [1, 2, 3]  # a namedtuple is still a structure

@@ -23,7 +23,7 @@ from .config import init_scope
 from .devices import device
 # TensorFlow's own initializer names are tf.keras's initializers (the same arguments,
 # defaults and calls)
-from .keras.initializers import Constant as constant_initializer
+from .keras.initializers import ConstantInitializer as constant_initializer
 from .keras.initializers import Ones as ones_initializer
 from .keras.initializers import RandomNormal as random_normal_initializer
 from .keras.initializers import RandomUniform as random_uniform_initializer

@@ -1,6 +1,8 @@
 """Flatten and rebuild nested structures (lists, tuples, namedtuples, dicts), as tf.nest.
 
-Dicts flatten in sorted key order, as TensorFlow's `tf.nest`; anything else is a leaf.
+Dicts flatten in sorted key order, as TensorFlow's `tf.nest`; anything else is a leaf,
+and so is a class that says it is one (`_nest_leaf`: TensorShape, a tuple that tf.nest
+does not open).
 """
 
 from __future__ import annotations
@@ -11,7 +13,17 @@ __all__ = ["flatten", "pack_sequence_as", "map_structure", "is_nested"]
 
 
 def is_nested(x: Any) -> bool:
-    return isinstance(x, (list, tuple, dict))
+    """Whether `x` has children (a list, tuple, namedtuple or dict, but no leaf class).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.nest.is_nested((1, 2)), tf.nest.is_nested(tf.TensorShape([1, 2]))
+        (True, False)
+    """
+    kind = type(x)
+    if kind is list or kind is tuple or kind is dict:
+        return True
+    return isinstance(x, (list, tuple, dict)) and not getattr(kind, "_nest_leaf", False)
 
 
 def _children(x: Any) -> list:

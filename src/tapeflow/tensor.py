@@ -64,6 +64,8 @@ class TensorShape(tuple):
         (TensorShape([1, 2]), [1, 2], 2, True)
     """
 
+    _nest_leaf = True  # tf.nest does not open a shape (nest.is_nested)
+
     def __new__(cls, dims: Any = ()) -> "TensorShape":
         if dims is None or (isinstance(dims, TensorShape) and dims._unknown_rank):
             # An unknown rank: only specs (TensorSpec(shape=None)) have one; tensors never.

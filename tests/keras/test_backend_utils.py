@@ -236,6 +236,25 @@ def test_initializer_names():
     assert u.min() >= -1.0 and u.max() < 1.0
 
 
+def test_constant_initializer_keeps_the_values_dtype():
+    # TensorFlow 2.21: tf.constant_initializer([1, 2])(shape=[2]) is int32, of a float
+    # list float32, and a dtype given wins; tf_keras serializes it as TensorFlow's Constant
+    assert tf.constant_initializer([1, 2])(shape=[2]).dtype == tf.int32
+    assert tf.constant_initializer(3)(shape=[2]).dtype == tf.int32
+    assert tf.constant_initializer([1.0, 2.0])(shape=[2]).dtype == tf.float32
+    assert tf.constant_initializer(3)(shape=[2], dtype=tf.float64).dtype == tf.float64
+    assert tf.keras.initializers.Constant(3)(shape=[2]).dtype == tf.float32  # Keras: floatx
+    dense = tf.keras.layers.Dense(2, kernel_initializer=tf.constant_initializer(0.5))
+    config = dense.get_config()
+    assert config["kernel_initializer"]["class_name"] == "Constant"
+    copy = tf.keras.layers.Dense.from_config(config)
+    copy.build((None, 3))
+    assert copy.kernel.dtype == tf.float32
+    np.testing.assert_array_equal(copy.kernel.numpy(), np.full((3, 2), 0.5, np.float32))
+    with pytest.raises(TypeError, match="shape"):
+        tf.constant_initializer([1, 2])(shape=[3])
+
+
 @pytest.mark.peers
 def test_against_tf_keras():
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")

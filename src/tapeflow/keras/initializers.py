@@ -24,7 +24,7 @@ from ..tensor import constant as _tf_constant
 from .backend import floatx
 from .utils import with_custom
 
-__all__ = ["Initializer", "Zeros", "Ones", "Constant", "RandomUniform", "RandomNormal",
+__all__ = ["Initializer", "Zeros", "Ones", "Constant", "ConstantInitializer", "RandomUniform", "RandomNormal",
            "TruncatedNormal", "VarianceScaling", "GlorotUniform", "GlorotNormal", "HeNormal",
            "HeUniform", "LecunNormal", "LecunUniform", "Orthogonal", "Identity",
            "zeros", "ones", "constant", "random_uniform", "random_normal", "truncated_normal",
@@ -191,6 +191,25 @@ class Constant(Initializer):
 
     def get_config(self) -> dict:
         return {"value": self.value}
+
+
+class ConstantInitializer(Constant):
+    """TensorFlow's `tf.constant_initializer`: `Constant`, except that without a `dtype`
+    the tensor takes the value's own (an int list gives int32), as TensorFlow's does.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> tf.constant_initializer([1, 2])(shape=[2]).dtype
+        tf.int32
+        >>> tf.constant_initializer(3)(shape=[2], dtype=tf.float64).numpy()
+        array([3., 3.])
+    """
+
+    def __call__(self, shape: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
+        _check_kwargs("constant_initializer", kwargs)
+        value = self.value.numpy() if hasattr(self.value, "numpy") else self.value
+        return _tf_constant(value, dtype=None if dtype is None else _get_dtype(dtype),
+                            shape=_shape(shape))
 
 
 # ---------------------------------------------------------------- random
@@ -496,6 +515,9 @@ def serialize(initializer: Any) -> Any:
     """
     if initializer is None or not isinstance(initializer, Initializer):
         return initializer
+    if type(initializer) is ConstantInitializer:  # TensorFlow's class, as tf_keras names it
+        return {"module": "tensorflow.python.ops.init_ops_v2", "class_name": "Constant",
+                "config": initializer.get_config(), "registered_name": "Constant"}
     return {"module": "keras.initializers", "class_name": type(initializer).__name__,
             "config": initializer.get_config(), "registered_name": None}
 
