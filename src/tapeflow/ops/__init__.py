@@ -28,6 +28,7 @@ one block, and the public ops (the TensorFlow functions) built on them.
 - pooling: max_pool2d (and its two companions), avg_pool2d.
 - random: normal, uniform, truncated_normal, categorical, shuffle, set_seed, the
   stateless draws and Generator: draws as stateful primitives.
+- random_dists: gamma, poisson, stateless_gamma, stateless_poisson (gamma's implicit gradient).
 - conv_variants: conv1d, conv2d_transpose, depthwise and separable convolution, 1-D
   pooling, built on conv and pooling.
 - nn_composites: moments, weighted_moments, normalize_moments, batch_normalization,
@@ -37,6 +38,8 @@ one block, and the public ops (the TensorFlow functions) built on them.
   count_nonzero.
 - image: tf.image's resizing, crops, pads, flips, conversions, colour adjustments,
   measures and random ops.
+- image_color: tf.image's colour spaces: HSV, YIQ, YUV, grayscale.
+- image_quality: psnr, ssim, ssim_multiscale.
 
 A family module builds on the modules listed before it, never on one after it
 (tests/test_imports.py checks this order and that no import cycle exists). Each
@@ -47,7 +50,7 @@ appears in, "tf" being the top level (``"add": "tf math"``). `namespace` collect
 Example:
     >>> from tapeflow import ops
     >>> sorted(ops.namespace("random"))[:4]
-    ['Generator', 'categorical', 'normal', 'set_seed']
+    ['Generator', 'categorical', 'gamma', 'normal']
 """
 
 from __future__ import annotations
@@ -62,13 +65,15 @@ from ..errors import SymbolicValueError
 from . import simplify, structural, convert, windows  # noqa: F401 - the bottom and the helpers of families
 from . import (complex, conv, creation, decompositions, einsum, elementwise, indexing, linalg,
                nn, pooling, random, reduction, shape, sizes, transcendental)
+from . import random_dists
 from . import conv_variants, image, nn_composites, segments, sorting
+from . import image_color, image_quality
 
 __all__ = ["FAMILIES", "NAMESPACES", "namespace", "public_ops", "symbolic_dispatch"]
 
 FAMILIES = (sizes, elementwise, transcendental, complex, indexing, shape, reduction, creation,
-            einsum, linalg, decompositions, nn, conv, pooling, random, conv_variants,
-            nn_composites, sorting, segments, image)
+            einsum, linalg, decompositions, nn, conv, pooling, random, random_dists, conv_variants,
+            nn_composites, sorting, segments, image, image_color, image_quality)
 NAMESPACES = ("tf", "math", "linalg", "nn", "random", "image")
 
 

@@ -1,5 +1,6 @@
 """tf.image on NHWC images (rank 4, or rank 3 for one image): resizing, crops, flips,
-dtype conversion, colour adjustments, measures. Every op is a composite of earlier
+dtype conversion, colour adjustments, measures (the colour spaces are in image_color.py,
+the quality measures in image_quality.py). Every op is a composite of earlier
 families' ops (their rules are its rules); the random ops draw through tf.random's
 seeded sequences (NOTE(draws)), anew at each call of a traced function.
 
@@ -14,7 +15,7 @@ lanczos, gaussian and mitchellcubic methods the kernel stretched by the downscal
 factor. Other sizes get other weights: a size-generic trace keeps a graph per size.
 
 Where TensorFlow converts float64 to float32 before computing (resize, contrast,
-brightness, standardization, grayscale), tapeflow computes in float64 and gives
+brightness, standardization), tapeflow computes in float64 and gives
 TensorFlow's output dtype: the values agree to float32's precision.
 """
 
@@ -31,13 +32,12 @@ from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase
 from .complex import abs as _abs
 from .convert import as_tensor, check_dtype, int_arg, int_list
-from .einsum import tensordot
 from .elementwise import (add, cast, divide, floordiv, floormod, greater, less, maximum, minimum,
                           multiply, subtract, where)
 from .indexing import gather_p, getitem
 from .random import uniform
 from .reduction import reduce_mean, reduce_std, reduce_sum
-from .shape import concat, expand_dims, pad, reshape, reverse, transpose as _transpose
+from .shape import pad, reshape, reverse, transpose as _transpose
 from .structural import dtype_of, shape_of
 from .transcendental import pow as _pow
 
@@ -527,40 +527,6 @@ def per_image_standardization(image: Any) -> Tensor:
     return cast(divide(centred, maximum(reduce_std(x, axis=axes, keepdims=True), least)), "float32")
 
 
-def rgb_to_grayscale(images: Any, name: str | None = None) -> Tensor:
-    """The luma of RGB `images` (weights 0.2989, 0.5870, 0.1140) as a last axis of 1.
-
-    Example:
-        >>> import tapeflow as tf
-        >>> tf.image.rgb_to_grayscale(tf.constant([[0., 1., 0.]])).numpy()
-        array([[0.587]], dtype=float32)
-    """
-    op = "image.rgb_to_grayscale"
-    x = as_tensor(images, op, "images")
-    check_dtype(x, "fiu", op, "images")
-    if not shape_of(x) or shape_of(x)[-1] != 3:
-        raise InvalidArgumentError(f"{op}: `images` must end in an axis of 3: {shape_of(x)}")
-    flt = x if dtype_of(x) == np.float64 else convert_image_dtype(x, _dt.float32)
-    luma = Tensor(np.array([0.2989, 0.5870, 0.1140], dtype_of(flt)))
-    return convert_image_dtype(expand_dims(tensordot(flt, luma, [[-1], [-1]]), -1), dtype_of(x))
-
-
-def grayscale_to_rgb(images: Any, name: str | None = None) -> Tensor:
-    """Grayscale `images` (a last axis of 1) repeated into three RGB channels.
-
-    Example:
-        >>> import tapeflow as tf
-        >>> tf.image.grayscale_to_rgb(tf.constant([[0.5]])).numpy()
-        array([[0.5, 0.5, 0.5]], dtype=float32)
-    """
-    op = "image.grayscale_to_rgb"
-    x = as_tensor(images, op, "images")
-    if len(shape_of(x)) < 2 or shape_of(x)[-1] != 1:
-        raise ValueError(f"{op}: A grayscale image (shape {shape_of(x)}) must be at least "
-                         "two-dimensional; Last dimension of a grayscale image should be size 1.")
-    return concat([x, x, x], -1)
-
-
 # ---------------------------------------------------------------- measures
 def _step(x: Tensor, axis: int) -> Tensor:
     lead = (slice(None),) * axis
@@ -695,6 +661,5 @@ EXPORTS: dict[str, str] = {name: "image" for name in (
     "ResizeMethod", "resize", "resize_with_pad", "resize_with_crop_or_pad", "central_crop",
     "crop_to_bounding_box", "pad_to_bounding_box", "flip_left_right", "flip_up_down", "rot90",
     "convert_image_dtype", "adjust_brightness", "adjust_contrast", "adjust_gamma",
-    "per_image_standardization", "rgb_to_grayscale", "grayscale_to_rgb", "image_gradients",
-    "total_variation", "random_flip_left_right", "random_flip_up_down", "random_crop",
-    "random_brightness", "random_contrast")}
+    "per_image_standardization", "image_gradients", "total_variation", "random_flip_left_right",
+    "random_flip_up_down", "random_crop", "random_brightness", "random_contrast")}
