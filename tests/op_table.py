@@ -176,6 +176,32 @@ def _np_pair_scan(x, w):
     return np.stack(hs[::-1]) + np.stack(ss[::-1]) * np.stack(ps[::-1])
 
 
+def _newton_sqrt(f, x):
+    for _ in range(30):  # Newton's method for x * x = a: the solver, unrecorded Python
+        x = x - f(x) / (2.0 * x)
+    return x
+
+
+def _sqrt_root(a):
+    # f closes over a; the tangent solve divides by f's (diagonal) linearization
+    return tf.custom_root(lambda x: x * x - a, tf.ones_like(a), _newton_sqrt,
+                          lambda g, y: y / g(tf.ones_like(y)))
+
+
+def _dense_solve(mv, r):
+    # a solver of the map it is given: its matrix, column by column, then LU
+    n = int(r.shape[0])
+    cols = [mv(tf.one_hot(i, n, dtype=r.dtype)) for i in range(n)]
+    return tf.linalg.solve(tf.stack(cols, axis=1), r[:, None])[:, 0]
+
+
+def _linear_solve(m, b):
+    # a non-symmetric system closing over m, its transpose solved by the same solver
+    a = m + 3.0 * tf.eye(int(m.shape[0]), dtype=m.dtype)
+    return tf.custom_linear_solve(lambda v: tf.linalg.matvec(a, v), b, _dense_solve,
+                                  transpose_solve=_dense_solve)
+
+
 OUTSIDE_ROWS: list[Row] = [
     # loops (tapeflow/loops.py, tapeflow/control_flow.py): the body closes over w
     Row("scan", lambda x, w: tf.scan(lambda a, e: tf.tanh(a * w + e), x,
@@ -193,7 +219,43 @@ OUTSIDE_ROWS: list[Row] = [
     Row("custom_gradient", _custom_sin, args(normal(4)), np.sin),
     # host callbacks (tapeflow/py_function.py)
     Row("py_function", _py_sin_times, args(normal(4), normal(4)), lambda x, y: np.sin(x) * y),
+    # implicit differentiation (tapeflow/implicit.py): the solvers are the user's Python
+    Row("custom_root", _sqrt_root, args(uniform(0.5, 2.0, 4)), np.sqrt),
+    Row("custom_linear_solve", _linear_solve, args(scaled_normal(0.3, 3, 3), normal(3)),
+        lambda m, b: np.linalg.solve(m + 3.0 * np.eye(3), b)),
 ]
+
+def _ode_rows() -> list:
+    """solve_ivp differentiable in y0 and args (tapeflow/scipy_ode.py, the scipy extra): a
+    row per reverse-mode method, both covering the solve and its VJP primitive."""
+    try:
+        import scipy.integrate  # noqa: PLC0415 - the scipy extra: rows only where installed
+        from tapeflow import scipy_ode  # noqa: PLC0415
+    except ImportError:  # no SciPy: its primitives are not defined either
+        return []
+
+    def solve(sensitivity):
+        def fn(y0, k):
+            return scipy_ode.solve_ivp(
+                lambda t, y, k: -k * y + 0.3 * tf.sin(y[::-1]), (0.0, 1.0), y0,
+                method="DOP853", t_eval=[0.25, 1.0], args=(k,), rtol=1e-13, atol=1e-15,
+                sensitivity=sensitivity).y
+        return fn
+
+    def ref(y0, k):
+        return scipy.integrate.solve_ivp(
+            lambda t, y: -k * y + 0.3 * np.sin(y[::-1]), (0.0, 1.0), y0, method="DOP853",
+            t_eval=[0.25, 1.0], rtol=1e-13, atol=1e-15).y
+
+    inputs = args(normal(3), uniform(0.5, 1.5, 3))
+    return [Row("solve_ivp", solve("forward"), inputs, ref,
+                prims=("solve_ivp", "solve_ivp_vjp")),
+            Row("solve_ivp_adjoint", solve("adjoint"), inputs, ref,
+                prims=("solve_ivp", "solve_ivp_vjp"))]
+
+
+OUTSIDE_ROWS += _ode_rows()
+
 
 OUTSIDE_NONDIFF_ROWS: list[NondiffRow] = [
     NondiffRow("numpy_function",

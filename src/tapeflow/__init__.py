@@ -36,11 +36,14 @@ from .dtypes import (DType, as_dtype, bfloat16, bool, complex64, complex128, flo
 from .forward import ForwardAccumulator
 from .graph import Graph, TensorSpec, function
 from .graph.plot import plot_graph
+from .implicit import custom_linear_solve, custom_root
 from .module import Module, name_scope
 from .py_function import numpy_function, py_function
 from .ops import namespace as _namespace
 from . import sparse_jacobians
 from .sparse_jacobians import SparseJacobian, jacobian_sparsity, sparse_jacobian
+from . import sparse_hessians
+from .sparse_hessians import SparseHessian, hessian_sparsity, sparse_hessian
 from .tape import GradientTape, UnconnectedGradients
 from .tensor_array import TensorArray
 from .tensor import (Tensor, TensorShape, Variable, constant, convert_to_tensor, is_tensor,
@@ -74,7 +77,10 @@ __all__ = [
     "recompute_grad", "vmap", "function", "TensorSpec", "Graph", "Module", "name_scope", "print", "grad",
     "value_and_grad", "jvp", "vjp", "plot_graph",
     "linearize", "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
+    # implicit differentiation
+    "custom_root", "custom_linear_solve",
     # sparse Jacobians
     "sparse_jacobians", "sparse_jacobian", "SparseJacobian", "jacobian_sparsity",
+    "sparse_hessians", "sparse_hessian", "SparseHessian", "hessian_sparsity",
     "__version__",
 ] + sorted(_OPS)

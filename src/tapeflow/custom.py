@@ -26,11 +26,13 @@ from .ops.structural import (add_any, broadcast_to_p, dense_deps, instantiate, m
 from .tape import GradientTape
 from .tensor import Tensor, TensorBase, Variable
 
-__all__ = ["custom_gradient", "recompute_grad"]
+__all__ = ["custom_gradient", "recompute_grad", "VariableReads"]
 
 
-class _VariableReads(Recorder):
-    """Notes the trainable variables a custom_gradient forward function reads."""
+class VariableReads(Recorder):
+    """Notes the trainable variables a function reads while it records: a
+    custom_gradient's forward function, a differentiable ODE's right-hand side
+    (scipy_ode.py)."""
 
     def __init__(self) -> None:
         self.variables: dict[int, Variable] = {}
@@ -205,7 +207,7 @@ class _CustomGradient:
 def _with_custom_gradient(f: Callable, bound: tuple, *args: Any, **kwargs: Any) -> Any:
     """f(*bound, *args) with its custom gradient; `bound` (a method's instance) is passed
     through, every other positional argument is an input."""
-    watcher = _VariableReads()
+    watcher = VariableReads()
     # Hide the forward from tapes and accumulators (the custom rule replaces its
     # derivative) but not from vmap and tracing, which must compute or record it.
     with substack(lambda r: r.sees_custom_forward, extra=(watcher,)):

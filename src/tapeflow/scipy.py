@@ -31,12 +31,18 @@ try:
 except ImportError as _missing:  # an optional extra
     raise ImportError("tapeflow.scipy needs SciPy: pip install 'tapeflow[scipy]'") from _missing
 
+from . import scipy_implicit
 from .graph import function
+from . import scipy_ode  # solve_ivp's differentiable path
+# the errors of differentiating an unconverged solution, as tapeflow.scipy's names
+from .scipy_implicit import ConvergenceError, ConvergenceWarning, differentiable  # noqa: F401
 from .sparse_jacobians import SparseJacobian, arguments
+from .scipy_sparse_nlp import minimize_ipopt, trust_constr_arguments
 from .tensor import convert_to_tensor
 from .transforms import hessian, hvp, value_and_grad
 
-__all__ = ["minimize", "least_squares", "root", "solve_ivp"]
+__all__ = ["minimize", "least_squares", "root", "solve_ivp", "minimize_ipopt",
+           "ConvergenceError", "ConvergenceWarning"]
 
 _HESSP_METHODS = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}
 _HESS_METHODS = {"dogleg", "trust-exact"}
@@ -57,9 +63,14 @@ def _numpy(t: Any) -> np.ndarray:
 
 
 def minimize(fun: Callable, x0: Any, args: tuple = (), method: str | None = None,
-             **kwargs: Any) -> Any:
+             implicit: bool | str = True, **kwargs: Any) -> Any:
     """`scipy.optimize.minimize` of a scalar tapeflow function, with its exact gradient
     and (for the Newton methods) exact Hessian-vector products or Hessian.
+
+    When `args` holds tapeflow tensors or variables, `res.x` is a tensor differentiable in
+    them (tapeflow/scipy_implicit.py: the gradient's root, its derivative solved by CG on
+    Hessian-vector products); differentiating a solution that did not converge warns, or
+    raises with ``implicit="strict"``; ``implicit=False`` gives SciPy's array.
 
     Example:
         >>> import numpy as np, tapeflow as tf, tapeflow.scipy as tfs
@@ -67,11 +78,25 @@ def minimize(fun: Callable, x0: Any, args: tuple = (), method: str | None = None
         >>> res = tfs.minimize(rosen, np.zeros(5), method="trust-ncg")
         >>> bool(res.success), np.round(res.x, 4).tolist()
         (True, [1.0, 1.0, 1.0, 1.0, 1.0])
+        >>> c = tf.constant(3.0, tf.float64)  # argmin (x - c) ** 2 + x ** 2 is c / 2
+        >>> with tf.GradientTape() as tape:
+        ...     tape.watch(c)
+        ...     x = tfs.minimize(lambda x, c: tf.reduce_sum((x - c) ** 2 + x ** 2), np.zeros(1),
+        ...                      args=(c,)).x
+        >>> np.round(x.numpy(), 6).tolist(), round(float(tape.gradient(x, c)), 6)
+        ([1.5], 0.5)
     """
     for given in ("jac", "hess", "hessp"):
         if given in kwargs:
             raise TypeError(f"tapeflow.scipy.minimize computes `{given}` itself; remove it "
                             "(or call scipy.optimize.minimize directly).")
+    if differentiable(args, implicit, "tapeflow.scipy.minimize"):
+        return scipy_implicit.minimize(fun, x0, args, method, kwargs, implicit, _minimize)
+    return _minimize(fun, x0, args, method, kwargs)
+
+
+def _minimize(fun: Callable, x0: Any, args: tuple, method: str | None, kwargs: dict) -> Any:
+    """minimize's SciPy call: SciPy's result, `res.x` SciPy's array."""
     targs = arguments(args)
     both = function(lambda x, *a: value_and_grad(lambda y: fun(y, *a))(x))
 
@@ -86,6 +111,8 @@ def minimize(fun: Callable, x0: Any, args: tuple = (), method: str | None = None
     elif name in _HESS_METHODS:
         full = function(lambda x, *a: hessian(lambda y: fun(y, *a))(x))
         kwargs["hess"] = lambda x: _numpy(full(_x(x), *targs)).reshape(np.size(x), np.size(x))
+    if name == "trust-constr":  # sparse Lagrangian Hessians and constraint Jacobians
+        kwargs = trust_constr_arguments(fun, x0, args, kwargs)
     return _optimize.minimize(value_and_gradient, np.asarray(x0, np.float64), method=method,
                               jac=True, **kwargs)
 
@@ -142,7 +169,7 @@ def _vector_fun(fun: Callable, targs: tuple, swap: bool = False) -> Callable:
 
 
 def least_squares(fun: Callable, x0: Any, args: tuple = (), jac_sparsity: Any = None,
-                  **kwargs: Any) -> Any:
+                  implicit: bool | str = True, **kwargs: Any) -> Any:
     """`scipy.optimize.least_squares` of a tapeflow residual function, with its exact
     Jacobian: sparse (solved with LSMR) when its pattern, detected from the program or
     given as `jac_sparsity` (checked), is sparse; dense otherwise and for method="lm".
@@ -153,9 +180,22 @@ def least_squares(fun: Callable, x0: Any, args: tuple = (), jac_sparsity: Any = 
         >>> res = tfs.least_squares(lambda p: p[0] * tf.exp(-p[1] * t) - y, np.ones(2))
         >>> np.round(res.x, 6).tolist()
         [2.0, 1.5]
+
+    When `args` holds tapeflow tensors or variables, `res.x` is a tensor differentiable in
+    them (tapeflow/scipy_implicit.py: the normal equations J^T r = 0, with the loss's
+    weights, or a square system's residuals = 0); `implicit` as for `minimize`.
     """
     if "jac" in kwargs:
         raise TypeError("tapeflow.scipy.least_squares computes `jac` itself; remove it.")
+    if differentiable(args, implicit, "tapeflow.scipy.least_squares"):
+        return scipy_implicit.least_squares(fun, x0, args, jac_sparsity, kwargs, implicit,
+                                            _least_squares)
+    return _least_squares(fun, x0, args, jac_sparsity, kwargs)
+
+
+def _least_squares(fun: Callable, x0: Any, args: tuple, jac_sparsity: Any,
+                   kwargs: dict) -> Any:
+    """least_squares's SciPy call: SciPy's result, `res.x` SciPy's array."""
     targs = arguments(args)
     jac = _Jacobian(fun, jac_sparsity, kwargs.get("method", "trf") != "lm", args=targs)
     res = _optimize.least_squares(_vector_fun(fun, targs), np.asarray(x0, np.float64),
@@ -165,7 +205,7 @@ def least_squares(fun: Callable, x0: Any, args: tuple = (), jac_sparsity: Any = 
 
 
 def root(fun: Callable, x0: Any, args: tuple = (), method: str = "hybr",
-         **kwargs: Any) -> Any:
+         implicit: bool | str = True, **kwargs: Any) -> Any:
     """`scipy.optimize.root` of a tapeflow function, with its exact (dense) Jacobian for
     the methods that use one (hybr, lm); computed through its sparsity pattern, so a
     banded system costs a few products.
@@ -175,9 +215,20 @@ def root(fun: Callable, x0: Any, args: tuple = (), method: str = "hybr",
         >>> res = tfs.root(lambda x: x ** 3 + x - 2., np.zeros(3))
         >>> np.round(res.x, 8).tolist()
         [1.0, 1.0, 1.0]
+
+    When `args` holds tapeflow tensors or variables, `res.x` is a tensor differentiable in
+    them (tapeflow/scipy_implicit.py: the root of `fun`, its derivative solved by GMRES on
+    Jacobian-vector products); `implicit` as for `minimize`.
     """
     if "jac" in kwargs:
         raise TypeError("tapeflow.scipy.root computes `jac` itself; remove it.")
+    if differentiable(args, implicit, "tapeflow.scipy.root"):
+        return scipy_implicit.root(fun, x0, args, method, kwargs, implicit, _root)
+    return _root(fun, x0, args, method, kwargs)
+
+
+def _root(fun: Callable, x0: Any, args: tuple, method: str, kwargs: dict) -> Any:
+    """root's SciPy call: SciPy's result, `res.x` SciPy's array."""
     targs = arguments(args)
     if method in ("hybr", "lm"):
         kwargs["jac"] = _Jacobian(fun, None, allow_sparse=False, args=targs)
@@ -186,18 +237,30 @@ def root(fun: Callable, x0: Any, args: tuple = (), method: str = "hybr",
 
 
 def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: str = "BDF", args: tuple = (),
-              jac_sparsity: Any = None, **options: Any) -> Any:
+              jac_sparsity: Any = None, sensitivity: str = "auto", **options: Any) -> Any:
     """`scipy.integrate.solve_ivp` of ``dy/dt = fun(t, y)`` written with tapeflow ops,
     with the exact Jacobian in y for the implicit methods (BDF, Radau, LSODA): a
     scipy.sparse matrix for large sparse systems under BDF and Radau. `t` reaches `fun`
-    as a float64 scalar tensor.
+    as a float64 scalar tensor. When y0 or a leaf of `args` is a tapeflow tensor or
+    variable, the solve is differentiable (`tapeflow.scipy_ode.solve_ivp`): `t_eval` is
+    required, `sol.y` is a tensor, and `sensitivity` ("auto", "forward", "adjoint")
+    chooses how reverse mode computes (docs/ode-sensitivities.md).
 
     Example:
         >>> import numpy as np, tapeflow as tf, tapeflow.scipy as tfs
         >>> res = tfs.solve_ivp(lambda t, y: -50. * (y - tf.cos(t)), (0., 1.), np.zeros(1))
         >>> bool(res.success), round(float(res.y[0, -1]), 3)
         (True, 0.557)
+        >>> k = tf.constant(2.0, tf.float64)
+        >>> g = tf.grad(lambda k: tfs.solve_ivp(lambda t, y, k: -k * y, (0., 1.), np.ones(1),
+        ...     t_eval=[1.], args=(k,), rtol=1e-10, atol=1e-12).y[0, 0])(k)  # d/dk e^-k
+        >>> round(float(g), 8)
+        -0.13533528
     """
+    if scipy_ode.differentiable(y0, args):
+        return scipy_ode.solve_ivp(fun, t_span, y0, method=method, args=args,
+                                   jac_sparsity=jac_sparsity, sensitivity=sensitivity,
+                                   **options)
     if "jac" in options:
         raise TypeError("tapeflow.scipy.solve_ivp computes `jac` itself; remove it.")
     targs = arguments(args)

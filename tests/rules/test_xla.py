@@ -20,7 +20,7 @@ from tapeflow.graph.xla import missing_lowerings  # noqa: E402
 from op_table import NONDIFF_ROWS, ROWS, package_primitives  # noqa: E402
 
 # Python callbacks run on the host: no lowering, the graph replays with NumPy (a warning).
-HOST_CALLBACKS = {"print", "py_function", "numpy_function"}
+HOST_CALLBACKS = {"print", "py_function", "numpy_function", "solve_ivp", "solve_ivp_vjp"}
 
 
 def test_every_primitive_has_a_lowering():

@@ -1,0 +1,168 @@
+"""The Hessian pattern of a traced graph (NOTE(curvature) in tapeflow/hessian_patterns.py).
+
+`graph_curvature` runs every node's first-order dependency rule (its `sparsity`,
+NOTE(sparsity)) forward over a traced graph, from its first input (each element depends
+on itself), marks backward the elements of each value that the output reads, and
+unions the pairs of inputs that each marked element's primitive makes interact: the
+pairs whose second derivative can be nonzero. How a primitive bends is its curvature:
+the classification below, by primitive, for the linear, piecewise linear, multilinear
+and partly linear primitives; every other primitive (sin, exp, softmax, solve, one
+defined outside tapeflow, custom gradients, loops) is taken as nonlinear in everything
+it depends on, the safe default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..catalog import READS_VARIABLE, STATEFUL, rule
+from ..hessian_patterns import (LINEAR, MULTILINEAR, NONLINEAR, Curvature, new_pairs,
+                               reached, sorted_unique)
+from ..ops.complex import complex_p, imag_p, real_p
+from ..ops.conv import conv2d_filter_grad_p, conv2d_input_grad_p, conv2d_p
+from ..ops.einsum import einsum_p
+from ..ops.elementwise import (abs_p, divide_p, floormod_p, maximum_p, minimum_p, negative_p,
+                               sign_p, subtract_p)
+from ..ops.indexing import (gather_p, gather_transpose_p, getitem_p, getitem_transpose_dyn_p,
+                            getitem_transpose_p, scatter_update_p)
+from ..ops.linalg import matmul_p, matmul_rows_p
+from ..ops.nn import relu6_p, relu_p
+from ..ops.pooling import (max_pool2d_argmax_p, max_pool2d_grad_grad_p, max_pool2d_grad_p,
+                           max_pool2d_p, max_pool2d_pick_p, max_pool2d_route_p, window_sum_p,
+                           window_sum_transpose_p)
+from ..ops.reduction import cumsum_p, reduce_max_p, reduce_min_p
+from ..ops.segments import segment_max_p, segment_min_p
+from ..ops.shape import concat_p, identity_p, split_p
+from ..ops.sizes import broadcast_dyn_p, reshape_dyn_p, sum_dyn_p
+from ..ops.structural import (add_p, broadcast_to_p, cast_p, conj_p, multiply_p, reduce_sum_p,
+                              reshape_p, select_p, transpose_p)
+from ..patterns import Abstract, Pattern
+from .ir import Assign, Graph, Guard
+
+__all__ = ["graph_curvature", "curvature_of", "CURVATURES"]
+
+# Linear in every input jointly: sums, differences, data movement (slices, gathers,
+# concatenation, reshapes, casts between floats), linear maps (window sums, cumulative
+# sums), and a select's branches (its condition carries no derivative).
+_LINEAR = (add_p, subtract_p, negative_p, conj_p, real_p, imag_p, complex_p, cast_p, select_p,
+           reshape_p, transpose_p, broadcast_to_p, reduce_sum_p, identity_p, concat_p, split_p,
+           getitem_p, getitem_transpose_p, getitem_transpose_dyn_p, gather_p,
+           gather_transpose_p, scatter_update_p, cumsum_p, broadcast_dyn_p, sum_dyn_p,
+           reshape_dyn_p, window_sum_p, window_sum_transpose_p, max_pool2d_route_p,
+           max_pool2d_pick_p, max_pool2d_grad_p, max_pool2d_grad_grad_p)
+# Piecewise linear: the second derivative is zero wherever it exists (the pieces are
+# picked by comparisons, which carry no derivative), as twice-differentiated programs
+# compute it.
+_PIECEWISE_LINEAR = (abs_p, sign_p, maximum_p, minimum_p, floormod_p, relu_p, relu6_p,
+                     reduce_max_p, reduce_min_p, segment_max_p, segment_min_p, max_pool2d_p,
+                     max_pool2d_argmax_p)
+# Linear in each operand alone: only distinct operands' elements interact.
+_MULTILINEAR = (multiply_p, matmul_p, matmul_rows_p, einsum_p, conv2d_p, conv2d_input_grad_p,
+                conv2d_filter_grad_p)
+
+CURVATURES: dict[Any, Curvature] = {
+    **{p: LINEAR for p in _LINEAR + _PIECEWISE_LINEAR},
+    **{p: MULTILINEAR for p in _MULTILINEAR},
+    divide_p: Curvature(alone=(1,), cross=((0, 1),)),  # a / b: linear in a
+}
+
+
+def curvature_of(prim: Any) -> Curvature:
+    """How `prim`'s outputs bend in its inputs: its classification, or nonlinear in
+    everything (the safe default) for a primitive without one.
+
+    Example:
+        >>> from tapeflow.core import registry
+        >>> from tapeflow.graph.hessian_sparsity import curvature_of
+        >>> curvature_of(registry()["add"]).linear, curvature_of(registry()["sin"]).linear
+        (True, False)
+    """
+    return CURVATURES.get(prim, NONLINEAR)
+
+
+def graph_curvature(graph: Graph) -> tuple[Pattern | None, np.ndarray]:
+    """The output's first-order dependencies (over the graph's first input's n elements;
+    None where there are none) and the pairs of those inputs that interact in it (sorted
+    keys i * n + j, i <= j; for an output of several elements, in any of them: the
+    Hessian of their sum). The graph's other inputs change between calls: rules see only
+    their shapes.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> from tapeflow.graph.hessian_sparsity import graph_curvature
+        >>> f = tf.function(lambda x: x[0] * x[1] + tf.sin(x[2]) + x[3])
+        >>> deps, pairs = graph_curvature(f.get_concrete_function(tf.zeros([4])).graph)
+        >>> deps.rows(), [(int(k) // 4, int(k) % 4) for k in pairs]
+        ([[0, 1, 2, 3]], [(0, 1), (2, 2)])
+    """
+    x_slot = graph.inputs[0]
+    shape = graph.avals[x_slot][0]
+    n = int(np.prod(shape))
+    deps: dict[int, Pattern] = {x_slot: Pattern.identity(shape)}
+    fixed: dict[int, Any] = dict(graph.constants)
+    written: dict[int, int] = {}  # variable index -> the slot last assigned to it
+    steps: list = []  # (node, input values, output avals), or (None, source, output)
+    for node in graph.nodes:
+        if isinstance(node, Guard):
+            continue
+        if isinstance(node, Assign):
+            written[node.var] = node.slot
+            continue
+        prim = node.prim
+        if READS_VARIABLE in prim.effects:
+            src = written.get(graph.var_slots.get(node.inputs[0]))
+            if src is not None and src in deps:
+                deps[node.outputs[0]] = deps[src]
+                steps.append((None, src, node.outputs[0]))
+            continue
+        if all(s in fixed for s in node.inputs) and STATEFUL not in prim.effects:
+            # Computed from constants alone: the same at every input, so rules may read it.
+            out = prim.impl(*(fixed[s] for s in node.inputs), **node.params)
+            for o, v in zip(node.outputs, out if prim.multiple_results else (out,), strict=True):
+                fixed[o] = np.asarray(v)
+            continue
+        if all(s not in deps for s in node.inputs):
+            continue
+        vals = tuple(fixed[s] if s in fixed else Abstract(*graph.avals[s]) for s in node.inputs)
+        outs = tuple(Abstract(*graph.avals[o]) for o in node.outputs)
+        got = rule(prim, "sparsity")(tuple(deps.get(s) for s in node.inputs), vals, outs,
+                                     **node.params)
+        for o, aval, p in zip(node.outputs, outs, got, strict=True):
+            if p is not None:
+                if p.shape != aval.shape:  # a broken rule: never a silently wrong pattern
+                    raise AssertionError(f"{prim.name}'s dependency rule gave a pattern of "
+                                         f"shape {p.shape} for an output of shape {aval.shape}")
+                deps[o] = p
+        steps.append((node, vals, outs))
+    out = graph.outputs[0]
+    if out is None or out not in deps:
+        return None, np.zeros(0, np.int64)
+    return deps[out], _pairs(steps, deps, out, n)
+
+
+def _pairs(steps: list, deps: dict, out: int, n: int) -> np.ndarray:
+    """Backward from the output: which elements of each value it reads, and the pairs
+    the primitives make interact at those elements."""
+    needed: dict[int, np.ndarray] = {out: np.ones(deps[out].size, bool)}
+    found = []
+    for node, vals, outs in reversed(steps):
+        if node is None:  # a variable read of a value assigned earlier
+            if outs in needed:
+                needed[vals] = needed.get(vals, False) | needed[outs]
+            continue
+        want = tuple(needed.get(o) for o in node.outputs)
+        if all(w is None or not w.any() for w in want):
+            continue
+        prim = node.prim
+        first = rule(prim, "sparsity")
+        in_deps = tuple(deps.get(s) for s in node.inputs)
+        out_deps = tuple(deps.get(o) for o in node.outputs)
+        found.append(new_pairs(curvature_of(prim), first, in_deps, out_deps, vals, outs,
+                               node.params, want, n))
+        for s, mask in zip(node.inputs, reached(first, in_deps, vals, outs, node.params, want),
+                           strict=True):
+            if mask is not None:
+                needed[s] = needed[s] | mask if s in needed else mask
+    return sorted_unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
