@@ -124,6 +124,19 @@ def test_op_layer_in_a_traced_call_with_a_none_batch():
         np.testing.assert_allclose(f(v).numpy(), np.mean(v ** 2, 1) + v[:, 0], rtol=1e-6)
 
 
+def test_a_config_names_only_ops():
+    """A model file is hostile: its TFOpLambda may name an op, never another callable of
+    tapeflow (a loader, a saver, a class) that each call of the model would run."""
+    from tapeflow.keras.op_layers import TFOpLambda
+
+    assert TFOpLambda("math.reduce_sum").op(tf.ones([2])).numpy() == 2.0
+    assert TFOpLambda("keras.backend.std").op is keras.backend.std
+    for path in ("keras.models.load_model", "saved_model.save", "keras.Model", "nest.flatten",
+                 "math", "no.such.op"):
+        with pytest.raises(ValueError, match="names no op of tapeflow"):
+            TFOpLambda(path)
+
+
 def test_values_a_keras_tensor_cannot_give():
     x = keras.Input(shape=(3,))
     with pytest.raises(SymbolicValueError, match="no value.*Lambda"):

@@ -88,7 +88,10 @@ class SlicingOpLambda(TFOpLambda):
 
 def op_at(path: str) -> Callable:
     """The op at `path` under tapeflow (a model's config names it so; tf_keras names
-    Python's operators ``__operators__.add`` and ``__operators__.getitem``)."""
+    Python's operators ``__operators__.add`` and ``__operators__.getitem``). A loaded
+    file is hostile input: only the ops the namespaces and keras.backend export (their
+    symbolic-dispatch wrappers) may be named, never another tapeflow callable (a loader,
+    a saver) that the model's calls would then run with the file's arguments."""
     if path == "__operators__.getitem":
         return _getitem
     if path == "__operators__.add":
@@ -96,7 +99,7 @@ def op_at(path: str) -> Callable:
     found: Any = sys.modules["tapeflow"]
     for part in path.split("."):
         found = getattr(found, part, None)
-    if not callable(found):
+    if getattr(found, "symbolic_path", None) is None:
         raise ValueError(f"TFOpLambda: {path!r} names no op of tapeflow (tf.{path}).")
     return found
 

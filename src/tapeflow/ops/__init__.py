@@ -135,6 +135,7 @@ def symbolic_dispatch(fn: Callable, path: str) -> Callable:
                     return handler(fn, path, args, kwargs)
             raise
 
+    call.symbolic_path = path  # what a model's config may name (keras/op_layers.op_at)
     return call
 
 
