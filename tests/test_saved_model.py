@@ -181,6 +181,23 @@ def test_jit_compile_is_kept(tmp_path):
                                rtol=1e-14)
 
 
+def test_jit_compile_without_jax_loads_and_replays_with_numpy(tmp_path, monkeypatch):
+    m = tf.Module()
+    m.v = tf.Variable(np.arange(3.0))
+    m.f = tf.function(lambda x: tf.sin(x) * m.v, input_signature=[S([None, 3], tf.float64)])
+    tf.saved_model.save(m, tmp_path)
+    _resigned(tmp_path / "saved_model.json",
+              lambda model: model["functions"][0].update(jit_compile=True))
+    monkeypatch.setitem(sys.modules, "jax", None)  # as on a machine without the xla extra
+    with pytest.warns(UserWarning, match=r"jit_compile=True, but JAX is not installed.*"
+                                         r"tapeflow\[xla\]"):
+        loaded = tf.saved_model.load(tmp_path)
+    assert not loaded.f._jit_compile
+    x = _rand(5)
+    np.testing.assert_allclose(loaded.f(x).numpy(), np.sin(x.numpy()) * np.arange(3.0),
+                               rtol=1e-14)
+
+
 def test_a_guard_that_would_need_the_python_names_its_line(tmp_path):
     m = tf.Module()
 
