@@ -359,6 +359,28 @@ def test_a_compiled_model_file_tf_keras_wrote_resumes_its_training(suffix):
     assert bare.__dict__.get("_compiled") is None
 
 
+def test_a_file_compiled_with_jit_compile_trains_with_numpy_where_jax_is_absent(tmp_path,
+                                                                              monkeypatch):
+    import json
+    import sys
+    import zipfile
+    source = zipfile.ZipFile(os.path.join(FIXTURES, "compiled.keras"))
+    with zipfile.ZipFile(tmp_path / "jit.keras", "w") as out:
+        for name in source.namelist():
+            data = source.read(name)
+            if name == "config.json":
+                config = json.loads(data)
+                config["compile_config"]["jit_compile"] = True
+                data = json.dumps(config).encode()
+            out.writestr(name, data)
+    monkeypatch.setitem(sys.modules, "jax", None)  # as on a machine without the xla extra
+    with pytest.warns(UserWarning, match=r"jit\.keras.*jit_compile=True, but JAX is not"):
+        model = tf.keras.models.load_model(tmp_path / "jit.keras")
+    history = model.fit(EXPECTED["compiled_x"], EXPECTED["compiled_y"], batch_size=8, epochs=2,
+                        shuffle=False, verbose=0)
+    np.testing.assert_allclose(history.history["loss"], EXPECTED["compiled_losses"], rtol=1e-5)
+
+
 @pytest.mark.parametrize("suffix", [".keras", ".h5"])
 def test_a_compiled_model_saved_and_loaded_trains_on_as_if_never_stopped(tmp_path, suffix):
     x, y = EXPECTED["compiled_x"], EXPECTED["compiled_y"]

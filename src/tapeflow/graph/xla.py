@@ -62,6 +62,23 @@ def require_jax() -> Any:
                           "with NumPy).") from None
 
 
+def jit_compile_here(saved: Any, what: str) -> bool:
+    """A loaded file's jit_compile, where this machine can honour it. jit_compile is how a
+    graph runs, not what it computes, so a file saved with it still loads without the xla
+    extra: its graphs replay with NumPy (the same values up to rounding), and a warning
+    names the extra."""
+    if not saved:
+        return False
+    try:
+        require_jax()
+    except ImportError:
+        warnings.warn(f"{what} was saved with jit_compile=True, but JAX is not installed: "
+                      "it runs with NumPy (pip install 'tapeflow[xla]' to compile it).",
+                      UserWarning, stacklevel=4)
+        return False
+    return True
+
+
 def checks(g: Graph, n: Any) -> bool:
     """Whether node `n` of `g` has a lowering check to compute (its primitive's Lowering
     has one, and needs it at the node's input dtypes and shapes)."""

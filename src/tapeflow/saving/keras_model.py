@@ -23,6 +23,7 @@ from typing import Any
 
 from ..dtypes import DType
 from ..errors import DataLossError
+from ..graph.xla import jit_compile_here
 from ..keras.serialization import deserialize, serialize
 from . import keras_h5, saved_model
 from .bundle import temporary_name
@@ -150,7 +151,8 @@ def _recompile(model: Any, config: Any, path: str) -> bool:
                       metrics=named(config.get("metrics") or [], metrics),
                       loss_weights=config.get("loss_weights"),
                       weighted_metrics=named(config.get("weighted_metrics"), metrics),
-                      jit_compile=bool(config.get("jit_compile")))
+                      jit_compile=jit_compile_here(config.get("jit_compile"),
+                                                   f"the model in {path!r}"))
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise DataLossError(f"load_model: the compile_config in {path!r} cannot be used "
                             f"({type(e).__name__}: {e}); pass compile=False to load the "

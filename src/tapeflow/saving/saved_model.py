@@ -32,7 +32,6 @@ import inspect
 import json
 import os
 import shutil
-import warnings
 import zlib
 from typing import Any
 
@@ -45,7 +44,7 @@ from ..graph.function import Function, _Method, function
 from ..keras.base_layer import Layer
 from ..graph.replay import GuardFailed
 from ..graph.signature import TensorSpec, call_template
-from ..graph.xla import require_jax
+from ..graph.xla import jit_compile_here
 from ..module import Module
 from ..tensor import Tensor, Variable
 from . import bundle, objects
@@ -492,23 +491,6 @@ def _at(root: Restored, path: str) -> Any:
     return owner
 
 
-def _jit_compile_here(saved: Any, where: str) -> bool:
-    """The saved jit_compile where this machine can honour it. jit_compile is how a graph
-    runs, not what it computes, so a model saved with it still loads without the xla
-    extra: its graphs replay with NumPy (the same values up to rounding), and a warning
-    names the extra."""
-    if not saved:
-        return False
-    try:
-        require_jax()
-    except ImportError:
-        warnings.warn(f"{where} was saved with jit_compile=True, but JAX is not installed: "
-                      "it replays with NumPy (pip install 'tapeflow[xla]' to compile it).",
-                      UserWarning, stacklevel=4)
-        return False
-    return True
-
-
 def _restore_function(rec: Any, root: Restored, r: Reader, export_dir: str, k: int) -> None:
     where = f"function {k}"
     if type(rec) is not dict or type(rec.get("name")) is not str or \
@@ -520,7 +502,7 @@ def _restore_function(rec: Any, root: Restored, r: Reader, export_dir: str, k: i
     signature = rec.get("input_signature")
     fn = RestoredFunction(rec["name"], export_dir,
                           None if signature is None else _read_specs(signature, r, where),
-                          _jit_compile_here(rec.get("jit_compile"), where),
+                          jit_compile_here(rec.get("jit_compile"), where),
                           bool(rec.get("reduce_retracing")),
                           [str(x) for x in r.list_(rec.get("per_size", []), where)])
     instance = owner if rec["bound"] else None
