@@ -56,12 +56,17 @@ class Zero:
 
     @classmethod
     def like(cls, x: Any) -> "Zero":
+        if dynamic_traces[0]:
+            return cls(sizes(x), x.dtype if type(x) is Husk else x._value.dtype)
         if type(x) is Husk:
             return cls(x.shape, x.dtype)
         v = x._value
         return cls(np.shape(v), v.dtype)
 
     def instantiate(self) -> Tensor:
+        if dynamic_traces[0] and any(type(d) is not int for d in self.shape):
+            # sizes a size-generic trace reads when it runs (NOTE(symbolic-sizes))
+            return bind(_REGISTRY["fill"], shape=self.shape, value=0, dtype=self.dtype)
         return Tensor(np.zeros(self.shape, self.dtype))
 
     def __repr__(self) -> str:
@@ -378,6 +383,25 @@ def symbolic_name(tensor: Any) -> tuple | None:
     return None
 
 
+# How many size-generic traces are open, in any thread: while none is, `shape_of` reads a
+# shape without looking at the recorder stack (NOTE(symbolic-sizes) in graph/dims.py).
+dynamic_traces = [0]
+
+
+def _plain_sizes(params: Any) -> Any:
+    """`params` with each size symbol (graph/dims.py's Dim) as the plain int it traced."""
+    if getattr(type(params), "size_symbol", False):
+        return int(params)
+    if isinstance(params, dict):
+        return {k: _plain_sizes(v) for k, v in params.items()}
+    if isinstance(params, (tuple, list)) and not hasattr(params, "_fields"):
+        return type(params)(_plain_sizes(v) for v in params)
+    if isinstance(params, slice):
+        return slice(_plain_sizes(params.start), _plain_sizes(params.stop),
+                     _plain_sizes(params.step))
+    return params
+
+
 def sizes(x: Any) -> tuple:
     """The shape of tensor (or Husk) `x` as the recorders see it: in a size-generic trace
     (NOTE(sized-params) in graph/polymorphic.py), the innermost one's sizes, which a graph
@@ -452,6 +476,11 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
                 out = prim.rules["form"](args, params, any(rec.reverse for rec in takers))
                 if out is not None:
                     return out
+    if stack and dynamic_traces[0] and params:
+        # An impl computes with the traced sizes; the recorders keep what they stand for.
+        recorded, params = params, _plain_sizes(params)
+    else:
+        recorded = params
     if not stack or (len(stack) == 1 and not stack[0].batching):
         # No recorder, or one that does not batch (an eager tape or accumulator): the
         # impl on the values, without the claiming loop below.
@@ -465,20 +494,20 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
         if not stack:
             return [Tensor(o) for o in out] if prim.multiple_results else Tensor(out)
         outs = tuple([Tensor(o) for o in out]) if prim.multiple_results else (Tensor(out),)
-        stack[0].process(prim, args, outs, params, 0)
+        stack[0].process(prim, args, outs, recorded, 0)
         return list(outs) if prim.multiple_results else outs[0]
     start = 0
     for level in range(len(stack) - 1, -1, -1):
         rec = stack[level]
         if rec.batching and (_catalog.PER_EXAMPLE in prim.effects or rec.claims(args)):
-            outs = rec.compute(prim, args, params, level)
+            outs = rec.compute(prim, args, recorded, level)
             start = level + 1
             break
     else:
         out = prim.impl(*[a._value for a in args], **params)
         outs = tuple(Tensor(o) for o in out) if prim.multiple_results else (Tensor(out),)
     for level in range(start, len(stack)):
-        stack[level].process(prim, args, outs, params, level)
+        stack[level].process(prim, args, outs, recorded, level)
     return list(outs) if prim.multiple_results else outs[0]
 
 

@@ -21,7 +21,7 @@ from .batching import vmap_sharing
 from .catalog import CUSTOM_GRADIENT, READS_VARIABLE, Codec, define
 from .core import Primitive, Recorder, Zero, bind, substack
 from .ops.convert import as_tensor
-from .ops.structural import (add_any, broadcast_to_p, dense_deps, instantiate, move_to_front,
+from .ops.structural import (add_any, zeros_of, broadcast_to_p, dense_deps, instantiate, move_to_front,
                              multiply_p, reduce_sum_p, reshape_p)
 from .tape import GradientTape
 from .tensor import Tensor, TensorBase, Variable
@@ -71,7 +71,7 @@ def _custom_vjp(cts: tuple, outs: tuple, primals: tuple, needs: tuple, grad_fn: 
 def _custom_jvp(tangents: tuple, outs: tuple, primals: tuple, grad_fn: Callable, n_inputs: int,
                 n_vars: int) -> tuple:
     # The JVP is the transpose of the (linear) custom VJP: d/du <grad_fn(u), t>.
-    us = [Tensor(np.zeros_like(o._value)) for o in outs]
+    us = [zeros_of(o) for o in outs]  # zeros of sizes a size-generic trace reads
     with GradientTape() as tape:
         tape.watch(us)
         grads = call_grad_fn(grad_fn, us, list(primals[n_inputs:n_inputs + n_vars]), n_inputs)

@@ -22,6 +22,7 @@ from .core import Primitive, Recorder, Zero, call_below
 from .errors import DTypeMismatchError
 from .tape import UnconnectedGradients, _unconnected
 from .tensor import Tensor, TensorBase, convert_to_tensor
+from .ops.structural import zeros_of
 
 __all__ = ["ForwardAccumulator"]
 
@@ -128,7 +129,7 @@ class ForwardAccumulator(Recorder):
             x._value  # noqa: B018 - raises for a tensor of a finished trace (NOTE(out-of-scope))
             t = self._tangents.get(id(x))
             if t is None and mode is UnconnectedGradients.ZERO:
-                return Tensor(np.zeros_like(x._value))
+                return zeros_of(x)  # of sizes a size-generic trace reads
             return t
 
         return nest.map_structure(fetch, primals)

@@ -37,12 +37,13 @@ from .batching import vmap
 from .catalog import READS_VARIABLE, STATEFUL, Hints, define
 from .core import Primitive, Zero, bind, substack
 from .forward import ForwardAccumulator
-from .graph.ir import Graph, Node
+from .graph.dims import decided
+from .graph.ir import Graph, Node, size_slots
 from .graph.passes import eliminate_dead_code, optimize
 from .graph.polymorphic import resolved
 from .graph.replay import Replay, interpret, plan_runner
 from .graph.scope import seal
-from .graph.trace import Tracer, TracingError
+from .graph.trace import Tracer, TracingError, user_line
 from .graph.xla import lower_graph
 from .ops.convert import as_tensor
 from .ops.structural import (broadcast_to_p, dense_deps, instantiate, move_axis, move_to_front,
@@ -67,6 +68,7 @@ class _BodyTracer(Tracer):
         self.graph.inputs.append(slot)
         self._slots[key_of(tensor)] = slot
         self.captured.append(source)
+        self.may_vary(slot)
         return slot
 
     def slot_of(self, x: Any) -> int:
@@ -83,6 +85,14 @@ class _BodyTracer(Tracer):
             self.made.append(weakref.ref(out))
             return
         super().process(prim, inputs, outputs, params, level)
+
+    def size_check(self, check: Any, result: bool) -> None:
+        # kept on the graph, checked before the body runs at new sizes (a body has no
+        # guards: graph/polymorphic.resolved)
+        entry = (check, result, user_line())
+        if not decided(check, lambda s: False) and \
+                all(c != check for c, _, _ in self.graph.size_checks):
+            self.graph.size_checks.append(entry)
 
     def on_read(self, tensor: Any, how: str) -> None:
         slot = self._slots.get(tensor._key)
@@ -105,11 +115,13 @@ def trace_body(fn: Callable[..., list], example: list) -> tuple[Graph, list]:
     graph = Graph(name=getattr(fn, "__name__", "body"))
     inputs = [Tensor(np.asarray(e._value if isinstance(e, Tensor) else e)) for e in example]
     tracer = _BodyTracer(graph, inputs)
+    tracer.follow_sizes()
     try:
         with substack(lambda r: False, extra=(tracer,)):
             outs = [as_tensor(o, "scan", "the loop body's result") for o in fn(*inputs)]
             graph.outputs = [tracer.slot_of(o) for o in outs]
     finally:
+        tracer.sizing = False
         seal([t for t in (r() for r in tracer.made) if t is not None], "a scan body")
     optimize(graph)
     return graph, tracer.captured
@@ -150,7 +162,8 @@ def _body_replay(body: Graph, args: list) -> tuple[Callable, list | None]:
     run = replays.get(shapes)
     if run is not None:
         return run, None
-    if not body.sized and shapes == tuple(tuple(body.avals[s][0]) for s in body.inputs):
+    if not (body.sized or body.size_checks) and \
+            shapes == tuple(tuple(body.avals[s][0]) for s in body.inputs):
         return replays.setdefault(shapes, Replay(body)), None
     avals: dict = {}
     out = plan_runner(body, avals)(*args)
@@ -419,8 +432,12 @@ def _scan_prune(params: dict, live: list) -> tuple | None:
     read = set(pruned.outputs)
     for n in pruned.nodes:
         read.update(n.inputs)
+        if n.sized:  # the sizes it reads (NOTE(sized-params))
+            read.update(size_slots(n.params))
         if n.backward is not None:
             read.update(n.backward.refs)
+    for check, _, _ in pruned.size_checks:
+        read.update(size_slots(check))
     keep_in = [k < nc or s in read for k, s in enumerate(body.inputs)]
     if all(keep_out) and all(keep_in):
         return None

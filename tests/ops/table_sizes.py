@@ -8,7 +8,8 @@ import numpy as np
 
 import tapeflow as tf
 from tapeflow.core import bind
-from tapeflow.ops.sizes import broadcast_dyn_p, reshape_dyn_p, shape_p, size_p, sum_dyn_p
+from tapeflow.ops.sizes import (broadcast_dyn_p, reshape_dyn_p, shape_p, size_check_p, size_p,
+                                sum_dyn_p)
 from tapeflow.ops.structural import shape_source
 
 from op_table import NondiffRow, Row, args, normal
@@ -51,6 +52,9 @@ NONDIFF_ROWS: list = [
                                                  dtype=np.dtype(np.float64), reciprocal=True,
                                                  at_least=30),
                args(normal(2, 3, 4)), lambda x: np.float64(1 / 30), prims=("size",)),
+    # a decision on sizes (NOTE(symbolic-sizes)): its answer, computed from them
+    NondiffRow("size_check", lambda x: bind(size_check_p, check=shape_source(x)[1] > 2),
+               args(normal(2, 3)), lambda x: np.bool_(True)),
 ]
 
 EXEMPT: dict = {}

@@ -7,7 +7,8 @@ are taken for one graph that serves every size (NOTE(two-sizes): they agree, the
 read at replay), it must give the eager values at sizes it was never traced at: the
 inputs tiled 3 and 5 times. Rows whose graph depends on the sizes are traced
 per size, which tests/graph/test_polymorphic.py covers; here they only have to agree at
-the traced size.
+the traced size. And at sizes no tiling reaches (2n + 1, 3n - 1, ...), every row must
+give the eager values, whichever graph serves them.
 """
 
 from __future__ import annotations
@@ -63,6 +64,28 @@ def test_a_size_generic_trace_gives_the_eager_values_at_other_sizes(row):
     for k in (3, 5):
         _agrees(traced, program, [np.tile(x, (k,) * x.ndim) for x in xs])
     assert traced.experimental_get_tracing_count() == count
+
+
+def _cut(x, k, extra):
+    """`x` tiled k times along every axis, each axis then cut to (k - 1) times its length
+    plus `extra`: sizes that are no multiple of the traced ones (odd, prime, one short)."""
+    t = np.tile(x, (k,) * x.ndim)
+    return t[tuple(slice(0, d * (k - 1) + extra) if d > 1 else slice(None) for d in x.shape)]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_a_size_generic_trace_is_right_at_sizes_no_tiling_reaches(row):
+    # Traces at n and 2n agree on what is periodic in n (n // 3 at 6 and 12 is the size
+    # of another axis there; SAME padding is 0 at both 4 and 8): a graph that serves every
+    # size must give the eager values at 2n + 1, 3n - 1 and the like, where it does not.
+    xs = _inputs(row)
+    program = _program(row)
+    traced = tf.function(program, input_signature=[tf.TensorSpec([None] * x.ndim, tf.float64)
+                                                   for x in xs])
+    traced(*[tf.constant(x) for x in xs])
+    _agrees(traced, program, [np.tile(x, (2,) * x.ndim) for x in xs])
+    for k, extra in ((2, 1), (3, -1), (2, 3), (4, 1)):
+        _agrees(traced, program, [_cut(x, k, extra) for x in xs])
 
 
 def _agrees(traced, program, xs):

@@ -10,6 +10,7 @@ tracing, checked at replay) and variable writes (committed when the replay ends)
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,8 @@ import numpy as np
 from .. import dtypes as _dt
 from ..core import Primitive
 
-__all__ = ["Graph", "Node", "CustomBackward", "Guard", "Assign", "Operation", "SizeOf", "resolve",
+__all__ = ["Graph", "Node", "CustomBackward", "Guard", "Assign", "Operation", "SizeOf", "SizeExpr",
+           "SIZE_OPS", "resolve",
            "size_slots", "renamed_sizes"]
 
 
@@ -55,7 +57,8 @@ class Guard:
     """A value Python read while tracing; the replay is valid only if it reads the same."""
 
     slot: int
-    how: str           # "bool", "float", "int", "index", "complex", "array", or "shape"
+    how: str           # "bool", "float", "int", "index", "complex", "array", "shape", or
+    #                    "size" (a size check's answer: NOTE(symbolic-sizes) in graph/dims.py)
     expected: Any
     where: str         # the source line that read it
 
@@ -64,7 +67,7 @@ class Guard:
             return np.shape(value) == self.expected
         # Python tells -0.0 from 0.0 (atan2, copysign, 1 / x), so a float read's zero
         # carries its sign; int() and indexing cannot see it.
-        if self.how == "bool":
+        if self.how == "bool" or self.how == "size":
             return bool(value) == self.expected
         if self.how == "array":
             value = np.asarray(value)
@@ -111,8 +114,34 @@ class SizeOf:
         return f"size(%{self.slot}, {self.axis}){scale}"
 
 
+# What Python may do with sizes in a size-generic trace and keep them sizes (graph/dims.py)
+SIZE_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+            "floordiv": operator.floordiv, "mod": operator.mod, "neg": operator.neg,
+            "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
+            "gt": operator.gt, "ge": operator.ge}
+
+
+@dataclass(frozen=True)
+class SizeExpr:
+    """Arithmetic or a comparison Python did on sizes while tracing (graph/dims.py), kept
+    as it ran: `op` (a key of SIZE_OPS) of `args` (SizeOf, SizeExpr or ints), computed
+    again from the sizes when the graph runs."""
+
+    op: str
+    args: tuple
+
+    def __repr__(self) -> str:
+        return f"{self.op}({', '.join(map(repr, self.args))})"
+
+
 def resolve(params: Any, size: Any) -> Any:
-    """`params` with every SizeOf replaced by ``size(slot, axis)`` (times its `times`)."""
+    """`params` with every SizeOf replaced by ``size(slot, axis)`` (times its `times`), and
+    every SizeExpr computed from them (or kept, of what `size` left symbolic)."""
+    if isinstance(params, SizeExpr):
+        args = tuple(resolve(a, size) for a in params.args)
+        if all(isinstance(a, (int, np.integer)) for a in args):
+            return SIZE_OPS[params.op](*(int(a) for a in args))
+        return SizeExpr(params.op, args)
     if isinstance(params, SizeOf):
         found = size(params.slot, params.axis)
         if params.times == 1 or found is None:
@@ -171,6 +200,10 @@ class Graph:
     # nothing, and its gradient None), as TensorFlow's captured inputs.
     captured: dict[int, Any] = field(default_factory=dict)
     prelude: list[Any] = field(default_factory=list)
+    # A loop body's decisions on its sizes (SizeExpr, the traced answer, the line), which
+    # it holds only where they decide the same (NOTE(symbolic-sizes) in graph/dims.py): a
+    # body has no guards, so its replay at new sizes checks them first.
+    size_checks: list[tuple] = field(default_factory=list)
 
     @property
     def sized(self) -> frozenset:

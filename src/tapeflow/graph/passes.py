@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..catalog import READS_VARIABLE, STATEFUL
-from .ir import Assign, Graph, Guard, Node, SizeOf, renamed_sizes, size_slots
+from .ir import Assign, Graph, Guard, Node, SizeExpr, SizeOf, renamed_sizes, size_slots
 from .transposes import swap_transposes
 
 __all__ = ["optimize", "eliminate_dead_code"]
@@ -36,7 +36,7 @@ def _hashable(v: Any) -> Any:
         return ("slice", v.start, v.stop, v.step)
     if isinstance(v, np.dtype):
         return ("dtype", v.str)
-    if isinstance(v, (int, float, str, bool, type(None), np.generic, SizeOf)):
+    if isinstance(v, (int, float, str, bool, type(None), np.generic, SizeOf, SizeExpr)):
         return v
     return ("id", id(v))
 
@@ -114,10 +114,14 @@ def _fold_simplify_cse(g: Graph) -> None:
         kept.append(n)
     g.nodes = kept
     g.outputs = [alias.get(o, o) if o is not None else None for o in g.outputs]
+    if alias and g.size_checks:
+        g.size_checks = [(renamed_sizes(c, alias), r, w) for c, r, w in g.size_checks]
 
 
 def _dce(g: Graph) -> None:
     live = {o for o in g.outputs if o is not None}
+    for check, _, _ in g.size_checks:  # a loop body's decisions read sizes too
+        live.update(size_slots(check))
     kept = []
     for n in reversed(g.nodes):
         if isinstance(n, (Guard, Assign)):

@@ -40,9 +40,10 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .. import nest
-from ..ops.structural import broadcast_to_p
+from ..ops.sizes import size_check_p
 from ..tensor import Tensor
-from .ir import Assign, Graph, Guard, Node, SizeOf, resolve
+from .ir import Assign, Graph, Guard, Node, resolve, size_slots
+from .replay import GuardFailed
 
 __all__ = ["generic_key", "class_sizes", "same_branch", "difference", "generalize",
            "resolved"]
@@ -69,13 +70,30 @@ def generic_key(specs: list, shapes: list[tuple], dtypes: list) -> tuple | None:
 
 
 def resolved(g: Graph, avals: dict) -> Graph:
-    """`g` with the sizes in its params (SizeOf) read from `avals` (slot -> (shape,
-    dtype)): a graph of those sizes alone, which every replay can run."""
+    """`g` with the sizes in its params (SizeOf, SizeExpr) read from `avals` (slot ->
+    (shape, dtype)): a graph of those sizes alone, which every replay can run. Its size
+    checks (NOTE(symbolic-sizes) in graph/dims.py) are decided here, once for these sizes:
+    GuardFailed where one decides otherwise than the trace did, and none in the graph."""
+    def size(slot: int, axis: int) -> int:
+        return avals[slot][0][axis]
+    for check, expected, where in g.size_checks:
+        if resolve(check, size) != expected:
+            raise GuardFailed(Guard(-1, "size", expected, where))
     if not g.sized:
         return dataclasses.replace(g, avals=avals)
-    nodes = [n if type(n) is not Node or not n.sized else
-             Node(n.prim, n.inputs, resolve(n.params, lambda slot, axis: avals[slot][0][axis]),
-                  n.outputs, n.backward, n.phase) for n in g.nodes]
+    checks: dict[int, bool] = {}
+    nodes: list = []
+    for n in g.nodes:
+        if type(n) is Node and n.prim is size_check_p:
+            checks[n.outputs[0]] = resolve(n.params["check"], size)
+        elif type(n) is Guard and n.slot in checks:
+            if checks[n.slot] != n.expected:
+                raise GuardFailed(n)
+        elif type(n) is Node and n.sized:
+            nodes.append(Node(n.prim, n.inputs, resolve(n.params, size), n.outputs,
+                              n.backward, n.phase))
+        else:
+            nodes.append(n)
     return dataclasses.replace(g, nodes=nodes, avals=avals)
 
 
@@ -104,28 +122,23 @@ def same_branch(a: Graph, b: Graph) -> bool:
 def difference(a: Graph, b: Graph) -> str | None:
     """What first differs between two traces besides the sizes of their arrays (no size
     read at replay: the graph `a` itself serves both), or None."""
-    return generalize(a, b, sizes=False)[1]
+    general, why = generalize(a, b)
+    return why if general is a or why is not None else "a loop's body computed from the sizes"
 
 
-def generalize(a: Graph, b: Graph, sizes: bool = True) -> tuple[Graph | None, str | None]:
+def generalize(a: Graph, b: Graph) -> tuple[Graph | None, str | None]:
     """(a graph that serves the sizes of both traces and every other size, None), or
     (None, the first thing that keeps it from doing so).
 
-    NOTE(sized-params): where the traces differ only in ints of a node's params (a
-    reshape's target, a random draw's shape, an index bound) and each such int is, in
-    both, a size of the same axis of the same value (one of the node's inputs, or an
-    input of the graph), or that size times one same count (a batch of examples of that
-    many rows each: a batch_jacobian's rows), the int becomes that size (times the count),
-    read when the graph runs (SizeOf).
-    Where they differ in a constant filled with one value, of the same value in both, the
-    constant becomes a node that fills an array of the sizes so found. Anything else
-    that differs (a constant such as range(n), a float such as 1/n) keeps the graph to
-    the sizes it was traced at. Two traces at sizes that differ in every class agreeing
-    on these correspondences is the evidence; tapeflow's own ops, run at both, are what
-    the correspondence stands for (Python code of the user's that read a size never gets
-    here: NOTE(two-sizes)). With `sizes` false, nothing differing is taken for a size. A
-    loop's body (a graph in a node's params) is generalized the same way, its sizes read
-    from its own values.
+    NOTE(sized-params): the sizes a graph reads when it runs are those its trace recorded
+    as sizes (a reshape's target, a random draw's shape, a split's n // 3: NOTE(symbolic-
+    sizes) in graph/dims.py), which both traces hold alike as expressions (SizeOf,
+    SizeExpr). Anything else that differs between them (an int, a float such as 1/n, a
+    constant such as range(n)) was computed from the sizes where no Dim could see it, and
+    keeps the graph to the sizes it was traced at: an int is never taken for a size by
+    its value (n // 3 is 2 and 4 at n = 6 and 12, as the size of an axis of 2 and 4 rows,
+    which at n = 9 it is not). A loop's body (a graph in a node's params) is generalized
+    the same way.
     """
     if (a.inputs != b.inputs or a.outputs != b.outputs or a.next_slot != b.next_slot
             or len(a.nodes) != len(b.nodes) or a.var_slots != b.var_slots
@@ -142,39 +155,12 @@ def generalize(a: Graph, b: Graph, sizes: bool = True) -> tuple[Graph | None, st
             return None, f"the rank or dtype of value %{s}"
     if not _same_structure(a.output_structure, b.output_structure):
         return None, "the structure of the outputs"
-
-    def finder(slots: list) -> Any:
-        def find(v1: int, v2: int) -> SizeOf | None:
-            if not sizes:
-                return None
-            pairs = [(s, k, d1, d2) for s in slots
-                     for k, (d1, d2) in enumerate(zip(a.avals[s][0], b.avals[s][0]))]
-            for s, k, d1, d2 in pairs:
-                if d1 == v1 and d2 == v2:
-                    return SizeOf(s, k)
-            # a size times the same count in both (a batch of examples of that many rows)
-            for s, k, d1, d2 in pairs:
-                if d1 != d2 and d1 and d2 and v1 % d1 == 0 and v2 % d2 == 0 and \
-                        v1 // d1 == v2 // d2 > 1:
-                    return SizeOf(s, k, v1 // d1)
-            return None
-        return find
-
-    graph_sizes = finder(list(a.inputs))
-    constants = dict(a.constants)
-    fills, next_slot = [], a.next_slot
+    if a.size_checks != b.size_checks:
+        return None, "a decision on the sizes in a loop's body"
     for s in a.constants:
-        if _same(a.constants[s], b.constants[s]):
-            continue
-        shape = _filled_shape(a.constants[s], b.constants[s], graph_sizes)
-        if shape is None:
+        if not _same(a.constants[s], b.constants[s]):
             return None, f"a constant (%{s}, {_short_value(a.constants[s])}) computed from the sizes"
-        value = np.asarray(constants.pop(s))
-        scalar = next_slot
-        next_slot += 1
-        constants[scalar] = value.reshape(-1)[0][()]
-        fills.append(Node(broadcast_to_p, [scalar], {"shape": shape}, [s], sized=True))
-    nodes, sized = list(fills), bool(fills)
+    nodes, sized = [], False
     for k, (n, m) in enumerate(zip(a.nodes, b.nodes)):
         if type(n) is not type(m):
             return None, f"node {k} ({_describe(n)}), whose parameters depend on the sizes"
@@ -187,32 +173,27 @@ def generalize(a: Graph, b: Graph, sizes: bool = True) -> tuple[Graph | None, st
         params = None
         if isinstance(n, Node) and n.prim is m.prim and n.inputs == m.inputs and \
                 n.outputs == m.outputs and n.backward is None and m.backward is None:
-            params = _sized(n.params, m.params,
-                            finder(list(dict.fromkeys(n.inputs + a.inputs))),
-                            lambda p, q: generalize(p, q, sizes)[0])
+            params = _bodies(n.params, m.params)
         if params is None:
             return None, f"node {k} ({_describe(n)}), whose parameters depend on the sizes"
         sized = True
         nodes.append(Node(n.prim, n.inputs, params, n.outputs, None, n.phase, sized=True))
     if not sized:
         return a, None
-    avals = dict(a.avals)
-    for n in fills:
-        avals[n.inputs[0]] = ((), constants[n.inputs[0]].dtype)
-    return dataclasses.replace(a, nodes=nodes, constants=constants, avals=avals,
-                               next_slot=next_slot), None
+    return dataclasses.replace(a, nodes=nodes), None
 
 
 def _strides_over_a_varying_size(n: Node, a: Graph, b: Graph) -> bool:
     """Whether `n` (a convolution's or a pool's node: `strides` and `pads` in its params)
     strides by more than 1 along a window axis (the two before the channels) whose size
-    differs between the traces. "SAME" padding depends on the size modulo the stride, so
-    the traces at n and 2n can agree (both 0 at n = 4, stride 2) where n = 7 needs 1: such
-    pads are never taken for every size. Explicit and "VALID" pads look the same in the
-    params, so they keep the graph to its sizes too (one trace per size, as without None)."""
+    differs between the traces, with pads that are plain ints. "SAME" pads computed from
+    the sizes' symbols are expressions of them (NOTE(symbolic-sizes)), exact at every size;
+    plain ints there were computed where no symbol could see (the traces at n and 2n can
+    agree, both 0 at n = 4 with stride 2, where n = 7 needs 1), so they keep the graph to
+    its sizes, explicit and "VALID" pads too (one trace per size, as without None)."""
     strides = n.params.get("strides")
-    if strides is None or "pads" not in n.params:
-        return False
+    if strides is None or "pads" not in n.params or size_slots(n.params["pads"]):
+        return False  # (SAME pads computed from the sizes: NOTE(symbolic-sizes))
     for s in n.inputs:
         shape, other = a.avals[s][0], b.avals[s][0]
         if len(shape) < 3:
@@ -223,32 +204,15 @@ def _strides_over_a_varying_size(n: Node, a: Graph, b: Graph) -> bool:
     return False
 
 
-def _filled_shape(x: Any, y: Any, find: Any) -> tuple | None:
-    """The shape, sizes found by `find`, of two constants filled with one same value."""
-    x, y = np.asarray(x), np.asarray(y)
-    if x.dtype != y.dtype or x.ndim != y.ndim or not x.size or not y.size:
-        return None
-    first = x.reshape(-1)[0]
-    if not (_same(first, y.reshape(-1)[0]) and _same(x, np.full_like(x, first))
-            and _same(y, np.full_like(y, first))):
-        return None
-    return _sized(x.shape, y.shape, find, lambda p, q: None)
-
-
-def _sized(p: Any, q: Any, find: Any, graphs: Any) -> Any:
-    """`p` with each int that differs from `q`'s found as a size (SizeOf), and each graph
-    (a loop's body) by ``graphs(p, q)``; None if one cannot be, or if anything else
-    differs."""
-    if isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)):
-        if not isinstance(q, (int, np.integer)) or isinstance(q, (bool, np.bool_)):
-            return None
-        return p if p == q else find(int(p), int(q))
+def _bodies(p: Any, q: Any) -> Any:
+    """`p` with each graph (a loop's body) that differs from `q`'s generalized over both,
+    or None if one cannot be, or if anything else differs."""
     if type(p) is not type(q):
         return None
     if isinstance(p, (tuple, list)) and not hasattr(p, "_fields"):
         if len(p) != len(q):
             return None
-        items = [_sized(u, v, find, graphs) for u, v in zip(p, q)]
+        items = [_bodies(u, v) for u, v in zip(p, q)]
         return None if any(i is None and u is not None for i, u in zip(items, p)) \
             else type(p)(items)
     if isinstance(p, dict):
@@ -256,16 +220,13 @@ def _sized(p: Any, q: Any, find: Any, graphs: Any) -> Any:
             return None
         out = {}
         for k in p:
-            v = _sized(p[k], q[k], find, graphs)
+            v = _bodies(p[k], q[k])
             if v is None and p[k] is not None:
                 return None
             out[k] = v
         return out
-    if isinstance(p, slice):
-        parts = _sized((p.start, p.stop, p.step), (q.start, q.stop, q.step), find, graphs)
-        return None if parts is None else slice(*parts)
     if isinstance(p, Graph):
-        return p if difference(p, q) is None else graphs(p, q)
+        return p if difference(p, q) is None else generalize(p, q)[0]
     return p if _same(p, q) else None
 
 

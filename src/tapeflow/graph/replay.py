@@ -414,7 +414,8 @@ def _interpret(g: Graph, inputs: list[Tensor], env: dict) -> list:
             # A read through the hook: an enclosing trace records this guard too (a shape
             # guard reads no value: the op that made it guards again in that trace).
             t = env[n.slot]
-            value = t._value if n.how == "shape" else t._read_for_python(_HOW[n.how])
+            value = t._value if n.how in ("shape", "size") else \
+                t._read_for_python(_HOW[n.how])
             if not n.holds(value):
                 raise GuardFailed(n)
         else:

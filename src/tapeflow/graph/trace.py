@@ -21,17 +21,20 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import threading
 import weakref
 from typing import Any, Iterator
 
 import numpy as np
 
 from ..catalog import CUSTOM_GRADIENT, DATA_SHAPE, NO_DERIVATIVE, SHAPE_OPERAND, STATEFUL
-from ..core import Primitive, Recorder, records_open, substack
+from ..core import Primitive, Recorder, dynamic_traces, recorder_stack, records_open, substack
 from ..custom import call_grad_fn
 from ..tensor import Tensor, TensorShape, Variable, key_of, new_key
 from ..scopes import quieted
-from .ir import Assign, CustomBackward, Graph, Guard, Node, SizeOf
+from ..ops.sizes import size_check_p
+from .dims import Sizes, decided, leaf, read_sizes
+from .ir import Assign, CustomBackward, Graph, Guard, Node, SizeExpr, SizeOf
 from .passes import optimize
 
 __all__ = ["Tracer", "TracingError", "user_line"]
@@ -105,41 +108,7 @@ class ReadShape(TensorShape):
     __hash__ = tuple.__hash__
 
 
-class Dim(int):
-    """A size a size-generic trace handed out (`Tracer.sizes`): axis `axis` of the value in
-    slot `slot` of `tracer`'s graph, equal to its traced size. An op's params holding it
-    become a size read when the graph runs (`SizeOf`); Python arithmetic on it gives a
-    plain int, the traced size's (which the next trace's comparison then finds:
-    NOTE(two-sizes))."""
-
-    def __new__(cls, value: int, tracer: "Tracer", slot: int, axis: int) -> "Dim":
-        self = super().__new__(cls, value)
-        self.tracer, self.slot, self.axis = tracer, slot, axis
-        return self
-
-
-def _read_sizes(params: Any, tracer: "Tracer") -> tuple[Any, bool]:
-    """`params` with each Dim of `tracer` as a SizeOf, and whether there was one."""
-    if type(params) is Dim:
-        if params.tracer is tracer:
-            return SizeOf(params.slot, params.axis), True
-        return int(params), False
-    if isinstance(params, dict):
-        found = False
-        out = {}
-        for k, v in params.items():
-            out[k], hit = _read_sizes(v, tracer)
-            found |= hit
-        return (out, True) if found else (params, False)
-    if isinstance(params, (tuple, list)) and not hasattr(params, "_fields"):
-        items = [_read_sizes(v, tracer) for v in params]
-        if not any(hit for _, hit in items):
-            return params, False
-        return type(params)(v for v, _ in items), True
-    if isinstance(params, slice):
-        parts, found = _read_sizes((params.start, params.stop, params.step), tracer)
-        return (slice(*parts), True) if found else (params, False)
-    return params, False
+_COUNT_LOCK = threading.Lock()
 
 
 class Tracer(Recorder):
@@ -148,6 +117,7 @@ class Tracer(Recorder):
     watches_reads = True
     watches_writes = True
     sees_custom_forward = True
+    sizing = False  # handing out Dims (NOTE(symbolic-sizes) in graph/dims.py)
 
     def __init__(self, graph: Graph, inputs: list, guards: str = "retrace",
                  outer: "Tracer | None" = None) -> None:
@@ -176,6 +146,7 @@ class Tracer(Recorder):
         # Slots of a size-generic trace computed from the sizes alone (tf.shape, and ops of
         # it and constants): the same at every call of the same sizes.
         self._from_sizes: set[int] = set()
+        self._checks: set = set()  # the size checks recorded (NOTE(symbolic-sizes))
         for x in inputs:
             slot = graph.new_slot(x._value)
             graph.inputs.append(slot)
@@ -207,6 +178,21 @@ class Tracer(Recorder):
         self._slots[key_of(x)] = slot
         return slot
 
+    def __enter__(self) -> "Tracer":
+        entered = super().__enter__()
+        if self.dynamic:
+            with _COUNT_LOCK:
+                dynamic_traces[0] += 1
+            self._counted = self.sizing = True
+        return entered
+
+    def __exit__(self, *exc: Any) -> None:
+        self.sizing = False  # a Dim kept past the trace is its plain size
+        if self.__dict__.pop("_counted", False):
+            with _COUNT_LOCK:
+                dynamic_traces[0] -= 1
+        return super().__exit__(*exc)
+
     def sizes(self, tensor: Any) -> tuple | None:
         """In a size-generic trace (`dynamic`), `tensor`'s shape as sizes that the params of
         an op turn into sizes read when the graph runs (NOTE(sized-params) in
@@ -215,7 +201,47 @@ class Tracer(Recorder):
         slot = None if key is None else self._slots.get(key)
         if slot is None or slot in self.graph.constants:
             return None
-        return tuple(Dim(d, self, slot, k) for k, d in enumerate(self.graph.avals[slot][0]))
+        shape = self.graph.avals[slot][0]
+        if slot not in self.varying:  # a constant's, a variable's: sizes of its own
+            return tuple(shape)
+        k = self.graph.inputs.index(slot) if slot in self.graph.inputs else None
+        if k is not None and k < len(self.input_shapes) and \
+                len(self.input_shapes[k]) == len(shape):
+            return Sizes(d if self.input_shapes[k][j] is not None else leaf(self, d, slot, j)
+                         for j, d in enumerate(shape))
+        return Sizes(leaf(self, d, slot, j) for j, d in enumerate(shape))
+
+    def follow_sizes(self) -> None:
+        """Trace a closed graph (a loop's body) within a size-generic trace: its sizes are
+        symbols of its own values too, read when it runs (NOTE(symbolic-sizes))."""
+        self.dynamic = self.sizing = any(r.dynamic for r in recorder_stack())
+        if self.dynamic:
+            self.varying = set(self.graph.inputs)
+
+    def may_vary(self, slot: int) -> None:
+        """A new input of this trace, whose sizes vary where the trace's do."""
+        if self.dynamic:
+            self.varying.add(slot)
+
+    def size_check(self, check: SizeExpr, result: bool) -> None:
+        """A decision Python made on sizes (NOTE(symbolic-sizes) in graph/dims.py): a
+        size_check node and a guard that it decides the same when the graph runs. Those
+        the call's key already decides (a None dimension is at least 2; which of them are
+        equal) and repeats of one check are left out."""
+        if check in self._checks or decided(check, self._open_axis):
+            return
+        self._checks.add(check)
+        slot = self.graph.new_slot(np.bool_(result))
+        self.graph.nodes.append(Node(size_check_p, [], {"check": check}, [slot], sized=True))
+        self.graph.nodes.append(Guard(slot, "size", result, user_line()))
+
+    def _open_axis(self, s: SizeOf) -> bool:
+        """Whether `s` is a None dimension of an input (whose key says it is >= 2)."""
+        if s.slot not in self.graph.inputs:
+            return False
+        k = self.graph.inputs.index(s.slot)
+        return k < len(self.input_shapes) and len(self.input_shapes[k]) > s.axis and \
+            self.input_shapes[k][s.axis] is None
 
     def process(self, prim: Primitive, inputs: Any, outputs: tuple, params: dict,
                 level: int) -> None:
@@ -226,8 +252,8 @@ class Tracer(Recorder):
         sized = False
         if self.dynamic:
             if params:
-                params, sized = _read_sizes(params, self)
-            varies = DATA_SHAPE in prim.effects or not self.varying.isdisjoint(ins)
+                params, sized = read_sizes(params, self)
+            varies = sized or DATA_SHAPE in prim.effects or not self.varying.isdisjoint(ins)
         else:
             varies = False
         new_slot, made = self.graph.new_slot, self.made

@@ -100,7 +100,7 @@ class _GateCell(Layer):
         """Zero states for a batch (of `inputs`, or `batch_size`): one tensor, or a list
         of them for a cell with several states (LSTMCell), as tf_keras."""
         if inputs is not None:
-            batch_size = int(np.shape(as_tensor(inputs, self.name, "inputs")._value)[0])
+            batch_size = ops.structural.shape_of(as_tensor(inputs, self.name, "inputs"))[0]
         zeros = [ops.creation.zeros([batch_size, n], dtype=dtype or self.dtype)
                  for n in self._state_sizes()]
         return zeros if isinstance(self.state_size, (list, tuple)) else zeros[0]
@@ -133,7 +133,7 @@ class _GateCell(Layer):
     # -------------------------------------------------- the step
     def _project(self, inputs: Any) -> Any:
         """``inputs @ kernel`` plus the input bias, for inputs (..., features)."""
-        shape = np.shape(inputs._value)
+        shape = ops.structural.shape_of(inputs)
         if len(shape) == 2:
             return ops.linalg.matmul(inputs, self.kernel)
         flat = ops.linalg.matmul(ops.shape.reshape(inputs, [-1, shape[-1]]), self.kernel)

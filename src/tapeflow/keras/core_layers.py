@@ -67,7 +67,8 @@ class Dropout(Layer):
         if self.rate == 1:
             return inputs * 0.0
         # tf.nn.dropout's form: keep where u >= rate, scale the kept values
-        u = ops.random.uniform(self._mask_shape(tuple(inputs.shape)), dtype=inputs.dtype,
+        u = ops.random.uniform(self._mask_shape(ops.structural.shape_of(inputs)),
+                               dtype=inputs.dtype,
                                seed=self.seed)
         keep = ops.elementwise.cast(ops.elementwise.greater_equal(u, self.rate), inputs.dtype)
         return inputs * (1.0 / (1.0 - self.rate)) * keep

@@ -23,6 +23,7 @@ layer as in tf_keras (masks.py); every layer has tf_keras' `get_config`.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -451,11 +452,11 @@ class Flatten(Layer):
 
     def call(self, inputs: Any) -> Any:
         """Reshape to (batch, -1)."""
-        shape = np.shape(inputs._value)
+        shape = ops.structural.shape_of(inputs)  # sizes a size-generic trace reads
         x = inputs
         if self.data_format == "channels_first" and len(shape) > 2:
             x = ops.shape.transpose(x, [0] + list(range(2, len(shape))) + [1])
-        return ops.shape.reshape(x, (shape[0], int(np.prod(shape[1:], dtype=np.int64))))
+        return ops.shape.reshape(x, (shape[0], math.prod(shape[1:])))
 
     def get_config(self) -> dict:
         return dict(super().get_config(), data_format=self.data_format)

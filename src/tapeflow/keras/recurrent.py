@@ -285,7 +285,7 @@ class RNN(Layer):
         return pack_states(self.cell.state_size, self._zero_states(first))
 
     def _zero_states(self, first: Any) -> list:
-        batch, dims = int(first.shape[0]), self._state_dims()
+        batch, dims = ops.structural.shape_of(first)[0], self._state_dims()
         if hasattr(self.cell, "get_initial_state"):
             states = nest.flatten(self.cell.get_initial_state(inputs=None, batch_size=batch,
                                                               dtype=first.dtype))

@@ -117,6 +117,11 @@ def check_dtype(x: Tensor, kinds: str, op: str, arg: str = "x") -> None:
                                    f"{_dt.from_numpy(x._value.dtype).name}; expected {allowed}.")
 
 
+def _plain_int(v: Any) -> bool:
+    """An int, or a size symbol of a size-generic trace (graph/dims.py), which stays one."""
+    return type(v) is int or getattr(type(v), "size_symbol", False)
+
+
 def static_shape(value: Any, op: str, arg: str = "shape") -> tuple[int, ...]:
     """A shape argument (list, array or tensor, read now: shapes are static) as a tuple of
     non-negative ints, or a clear error naming the op and argument.
@@ -126,6 +131,11 @@ def static_shape(value: Any, op: str, arg: str = "shape") -> tuple[int, ...]:
         >>> static_shape([2, 3], "zeros")
         (2, 3)
     """
+    if isinstance(value, (list, tuple)) and all(map(_plain_int, value)):
+        # the common case; a size symbol of a size-generic trace stays one (graph/dims.py)
+        if any(d < 0 for d in value):
+            raise InvalidArgumentError(f"{op}: `{arg}` must be non-negative; got {value!r}.")
+        return tuple(value)
     dims = np.asarray(value).reshape(-1)
     if dims.size and dims.dtype.kind not in "iu":
         raise TypeError(f"{op}: `{arg}` must be integers; got {value!r}.")
@@ -169,7 +179,7 @@ def int_list(value: Any, op: str, arg: str) -> list[int]:
         >>> int_list([[1, 2], [3, 4]], "pad", "paddings")
         [1, 2, 3, 4]
     """
-    if type(value) in (list, tuple) and all(type(v) is int for v in value):
+    if isinstance(value, (list, tuple)) and all(map(_plain_int, value)):
         return list(value)  # the common case, without an array round trip
     arr = np.asarray(value)
     if arr.size and arr.dtype.kind not in "iu":
@@ -185,6 +195,8 @@ def int_arg(value: Any, op: str, arg: str) -> int:
         >>> int_arg(3, "one_hot", "depth")
         3
     """
+    if _plain_int(value):
+        return value
     if np.ndim(value) != 0:
         raise InvalidArgumentError(f"{op}: `{arg}` must be a scalar integer; got {value!r}.")
     (v,) = int_list(value, op, arg)

@@ -24,7 +24,7 @@ from .convert import as_tensor, binary_args, int_arg, int_list, int_tensor, stat
 from .elementwise import divide_p, equal_p, subtract_p
 from .indexing import getitem_p
 from .shape import broadcast_to, concat_p, expand_dims, shape_operand, stop_gradient
-from .structural import (add_p, batch_no_inputs, broadcast_to_p, cast_p, dense_deps, filled_like, multiply_p, reshape_p, select_p, shape_of, shape_source)
+from .structural import (add_p, fill_p, full_of, batch_no_inputs, broadcast_to_p, cast_p, dense_deps, filled_like, multiply_p, reshape_p, select_p, shape_of, shape_source)
 from .sizes import filled, shape_p, size_p
 
 _brange = builtins.range  # this module defines TensorFlow's `range`
@@ -42,7 +42,7 @@ def zeros(shape: Any, dtype: Any = "float32", name: str | None = None) -> Tensor
     dynamic = shape_operand(shape, "zeros", "shape")
     if dynamic is not None:
         return filled(dynamic, 0, _dt.as_dtype(dtype)._np)
-    return Tensor(np.zeros(static_shape(shape, "zeros"), _dt.as_dtype(dtype)._np))
+    return full_of(static_shape(shape, "zeros"), 0, _dt.as_dtype(dtype)._np)
 
 
 def ones(shape: Any, dtype: Any = "float32", name: str | None = None) -> Tensor:
@@ -56,7 +56,7 @@ def ones(shape: Any, dtype: Any = "float32", name: str | None = None) -> Tensor:
     dynamic = shape_operand(shape, "ones", "shape")
     if dynamic is not None:
         return filled(dynamic, 1, _dt.as_dtype(dtype)._np)
-    return Tensor(np.ones(static_shape(shape, "ones"), _dt.as_dtype(dtype)._np))
+    return full_of(static_shape(shape, "ones"), 1, _dt.as_dtype(dtype)._np)
 
 
 

@@ -30,7 +30,7 @@ from ..errors import DTypeMismatchError, InvalidArgumentError
 from ..patterns import union
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, binary_args, check_dtype, convert_like
-from .structural import add_any, conj_if_complex, instantiate, reshape_p, shape_of
+from .structural import full_of, add_any, conj_if_complex, instantiate, reshape_p, shape_of
 
 _LETTERS = string.ascii_letters
 
@@ -90,7 +90,7 @@ def _einsum_cotangent(g: Tensor, primals: tuple, spec: str, k: int) -> Tensor:
         if label not in elsewhere:
             elsewhere.add(label)
             extra_subs.append(label)
-            extra_ops.append(Tensor(np.ones(n, dtype=dtype)))
+            extra_ops.append(full_of((n,), 1, dtype))
     others = [j for j in range(len(ins)) if j != k]
     operands = [g] + [conj_if_complex(primals[j]) for j in others] + extra_ops
     subs = [out] + [ins[j] for j in others] + extra_subs

@@ -13,6 +13,8 @@ are composites of `gather_transpose` (rows added).
 
 from __future__ import annotations
 
+import math
+
 import builtins
 from typing import Any, Sequence
 
@@ -24,7 +26,7 @@ from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, convert_like, int_arg, int_tensor, static_shape
-from .structural import (add_p, broadcast_to_p, cast_p, dtype_of, linear, move_to_front,
+from .structural import (full_of, add_p, broadcast_to_p, cast_p, dtype_of, linear, move_to_front,
                          moved_deps, multiply_p, per_input, reduce_sum_p, reshape_p,
                          scatter_deps, shape_of, shape_source, transpose_p)
 from .elementwise import floormod_p
@@ -179,7 +181,7 @@ def _gather_transpose_batch(vals: tuple, dims: tuple, axis: int, shape: tuple) -
         tuple(range(1 + axis + ni, rank))
     gt = bind(transpose_p, g, perm=perm)
     rest = shape[:axis] + shape[axis + 1:]
-    m = int(np.prod(shape_of(i)[1:], dtype=np.int64))
+    m = math.prod(shape_of(i)[1:])
     gflat = bind(reshape_p, gt, shape=(size * m,) + rest)
     idx = bind(reshape_p, _offset_indices(i, size, n), shape=(size * m,))
     out = bind(gather_transpose_p, gflat, idx, axis=0, shape=(size * n,) + rest)
@@ -246,7 +248,7 @@ def _scatter_update_impl(x: np.ndarray, indices: np.ndarray, u: np.ndarray) -> n
 
 
 def _zeros(shape: tuple, dtype: np.dtype) -> Tensor:
-    return Tensor(np.zeros(shape, dtype))
+    return full_of(shape, 0, dtype)
 
 
 def _batch_front(v: Tensor, d: int | None, size: int) -> Tensor:
@@ -377,7 +379,7 @@ def _index_dtype(t: Tensor) -> Tensor:
 
 
 def _prod(dims: Sequence[int]) -> int:
-    return int(np.prod(dims, dtype=np.int64))
+    return math.prod(dims)
 
 
 def _reshaped(x: Tensor, shape: tuple) -> Tensor:

@@ -14,6 +14,8 @@ adjoints (`adjoint_of`).
 
 from __future__ import annotations
 
+import math
+
 import string
 from typing import Any
 
@@ -54,7 +56,7 @@ def _matmul_batch(vals: tuple, dims: tuple) -> tuple:
         # (NumPy would otherwise loop over the batch, e.g. one matvec per example).
         a = move_to_front(a, da)
         sa = shape_of(a)
-        flat = bind(reshape_p, a, shape=(int(np.prod(sa[:-1], dtype=np.int64)), sa[-1]))
+        flat = bind(reshape_p, a, shape=(math.prod(sa[:-1]), sa[-1]))
         out = bind(matmul_p, flat, b)
         return bind(reshape_p, out, shape=sa[:-1] + shape_of(b)[-1:]), 0
     if da is None and len(shape_of(a)) == 2 and _example_shape(b, db)[-1] == 1:
@@ -66,7 +68,7 @@ def _matmul_batch(vals: tuple, dims: tuple) -> tuple:
         # backend's fast form (NOTE(matmul-rows)).
         b = move_to_front(b, db)
         sb = shape_of(b)
-        examples = int(np.prod(sb[:-2], dtype=np.int64))
+        examples = math.prod(sb[:-2])
         m = shape_of(a)[0]
         out = _matmul_rows(bind(reshape_p, b, shape=(examples, sb[-2])), a, transpose_b=True)
         return bind(reshape_p, out, shape=sb[:-2] + (m, 1)), 0

@@ -40,7 +40,7 @@ from ..errors import InvalidArgumentError, UnimplementedError
 from ..tensor import Tensor
 from .convert import as_tensor, check_dtype
 from .elementwise import multiply
-from .structural import (batch_elementwise, dtype_of, linear, move_to_front, per_example_deps,
+from .structural import (full_of, batch_elementwise, dtype_of, linear, move_to_front, per_example_deps,
                          per_input, shape_of)
 from .windows import block_size, out_hw, pad, pads_for, pair, window_slice
 
@@ -189,7 +189,7 @@ def _pick(x: Tensor, t: Tensor, **p: Any) -> Tensor:
 
 def _zero_cotangent(c: Tensor, ans: Tensor, x: Tensor, *args: Any, **p: Any) -> Tensor:
     # The argmax is piecewise constant in x: a zero derivative, dense as TensorFlow's.
-    return Tensor(np.zeros_like(x._value))
+    return full_of(shape_of(x), 0, x._value.dtype)
 
 
 # XLA (graph/xla.py): the maximum is lax.reduce_window; the argmax, as the impl's, a

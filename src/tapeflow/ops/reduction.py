@@ -11,6 +11,8 @@ there), at every order, and need no rules of their own.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import numpy as np
@@ -26,7 +28,7 @@ from .complex import real
 from .elementwise import (abs_p, add, divide, equal, floordiv, is_finite, multiply, sign_p, square, subtract)
 from .indexing import getitem_p
 from .shape import concat_p, stop_gradient
-from .structural import (along_axis_deps, batch_along_axis, batch_reduction, conj_if_complex, expand_reduced, float_mask, kept_shape, linear, per_input, reduce_sum_p, reduction_deps, reshape_p, select_p, shape_of, shape_source, transpose_p, zeros_of)
+from .structural import (full_of, along_axis_deps, batch_along_axis, batch_reduction, conj_if_complex, expand_reduced, float_mask, kept_shape, linear, per_input, reduce_sum_p, reduction_deps, reshape_p, select_p, shape_of, shape_source, transpose_p, zeros_of)
 from .sizes import size_p
 from .transcendental import exp, log, pow
 
@@ -142,7 +144,7 @@ def _tree_prod(x: Tensor, axis: tuple | None, keepdims: bool) -> Tensor:
     axes = tuple(range(len(shape))) if axis is None else axis
     kept = [i for i in range(len(shape)) if i not in axes]
     out_shape = kept_shape(shape, axes) if keepdims else tuple(shape[i] for i in kept)
-    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    n = math.prod([shape[a] for a in axes])
     if n == 0:  # the empty product; still connected to x, so its (empty) gradient is zeros
         return add(bind(reduce_sum_p, x, axis=axes, keepdims=keepdims), 1)
     perm = tuple(kept) + axes
@@ -153,7 +155,7 @@ def _tree_prod(x: Tensor, axis: tuple | None, keepdims: bool) -> Tensor:
     r = len(lead)
     while n > 1:
         if n % 2:
-            y = bind(concat_p, y, Tensor(np.ones(lead + (1,), x._value.dtype)), axis=r)
+            y = bind(concat_p, y, full_of(lead + (1,), 1, x._value.dtype), axis=r)
             n += 1
         y = multiply(bind(getitem_p, y, key=_along(r, slice(0, None, 2))),
                      bind(getitem_p, y, key=_along(r, slice(1, None, 2))))
@@ -169,7 +171,7 @@ def _scan_prod(x: Tensor, axis: int, exclusive: bool, reverse: bool) -> Tensor:
         return x
 
     def ones(k: int) -> Tensor:
-        return Tensor(np.ones(shape[:axis] + (k,) + shape[axis + 1:], x._value.dtype))
+        return full_of(shape[:axis] + (k,) + shape[axis + 1:], 1, x._value.dtype)
 
     flip = _along(axis, slice(None, None, -1))
     y = bind(getitem_p, x, key=flip) if reverse else x
@@ -308,7 +310,7 @@ def reduce_logsumexp(input_tensor: Any, axis: Any = None, keepdims: bool = False
     shape = shape_of(x)
     kept = kept_shape(shape, axis)
     if x._value.size == 0:
-        m = Tensor(np.zeros(kept, x._value.dtype))
+        m = full_of(kept, 0, x._value.dtype)
     else:
         raw = bind(reduce_max_p, x, axis=axis, keepdims=True)
         # The shift cancels exactly, so it carries no gradient; an infinite max would make

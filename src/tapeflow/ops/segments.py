@@ -18,6 +18,8 @@ ops/sorting.py).
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import numpy as np
@@ -33,7 +35,7 @@ from .elementwise import (abs_p, divide_p, equal_p, floordiv_p, greater_equal_p,
 from .indexing import gather_p, gather_transpose_p, getitem_p, scatter_update_p
 from .shape import concat_p
 from .sorting import argsort_p, line_count
-from .structural import (add_p, broadcast_to_p, cast_p, float_mask, move_axis, move_to_front,
+from .structural import (full_of, add_p, broadcast_to_p, cast_p, float_mask, move_axis, move_to_front,
                          multiply_p, per_input, reduce_sum_p, reshape_p, scatter_deps,
                          select_p, shape_of, zeros_of)
 
@@ -263,7 +265,7 @@ def _segment_prod(x: Tensor, ids: Tensor, rows: int, ordered: bool) -> Tensor:
                Tensor(np.full((1,), -1, ids._value.dtype)), axis=0)
     target = bind(select_p, bind(not_equal_p, ids, nxt), ids,
                   Tensor(np.asarray(rows, ids._value.dtype)))
-    ones = Tensor(np.ones((rows + 1,) + rest, x._value.dtype))
+    ones = full_of((rows + 1,) + tuple(rest), 1, x._value.dtype)
     return _rows(bind(scatter_update_p, ones, target, y), rows)
 
 
@@ -273,7 +275,7 @@ def _counts(ids: Tensor, rows: int, like: Tensor) -> Tensor:
     dtype = like._value.dtype
     real = np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
     one = Tensor(np.ones((), real))
-    count = bind(gather_transpose_p, Tensor(np.ones(shape_of(ids), real)), ids, axis=0,
+    count = bind(gather_transpose_p, full_of(shape_of(ids), 1, real), ids, axis=0,
                  shape=(rows,))
     count = bind(select_p, bind(greater_equal_p, count, one), count, one)
     if real != dtype:
@@ -353,7 +355,7 @@ def _unsorted(kind: str, data: Any, segment_ids: Any, num_segments: Any) -> Tens
     if n < 0:
         raise InvalidArgumentError(f"{op}: `num_segments` == {n} must not be negative.")
     ids = bind(check_segment_ids_p, ids, mode="unsorted", num_segments=n, op=op)
-    m, rest = int(np.prod(ish, dtype=np.int64)), xs[len(ish):]
+    m, rest = math.prod(ish), xs[len(ish):]
     flat = _reshaped(ids, (m,))
     if flat._value.dtype != _INT64:  # room for the spare segment n (int8 ids, n = 200)
         flat = bind(cast_p, flat, dtype=_INT64)
@@ -501,7 +503,7 @@ def bincount(arr: Any, weights: Any = None, minlength: Any = None, maxlength: An
         if out.name not in _BINCOUNT_TYPES:
             raise InvalidArgumentError(f"{op}: `dtype` is {out.name}; expected one of "
                                        f"{', '.join(_BINCOUNT_TYPES)}.")
-        w = Tensor(np.ones(shape_of(a), out._np))
+        w = full_of(shape_of(a), 1, out._np)
     else:
         w = as_tensor(weights, op, "weights")
         check_dtype(w, "fiu", op, "weights")
@@ -509,7 +511,7 @@ def bincount(arr: Any, weights: Any = None, minlength: Any = None, maxlength: An
             raise InvalidArgumentError(f"{op}: `weights` (shape {shape_of(w)}) must have the "
                                        f"shape of `arr` ({shape_of(a)}).")
     a = bind(check_segment_ids_p, a, mode="bincount", num_segments=None, op=op)
-    m = int(np.prod(shape_of(a), dtype=np.int64))
+    m = math.prod(shape_of(a))
     flat = bind(cast_p, _reshaped(a, (m,)), dtype=_INT64)
     n = line_count(flat, "bins", op)
     if minlength is not None:
@@ -561,7 +563,7 @@ def boolean_mask(tensor: Any, mask: Any, axis: Any = None, name: str = "boolean_
     if not 0 <= ax <= len(xs) - len(ms) or xs[ax:ax + len(ms)] != ms:
         raise InvalidArgumentError(f"{op}: `mask` (shape {ms}) must match dimensions "
                                    f"{ax} .. {ax + len(ms) - 1} of `tensor` (shape {xs}).")
-    p = int(np.prod(ms, dtype=np.int64))
+    p = math.prod(ms)
     flat = _reshaped(m, (p,))
     picked = bind(mask_indices_p, flat, size=line_count(flat, "nonzero", op))
     return bind(gather_p, _reshaped(x, xs[:ax] + (p,) + xs[ax + len(ms):]), picked, axis=ax)

@@ -129,8 +129,8 @@ def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
     if dynamic is not None:
         return bind(reshape_dyn_p, x, dynamic, lead=0)
     target = int_list(shape, "reshape", "shape")
-    size = x._value.size
-    if target.count(-1) > 1 or min(target, default=0) < -1:
+    size = math.prod(shape_of(x))  # of sizes a size-generic trace reads (NOTE(symbolic-sizes))
+    if target.count(-1) > 1 or any(d < -1 for d in target):  # no min(): sizes unordered
         raise InvalidArgumentError(f"reshape: `shape` {target} must hold non-negative sizes and "
                                    "at most one -1 (the size that makes the count right).")
     if -1 in target:
@@ -452,7 +452,7 @@ def repeat(input: Any, repeats: Any, axis: int | None = None,  # noqa: A002
     """
     x = as_tensor(input, "repeat", "input")
     if axis is None:
-        x = bind(reshape_p, x, shape=(int(np.prod(shape_of(x), dtype=np.int64)),))
+        x = bind(reshape_p, x, shape=(math.prod(shape_of(x)),))
         axis = 0
     shape = shape_of(x)
     if not shape:
@@ -569,7 +569,7 @@ def _pad_constant(x: Tensor, pads: np.ndarray, constant_values: Any) -> Tensor:
     if not pads.any():
         return x
     key = tuple(slice(b, b + d) for (b, _), d in zip(pads.tolist(), shape, strict=True))
-    out_shape = tuple(int(d + b + a) for d, (b, a) in zip(shape, pads.tolist(), strict=True))
+    out_shape = tuple(d + b + a for d, (b, a) in zip(shape, pads.tolist(), strict=True))
     out = bind(getitem_transpose_p, x, key=key, shape=out_shape)
     if isinstance(constant_values, TensorBase) or np.any(c._value != 0):
         inside = np.zeros(out_shape, np.bool_)

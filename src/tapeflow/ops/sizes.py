@@ -24,7 +24,7 @@ from ..tensor import Tensor
 from .structural import (batch_no_inputs, dense_deps, move_to_front, moved_deps, per_input,
                          shape_source)
 
-__all__ = ["shape_p", "size_p", "shape_tensor", "filled", "broadcast_dyn_p", "sum_dyn_p",
+__all__ = ["shape_p", "size_p", "size_check_p", "shape_tensor", "filled", "broadcast_dyn_p", "sum_dyn_p",
            "reshape_dyn_p"]
 
 
@@ -54,6 +54,14 @@ shape_p = define(Primitive("shape", _shape_impl, effects=(NO_DERIVATIVE,)), batc
                  lower=lambda jax, sizes, dtype: _shape_impl(sizes, dtype))
 size_p = define(Primitive("size", _size_impl, effects=(NO_DERIVATIVE,)), batch_no_inputs,
                 lower=lambda jax, **params: _size_impl(**params))
+
+
+# A decision Python made on sizes while tracing (NOTE(symbolic-sizes) in graph/dims.py):
+# `check`, a comparison of sizes, computed from the sizes when the graph runs; a guard on
+# it sends a replay at sizes that decide otherwise back to tracing.
+size_check_p = define(Primitive("size_check", lambda check: np.bool_(check),
+                                effects=(NO_DERIVATIVE,)), batch_no_inputs,
+                      lower=lambda jax, check: np.bool_(check))
 
 
 def shape_tensor(x: Any, start: int = 0) -> Tensor:

@@ -38,6 +38,7 @@ from .. import dtypes as _dt
 from ..dtypes import is_real_floating
 from ..catalog import NO_DERIVATIVE, Hints, Lowering, define
 from ..core import Husk, Primitive, Zero, bind, sizes
+from ..core import dynamic_traces as _dynamic_traces
 # The dependency-rule families live with the pattern algebra (NOTE(sparsity)); re-exported
 # here with the other rule families.
 from ..patterns import (along_axis_deps, dense_deps, elementwise_deps, moved_deps,
@@ -48,7 +49,7 @@ from .simplify import (constant_is, is_minus_zero, is_one, is_plus_zero, neutral
 
 __all__ = [
     # static helpers
-    "shape_of", "dtype_of", "shape_source", "instantiate", "zeros_of", "ones_of",
+    "shape_of", "dtype_of", "shape_source", "instantiate", "zeros_of", "ones_of", "full_of",
     "filled_like",
     # helpers built from the structural primitives
     "add_any", "unbroadcast", "broadcast_tangent", "conj_if_complex", "float_mask",
@@ -73,9 +74,15 @@ Rule = Callable[..., Any]
 
 # ================================================================== static helpers
 def shape_of(x: Any) -> tuple:
-    """Static shape of a tensor, Zero or Husk (metadata only: NumPy allowed here)."""
+    """Shape of a tensor, Zero or Husk (metadata only: NumPy allowed here): in a
+    size-generic trace, the sizes its graph reads when it runs (`shape_source`, NOTE(
+    symbolic-sizes) in graph/dims.py), so that what an op computes from them follows."""
     t = type(x)
-    if t is Zero or t is Husk:
+    if t is Zero:
+        return x.shape
+    if _dynamic_traces[0]:
+        return sizes(x)
+    if t is Husk:
         return x.shape
     v = x._value
     # An ndarray's or NumPy scalar's own attribute: np.shape's dispatch is a noticeable
@@ -111,6 +118,14 @@ def filled_like(x: Any, value: Any, dtype: Any = None) -> Tensor:
     return bind(fill_p, shape=shape_source(x), value=value, dtype=dt)
 
 
+def full_of(shape: tuple, value: Any, dtype: Any) -> Tensor:
+    """`value` in `shape`, connected to nothing: a constant, or a fill where the shape holds
+    sizes a size-generic trace reads when it runs (NOTE(symbolic-sizes) in graph/dims.py)."""
+    if all(type(d) is int for d in shape):
+        return Tensor(np.full(shape, value, dtype))
+    return bind(fill_p, shape=tuple(shape), value=value, dtype=np.dtype(dtype))
+
+
 def zeros_of(x: Tensor) -> Tensor:
     """Zeros of x's shape and dtype, connected to nothing (see filled_like)."""
     return filled_like(x, 0)
@@ -135,7 +150,7 @@ def unbroadcast(g: Tensor, shape: tuple) -> Tensor:
     """Sum `g` back to `shape`, the shape an input had before NumPy broadcasting."""
     gshape = shape_of(g)
     shape = tuple(shape)
-    if gshape == shape:
+    if len(gshape) == len(shape) and gshape == shape:  # ranks first: NOTE(symbolic-sizes)
         return g
     lead = len(gshape) - len(shape)
     axes = list(range(lead))
@@ -148,12 +163,15 @@ def unbroadcast(g: Tensor, shape: tuple) -> Tensor:
 def broadcast_tangent(t: Tensor, shape: tuple) -> Tensor:
     """`t` broadcast to `shape` (an input's tangent, to the broadcast output's shape; a
     `shape_source`)."""
-    return t if shape_of(t) == shape else bind(broadcast_to_p, t, shape=shape)
+    have = shape_of(t)
+    return t if len(have) == len(shape) and have == shape else \
+        bind(broadcast_to_p, t, shape=shape)
 
 
 def reshape_to(g: Tensor, shape: tuple) -> Tensor:
     """`g` reshaped to `shape` (a `shape_source`)."""
-    return g if shape_of(g) == shape else bind(reshape_p, g, shape=shape)
+    have = shape_of(g)
+    return g if len(have) == len(shape) and have == shape else bind(reshape_p, g, shape=shape)
 
 
 def conj_if_complex(x: Tensor) -> Tensor:

@@ -21,7 +21,7 @@ from ..tensor import Tensor
 from .convert import as_tensor, binary_args, check_dtype
 from .elementwise import (FLOAT, REAL_FLOAT, add, divide, doc, greater, multiply, negative,
                           on_branch_cut, reciprocal_p, rsqrt_p, square, subtract, unary_op)
-from .structural import (batch_elementwise, binary, elementwise_deps, is_one, neutral_right,
+from .structural import (full_of, shape_of, batch_elementwise, binary, elementwise_deps, is_one, neutral_right,
                          per_input, select_p, unary, zeros_of)
 
 # ------------------------------------------------------------------ exponentials and logarithms
@@ -41,7 +41,7 @@ def _pow_dy(ans: Tensor, x: Tensor) -> Tensor:
     # log(x) only where x > 0 (TensorFlow's choice: the y-derivative is 0 elsewhere);
     # the inner where keeps log's own derivative finite in the unused branch.
     positive = greater(x, 0)
-    safe_x = bind(select_p, positive, x, Tensor(np.ones_like(x._value)))
+    safe_x = bind(select_p, positive, x, full_of(shape_of(x), 1, x._value.dtype))
     return bind(select_p, positive, multiply(log(safe_x), ans), zeros_of(ans))
 
 

@@ -19,8 +19,8 @@ string, an int or a finite float as itself; everything else is an object of one 
 ``{"float": "nan" | "inf" | "-inf"}``, ``{"complex": [re, im]}``, ``{"slice": [start,
 stop, step]}``, ``{"ellipsis": 0}``, ``{"dtype": name}``, ``{"array": key}`` (an array
 of the SavedModel's arrays file, NumPy scalars too: ``{"scalar": key}``), ``{"size":
-[slot, axis, times]}`` (a SizeOf), ``{"graph": ...}`` (a loop's body), ``{"primitive": name}``,
-``{"bytes": base64}``, ``{"spec": [shape, dtype, name]}`` (a TensorSpec). A primitive's params pass through its `save` rule first
+[slot, axis, times]}`` (a SizeOf), ``{"sizes": [op, *args]}`` (a SizeExpr), ``{"graph":
+...}`` (a loop's body), ``{"primitive": name}``, ``{"bytes": base64}``, ``{"spec": [shape, dtype, name]}`` (a TensorSpec). A primitive's params pass through its `save` rule first
 (catalog.Codec): a random draw's generator becomes the name of its stream, a
 custom_gradient's grad_fn is dropped (its traced backward graph is saved beside it), and a
 primitive whose params are the user's Python (py_function) refuses.
@@ -43,7 +43,7 @@ from .. import dtypes as _dt
 from ..catalog import rule
 from ..core import Primitive, registry
 from ..errors import DataLossError
-from ..graph.ir import Assign, CustomBackward, Graph, Guard, Node, SizeOf
+from ..graph.ir import SIZE_OPS, Assign, CustomBackward, Graph, Guard, Node, SizeExpr, SizeOf
 from ..graph.signature import TensorSpec
 from ..tensor import Variable
 
@@ -51,7 +51,7 @@ __all__ = ["Writer", "Reader", "encode_graph", "decode_graph", "dtype_name"]
 
 # what a guard of each kind expects (a shape: a tuple of ints)
 _GUARD_KINDS = {"bool": (bool,), "float": (float, int), "int": (int,), "index": (int,),
-                "complex": (complex,), "array": (np.ndarray,), "shape": (tuple,)}
+                "complex": (complex,), "array": (np.ndarray,), "shape": (tuple,), "size": (bool,)}
 _DTYPES = {name: _dt.as_dtype(name)._np for name in ("float16", "float32", "float64", "int8",
            "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
            "complex64", "complex128") + (("bfloat16",) if _dt.bfloat16 is not None else ())}
@@ -101,6 +101,8 @@ class Writer:
             return {"dtype": dtype_name(v)}
         if isinstance(v, SizeOf):
             return {"size": [v.slot, v.axis, v.times]}
+        if isinstance(v, SizeExpr):
+            return {"sizes": [v.op] + [self.value(x, where) for x in v.args]}
         if isinstance(v, Graph):
             return {"graph": encode_graph(v, self, where)}
         if isinstance(v, Primitive):
@@ -250,6 +252,16 @@ class Reader:
                 self.fail(f"{what} is a size without a slot, an axis and a count")
             return SizeOf(self.int_(parts[0], what), self.int_(parts[1], what),
                           self.int_(parts[2], what, 1))
+        if tag == "sizes":  # arithmetic or a comparison of sizes (graph/dims.py)
+            parts = self.list_(v, what)
+            if not parts or parts[0] not in SIZE_OPS or \
+                    len(parts) != (2 if parts[0] == "neg" else 3):
+                self.fail(f"{what} is {v!r:.60}, not an operation of sizes")
+            args = tuple(self.value(x, what) for x in parts[1:])
+            if not all(type(x) is int or isinstance(x, (SizeOf, SizeExpr)) for x in args) or \
+                    (parts[0] in ("floordiv", "mod") and args[1] == 0):
+                self.fail(f"{what} computes {parts[0]} of {args!r:.60}, not of sizes and ints")
+            return SizeExpr(parts[0], args)
         if tag == "graph":
             return decode_graph(v, self, what)
         if tag == "primitive":

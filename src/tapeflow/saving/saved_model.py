@@ -352,6 +352,13 @@ class RestoredFunction(Function):
 
     def _not_found(self, failed: Any, leaves: list | None = None) -> ValueError:
         name = self.__name__
+        if failed is not None and failed.how == "size":
+            return ValueError(
+                f"{name} (loaded from the SavedModel at {self._directory!r}): its saved graph "
+                f"holds only at sizes that decide as the traced ones did at {failed.where} "
+                "(NOTE(symbolic-sizes)), and this call's sizes decide otherwise. Tracing for "
+                "them would need the Python function, which a SavedModel does not hold: call "
+                "the function at such a size before saving it.")
         if failed is not None:
             return ValueError(
                 f"{name} (loaded from the SavedModel at {self._directory!r}): its saved graph "
