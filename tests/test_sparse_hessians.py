@@ -191,6 +191,34 @@ def test_random_programs_from_the_op_table(seed):
     np.testing.assert_allclose(H.toarray(), dense, rtol=1e-9, atol=1e-9 * np.abs(dense).max())
 
 
+def test_a_primitive_declares_its_curvature_beside_its_other_rules():
+    # The curvature rule kind (catalog): a user's primitive that declares itself linear
+    # adds no Hessian pairs; without the declaration, the safe default bends in every
+    # input it depends on (here each element in itself: the diagonal).
+    from tapeflow import extend
+    from tapeflow.core import registry
+
+    def scaled(name, **rules):
+        prim = extend.define(extend.Primitive(name, lambda x: 3.0 * x),
+                             extend.per_input(jvp=(lambda t, ans, x: 3.0 * t,),
+                                              vjp=(lambda g, ans, x: 3.0 * g,), reads=("",)),
+                             sparsity=extend.elementwise_deps, **rules)
+        return lambda x: tf.reduce_sum(extend.bind(prim, x))
+
+    x = np.arange(1.0, 4.0)
+    names = ("test_scaled_linear", "test_scaled_default", "test_scaled_bad")
+    try:
+        declared = scaled(names[0], curvature=extend.LINEAR)
+        assert tf.hessian_sparsity(declared, x).nnz == 0
+        undeclared = scaled(names[1])
+        np.testing.assert_array_equal(tf.hessian_sparsity(undeclared, x).toarray(), np.eye(3))
+        with pytest.raises(TypeError, match="`curvature` must be a Curvature"):
+            extend.define(extend.Primitive(names[2], lambda x: x), curvature="linear")
+    finally:
+        for name in names:
+            registry().pop(name, None)
+
+
 # ---------------------------------------------------------------------------- colorings
 def test_the_checker_rejects_what_is_not_a_star_coloring():
     path = np.eye(5, dtype=bool) | np.eye(5, k=1, dtype=bool) | np.eye(5, k=-1, dtype=bool)

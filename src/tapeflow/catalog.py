@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+from .hessian_patterns import NONLINEAR, Curvature
 from .patterns import dense_deps
 
 __all__ = ["Effect", "EFFECTS", "NO_DERIVATIVE", "STATEFUL", "PER_EXAMPLE", "IDENTITY",
@@ -108,6 +109,12 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          "graph/sparsity.py", "differentiable",
          "every output on every input (dense); no dependency without a derivative",
          "dependency rule for sparse Jacobians (NOTE(sparsity))"),
+    Kind("curvature", "Curvature(alone, cross): the inputs its outputs bend in alone, and the "
+         "pairs of inputs that interact",
+         "graph/hessian_sparsity.py", "",
+         "nonlinear in every input it depends on (hessian_patterns.NONLINEAR)",
+         "second-order dependency rule for sparse Hessians (NOTE(curvature) in "
+         "hessian_patterns.py): LINEAR, PIECEWISE_LINEAR, MULTILINEAR or a Curvature"),
     Kind("lower", "Lowering(fn(jax, *args, **params), check, check_needed)",
          "graph/xla.py", "compiled",
          "the impl called back on the host (jax.pure_callback)",
@@ -206,6 +213,11 @@ def _checked(prim: Any, kind: str, value: Any) -> Any:
     if kind == "save" and not isinstance(value, Codec):
         raise TypeError(f"define({prim.name!r}): `save` must be a Codec; got "
                         f"{type(value).__name__}.")
+    if kind == "curvature":
+        if not isinstance(value, Curvature):
+            raise TypeError(f"define({prim.name!r}): `curvature` must be a Curvature; got "
+                            f"{type(value).__name__}.")
+        return value
     if kind == "passes" and not isinstance(value, Hints):
         raise TypeError(f"define({prim.name!r}): `passes` must be a Hints; got "
                         f"{type(value).__name__}.")
@@ -262,6 +274,8 @@ def rule(prim: Any, kind: str) -> Any:
         return NO_HINTS
     if kind == "sparsity":
         return _no_dependency if NO_DERIVATIVE in prim.effects else dense_deps
+    if kind == "curvature":
+        return NONLINEAR
     if kind not in KINDS:
         raise KeyError(f"unknown rule kind {kind!r}; the kinds are {', '.join(KINDS)}.")
     return None

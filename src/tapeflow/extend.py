@@ -7,8 +7,10 @@ around them see their work (higher derivatives, HVPs). `define` assigns them; th
 families (`per_input`, `unary`, `binary`, `linear`, `batch_*`) make most of them one line
 each. Everything else has a default: vmap runs a primitive without a batching rule once
 per example (with a warning), a sparse Jacobian takes every output to depend on every
-input, and `function(jit_compile=True)` calls its impl back on the host inside the
-compiled program. `tapeflow.testing.check_grads` checks the rules against finite
+input, a sparse Hessian takes it to bend in every input it depends on (its `curvature`:
+`LINEAR`, `PIECEWISE_LINEAR`, `MULTILINEAR` or a `Curvature` says otherwise), and
+`function(jit_compile=True)` calls its impl back on the host inside the compiled
+program. `tapeflow.testing.check_grads` checks the rules against finite
 differences.
 
 Example:
@@ -36,6 +38,7 @@ from .catalog import (CALLS_USER_CODE, CUSTOM_GRADIENT, EFFECTS, HOST_CALLBACK, 
                       NO_DERIVATIVE, PER_EXAMPLE, READS_VARIABLE, STATEFUL, Effect,
                       Codec, Hints, Kind, Lowering, define, rule)
 from .core import Primitive, Zero, bind
+from .hessian_patterns import LINEAR, MULTILINEAR, NONLINEAR, PIECEWISE_LINEAR, Curvature
 from .ops.convert import as_tensor, binary_args, check_dtype
 from .ops.structural import (add_any, batch_along_axis, batch_elementwise, batch_reduction,
                              batch_unary, binary, instantiate, linear, move_to_front, per_input,
@@ -50,4 +53,5 @@ __all__ = ["Primitive", "define", "rule", "Kind", "KINDS", "Lowering", "Hints", 
            "batch_unary", "batch_reduction", "batch_along_axis", "elementwise_deps",
            "reduction_deps", "along_axis_deps", "per_example_deps", "dense_deps", "add_any",
            "instantiate", "move_to_front", "shape_of", "unbroadcast", "as_tensor",
-           "binary_args", "check_dtype"]
+           "binary_args", "check_dtype", "Curvature", "LINEAR", "PIECEWISE_LINEAR",
+           "MULTILINEAR", "NONLINEAR"]

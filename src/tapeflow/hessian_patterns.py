@@ -73,6 +73,10 @@ class Curvature:
 LINEAR = Curvature((), ())          # add, slicing, sums, gathers; and piecewise linear ops
 NONLINEAR = Curvature(None, None)   # the default: every input bends, every pair couples
 MULTILINEAR = Curvature((), None)   # linear in each input alone: products, contractions
+# Piecewise linear (abs, max, relu, max-pooling): the second derivative is zero wherever
+# it exists (the pieces are picked by comparisons, which carry no derivative), as
+# twice-differentiated programs compute it.
+PIECEWISE_LINEAR = LINEAR
 
 
 # ---------------------------------------------------------------------------- pairs

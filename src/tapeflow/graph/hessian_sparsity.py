@@ -4,8 +4,8 @@
 NOTE(sparsity)) forward over a traced graph, from its first input (each element depends
 on itself), marks backward the elements of each value that the output reads, and
 unions the pairs of inputs that each marked element's primitive makes interact: the
-pairs whose second derivative can be nonzero. How a primitive bends is its curvature:
-the classification below, by primitive, for the linear, piecewise linear, multilinear
+pairs whose second derivative can be nonzero. How a primitive bends is its `curvature`
+rule (the catalog's), declared beside it for the linear, piecewise linear, multilinear
 and partly linear primitives; every other primitive (sin, exp, softmax, solve, one
 defined outside tapeflow, custom gradients, loops) is taken as nonlinear in everything
 it depends on, the safe default.
@@ -18,56 +18,11 @@ from typing import Any
 import numpy as np
 
 from ..catalog import READS_VARIABLE, STATEFUL, rule
-from ..hessian_patterns import (LINEAR, MULTILINEAR, NONLINEAR, Curvature, new_pairs,
-                               reached, sorted_unique)
-from ..ops.complex import complex_p, imag_p, real_p
-from ..ops.conv import conv2d_filter_grad_p, conv2d_input_grad_p, conv2d_p
-from ..ops.einsum import einsum_p
-from ..ops.elementwise import (abs_p, divide_p, floormod_p, maximum_p, minimum_p, negative_p,
-                               sign_p, subtract_p)
-from ..ops.indexing import (gather_p, gather_transpose_p, getitem_p, getitem_transpose_dyn_p,
-                            getitem_transpose_p, scatter_update_p)
-from ..ops.linalg import matmul_p, matmul_rows_p
-from ..ops.nn import relu6_p, relu_p
-from ..ops.pooling import (max_pool2d_argmax_p, max_pool2d_grad_grad_p, max_pool2d_grad_p,
-                           max_pool2d_p, max_pool2d_pick_p, max_pool2d_route_p, window_sum_p,
-                           window_sum_transpose_p)
-from ..ops.reduction import cumsum_p, reduce_max_p, reduce_min_p
-from ..ops.segments import segment_max_p, segment_min_p
-from ..ops.shape import concat_p, identity_p, split_p
-from ..ops.sizes import broadcast_dyn_p, reshape_dyn_p, sum_dyn_p
-from ..ops.structural import (add_p, broadcast_to_p, cast_p, conj_p, multiply_p, reduce_sum_p,
-                              reshape_p, select_p, transpose_p)
+from ..hessian_patterns import Curvature, new_pairs, reached, sorted_unique
 from ..patterns import Abstract, Pattern
 from .ir import Assign, Graph, Guard
 
-__all__ = ["graph_curvature", "curvature_of", "CURVATURES"]
-
-# Linear in every input jointly: sums, differences, data movement (slices, gathers,
-# concatenation, reshapes, casts between floats), linear maps (window sums, cumulative
-# sums), and a select's branches (its condition carries no derivative).
-_LINEAR = (add_p, subtract_p, negative_p, conj_p, real_p, imag_p, complex_p, cast_p, select_p,
-           reshape_p, transpose_p, broadcast_to_p, reduce_sum_p, identity_p, concat_p, split_p,
-           getitem_p, getitem_transpose_p, getitem_transpose_dyn_p, gather_p,
-           gather_transpose_p, scatter_update_p, cumsum_p, broadcast_dyn_p, sum_dyn_p,
-           reshape_dyn_p, window_sum_p, window_sum_transpose_p, max_pool2d_route_p,
-           max_pool2d_pick_p, max_pool2d_grad_p, max_pool2d_grad_grad_p)
-# Piecewise linear: the second derivative is zero wherever it exists (the pieces are
-# picked by comparisons, which carry no derivative), as twice-differentiated programs
-# compute it.
-_PIECEWISE_LINEAR = (abs_p, sign_p, maximum_p, minimum_p, floormod_p, relu_p, relu6_p,
-                     reduce_max_p, reduce_min_p, segment_max_p, segment_min_p, max_pool2d_p,
-                     max_pool2d_argmax_p)
-# Linear in each operand alone: only distinct operands' elements interact.
-_MULTILINEAR = (multiply_p, matmul_p, matmul_rows_p, einsum_p, conv2d_p, conv2d_input_grad_p,
-                conv2d_filter_grad_p)
-
-CURVATURES: dict[Any, Curvature] = {
-    **{p: LINEAR for p in _LINEAR + _PIECEWISE_LINEAR},
-    **{p: MULTILINEAR for p in _MULTILINEAR},
-    divide_p: Curvature(alone=(1,), cross=((0, 1),)),  # a / b: linear in a
-}
-
+__all__ = ["graph_curvature", "curvature_of"]
 
 def curvature_of(prim: Any) -> Curvature:
     """How `prim`'s outputs bend in its inputs: its classification, or nonlinear in
@@ -79,7 +34,7 @@ def curvature_of(prim: Any) -> Curvature:
         >>> curvature_of(registry()["add"]).linear, curvature_of(registry()["sin"]).linear
         (True, False)
     """
-    return CURVATURES.get(prim, NONLINEAR)
+    return rule(prim, "curvature")
 
 
 def graph_curvature(graph: Graph) -> tuple[Pattern | None, np.ndarray]:

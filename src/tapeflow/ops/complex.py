@@ -21,6 +21,7 @@ import numpy as np
 
 from ..catalog import Hints, define
 from ..core import Primitive, bind
+from ..hessian_patterns import LINEAR
 from ..tensor import Tensor
 from .convert import as_tensor, binary_args, check_dtype
 from .elementwise import NUMERIC, abs_p, divide, doc, greater, multiply, square, subtract, unary_op
@@ -54,19 +55,19 @@ complex_p = define(
               vjp=(lambda g, ans, a, b: bind(real_p, g), lambda g, ans, a, b: bind(imag_p, g)),
               reads=("", ""), broadcasting=True),
     batch_elementwise, sparsity=elementwise_deps, lower=_complex_lower,
-    passes=Hints(elementwise=True))
+    passes=Hints(elementwise=True), curvature=LINEAR)
 
 # ------------------------------------------------------------------ real, imag
 # Both are real-linear: JVP real(t); the transpose puts g back as g + 0i (or 0 + ig).
 real_p = define(Primitive("real", np.real),
                 linear(lambda g, z: bind(complex_p, g, zeros_of(g)), reads=""),
                 batch_unary, sparsity=elementwise_deps, lower=twin("real"),
-                passes=Hints(elementwise=True))
+                passes=Hints(elementwise=True), curvature=LINEAR)
 
 imag_p = define(Primitive("imag", np.imag),
                 linear(lambda g, z: bind(complex_p, zeros_of(g), g), reads=""),
                 batch_unary, sparsity=elementwise_deps, lower=twin("imag"),
-                passes=Hints(elementwise=True))
+                passes=Hints(elementwise=True), curvature=LINEAR)
 
 
 # ------------------------------------------------------------------ complex_abs: |z|, real

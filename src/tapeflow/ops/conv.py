@@ -28,6 +28,7 @@ from .. import blas
 from ..catalog import Hints, define
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
+from ..hessian_patterns import MULTILINEAR
 from ..patterns import Pattern
 from ..tensor import Tensor
 from .convert import binary_args, check_dtype
@@ -374,7 +375,7 @@ conv2d_p = define(
                    lambda g, ans, x, w, **p: _filter_grad(x, g, shape_of(w)[-4:], **p)),
               reads=("w", "x")),
     _leading_batch(0),  # conv2d(x, w): x carries N
-    sparsity=_conv_deps, lower=_conv_lower, passes=_SHARED_FILTER)
+    sparsity=_conv_deps, lower=_conv_lower, passes=_SHARED_FILTER, curvature=MULTILINEAR)
 
 # input_grad(g, w) is conv's transpose in x: <conv(x, w), g> = <x, input_grad(g, w)>
 conv2d_input_grad_p = define(
@@ -386,7 +387,8 @@ conv2d_input_grad_p = define(
                                                                        **p)),
               reads=("w", "g")),
     _leading_batch(0),  # input_grad(g, w): g carries N
-    sparsity=per_example_deps(0), lower=_input_grad_lower, passes=_SHARED_FILTER)
+    sparsity=per_example_deps(0), lower=_input_grad_lower, passes=_SHARED_FILTER,
+    curvature=MULTILINEAR)
 
 # filter_grad(x, g) is conv's transpose in w: <conv(x, w), g> = <w, filter_grad(x, g)>
 conv2d_filter_grad_p = define(
@@ -399,7 +401,7 @@ conv2d_filter_grad_p = define(
               reads=("g", "x")),
     _leading_batch(0, mergeable=False),  # sums over N: never merge a batch in
     sparsity=dense_deps,  # a sum over every example
-    lower=_filter_grad_lower)
+    lower=_filter_grad_lower, curvature=MULTILINEAR)
 
 
 def conv2d(input: Any, filters: Any, strides: Any = 1, padding: Any = "VALID",  # noqa: A002

@@ -27,6 +27,7 @@ from .. import blas
 from ..catalog import define
 from ..core import Primitive, Zero, bind
 from ..errors import DTypeMismatchError, InvalidArgumentError
+from ..hessian_patterns import MULTILINEAR
 from ..patterns import union
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, binary_args, check_dtype, convert_like
@@ -153,7 +154,7 @@ einsum_p = define(
     Primitive("einsum", half_in_float32(_einsum_impl)),
     jvp=_einsum_jvp, vjp=_einsum_vjp, batch=_einsum_batch, sparsity=_einsum_deps,
     lower=lambda jax, *operands, spec: jax.numpy.einsum(
-        spec, *operands, precision=jax.lax.Precision.HIGHEST))
+        spec, *operands, precision=jax.lax.Precision.HIGHEST), curvature=MULTILINEAR)
 
 
 def _operands(inputs: tuple, op: str) -> list[Tensor]:

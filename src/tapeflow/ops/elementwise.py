@@ -26,6 +26,7 @@ from .. import dtypes as _dt
 from ..catalog import NO_DERIVATIVE, Hints, Lowering, define
 from ..core import Primitive, Zero, bind
 from ..errors import DTypeMismatchError, InvalidArgumentError
+from ..hessian_patterns import Curvature, LINEAR, PIECEWISE_LINEAR
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, binary_args, check_dtype, convert_like
 from .structural import (add_p, batch_elementwise, batch_unary, cast_p, conj_if_complex,
@@ -97,12 +98,12 @@ subtract_p = define(
               vjp=(lambda g, ans, x, y: g, lambda g, ans, x, y: negative(g)),
               reads=("", ""), broadcasting=True),
     batch_elementwise, sparsity=elementwise_deps, lower=twin("subtract"),
-    passes=Hints(simplify=neutral_right(is_plus_zero), elementwise=True))
+    passes=Hints(simplify=neutral_right(is_plus_zero), elementwise=True), curvature=LINEAR)
 
 negative_p = define(Primitive("negative", np.negative),
                     linear(lambda g, x: negative(g), reads=""), batch_unary,
                     sparsity=elementwise_deps, lower=twin("negative"),
-                    passes=Hints(elementwise=True))
+                    passes=Hints(elementwise=True), curvature=LINEAR)
 
 # ------------------------------------------------------------------ divide: d(x/y) = dx/y - (x/y) dy/y
 divide_p = define(
@@ -113,7 +114,8 @@ divide_p = define(
                    lambda g, ans, x, y: negative(multiply(g, conj_if_complex(divide(ans, y))))),
               reads=("y", "ans y"), broadcasting=True),
     batch_elementwise, sparsity=elementwise_deps, lower=twin("true_divide"),
-    passes=Hints(simplify=neutral_right(is_one), elementwise=True))
+    passes=Hints(simplify=neutral_right(is_one), elementwise=True),
+    curvature=Curvature(alone=(1,), cross=((0, 1),)))
 
 
 # ------------------------------------------------------------------ maximum / minimum
@@ -131,7 +133,7 @@ def _extremum(name: str, fn: np.ufunc, x_wins: Callable, y_wins: Callable) -> Pr
                        lambda g, ans, x, y: multiply(g, float_mask(y_wins(x, y), g))),
                   reads=("x y", "x y"), broadcasting=True),
         batch_elementwise, sparsity=elementwise_deps, lower=twin(name),
-        passes=Hints(elementwise=True))
+        passes=Hints(elementwise=True), curvature=PIECEWISE_LINEAR)
 
 
 maximum_p = _extremum("maximum", np.maximum, lambda x, y: greater_equal(x, y),
@@ -178,7 +180,7 @@ floormod_p = define(
               reads=("", "x y"), broadcasting=True),
     batch_elementwise, sparsity=elementwise_deps,
     lower=Lowering(_floormod_lower, check=_divisor_check, check_needed=_integer_divisor),
-    passes=Hints(elementwise=True))
+    passes=Hints(elementwise=True), curvature=PIECEWISE_LINEAR)
 
 
 # floordiv is piecewise constant: no derivative (as TensorFlow).
@@ -259,7 +261,8 @@ reciprocal_p = define(
 # ------------------------------------------------------------------ abs (real x): sign x, 0 at 0
 # Complex inputs go to complex_abs (ops/complex.py), whose output is real. The lowering is
 # jnp.abs (np.abs is NumPy's `absolute`; jnp.abs is its alias).
-abs_p = unary("abs", np.abs, lambda ans, x: sign(x), reads="x", lower=twin("abs"))
+abs_p = unary("abs", np.abs, lambda ans, x: sign(x), reads="x", lower=twin("abs"),
+              curvature=PIECEWISE_LINEAR)
 
 # ------------------------------------------------------------------ sign: piecewise constant
 # Its derivative is zero (TensorFlow returns zeros, not None).
@@ -269,7 +272,7 @@ sign_p = define(
               reads=("",)),  # its shape only
     batch_unary, sparsity=elementwise_deps,
     lower=lambda jax, x: jax.numpy.where(x == 0, jax.numpy.zeros_like(x), jax.numpy.sign(x)),  # +0 at -0
-    passes=Hints(elementwise=True))
+    passes=Hints(elementwise=True), curvature=PIECEWISE_LINEAR)
 
 # ================================================================== no derivative
 # Comparisons and logic give bools; floor, ceil and round are piecewise constant and, as

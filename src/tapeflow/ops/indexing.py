@@ -24,6 +24,7 @@ from .. import dtypes as _dt
 from ..catalog import NO_DERIVATIVE, Lowering, define
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
+from ..hessian_patterns import LINEAR
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, convert_like, int_arg, int_tensor, static_shape
 from .structural import (full_of, add_p, broadcast_to_p, cast_p, dtype_of, linear, move_to_front,
@@ -74,7 +75,7 @@ getitem_p = define(
     # Batched: the batch axis goes first and the key gets a leading `:`.
     batch=lambda vals, dims, key: (
         bind(getitem_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key), 0),
-    lower=lambda jax, x, key: jax.numpy.asarray(x)[key])
+    lower=lambda jax, x, key: jax.numpy.asarray(x)[key], curvature=LINEAR)
 # getitem_transpose(g) puts g into zeros at `key`: the transpose of slicing.
 getitem_transpose_p = define(
     Primitive("getitem_transpose", _scatter_into_zeros),
@@ -83,7 +84,7 @@ getitem_transpose_p = define(
         bind(getitem_transpose_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key,
              shape=(shape_of(vals[0])[dims[0]],) + shape), 0),
     sparsity=scatter_deps(lambda numbered, vals, key, shape: numbered[key]),
-    lower=_getitem_transpose_lower)
+    lower=_getitem_transpose_lower, curvature=LINEAR)
 
 
 # The same with the zeros' shape read when the graph runs (NOTE(dynamic-shapes) in
@@ -110,7 +111,7 @@ getitem_transpose_dyn_p = define(
     batch=_getitem_transpose_dyn_batch,
     sparsity=scatter_deps(lambda numbered, vals, key, lead: numbered[key]),
     lower=lambda jax, g, sizes, key, lead: _getitem_transpose_lower(
-        jax, g, key, _dyn_target(g, sizes, lead)))
+        jax, g, key, _dyn_target(g, sizes, lead)), curvature=LINEAR)
 
 
 # ------------------------------------------------------------------ gather along one axis
@@ -222,7 +223,7 @@ gather_p = define(
                                                    shape=shape_of(p)), None),
               reads=("i", "")),
     moved_deps(0),  # indices that change with the input: every output on all of params
-    batch=_gather_batch, lower=_gather_lower)
+    batch=_gather_batch, lower=_gather_lower, curvature=LINEAR)
 gather_transpose_p = define(
     Primitive("gather_transpose", _gather_transpose_impl),
     per_input(jvp=(lambda t, ans, g, i, axis, shape: bind(
@@ -232,7 +233,7 @@ gather_transpose_p = define(
     batch=_gather_transpose_batch,
     sparsity=scatter_deps(lambda numbered, vals, axis, shape: np.take(
         numbered, vals[1], axis=axis)),
-    lower=_gather_transpose_lower)
+    lower=_gather_transpose_lower, curvature=LINEAR)
 
 
 # ------------------------------------------------------------------ scatter_update
@@ -335,7 +336,7 @@ scatter_update_p = define(
                    None,
                    lambda g, ans, x, i, u: _landed(g, i, u, shape_source(x)[0])),
               reads=("i", "", "i")),
-    moved_deps(0, 2), batch=_scatter_update_batch, lower=_scatter_update_lower)
+    moved_deps(0, 2), batch=_scatter_update_batch, lower=_scatter_update_lower, curvature=LINEAR)
 
 
 # ------------------------------------------------------------------ check_indices

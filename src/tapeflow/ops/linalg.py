@@ -26,6 +26,7 @@ from .. import blas
 from ..catalog import Hints, define
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError, UnimplementedError
+from ..hessian_patterns import MULTILINEAR
 from ..patterns import Abstract, Pattern
 from ..tensor import Tensor, TensorBase
 from .convert import binary_args, check_dtype, matrix_arg
@@ -118,7 +119,8 @@ matmul_p = define(
     lower=lambda jax, a, b: jax.numpy.matmul(a, b, precision=jax.lax.Precision.HIGHEST),
     # Every row of a times one matrix b: a's leading axes index examples (NOTE(example-grid)).
     passes=Hints(examples=lambda shape, a, b: (
-        (len(shape(a)) - 1, (0,)) if len(shape(b)) == 2 and len(shape(a)) >= 2 else None)))
+        (len(shape(a)) - 1, (0,)) if len(shape(b)) == 2 and len(shape(a)) >= 2 else None)),
+    curvature=MULTILINEAR)
 
 
 # ------------------------------------------------------------------ matmul_rows
@@ -234,7 +236,8 @@ matmul_rows_p = define(
               reads=("b", "rows")),
     batch=_matmul_rows_batch, sparsity=_matmul_rows_deps, lower=_matmul_rows_lower,
     passes=Hints(swap=_matmul_rows_swap, examples=lambda shape, rows, b, transpose_b: (
-        (1, (0,)) if len(shape(rows)) == 2 and len(shape(b)) == 2 else None)))
+        (1, (0,)) if len(shape(rows)) == 2 and len(shape(b)) == 2 else None)),
+    curvature=MULTILINEAR)
 
 
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,

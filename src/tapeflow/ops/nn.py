@@ -26,6 +26,7 @@ from ..dtypes import half_in_float32
 from ..catalog import NO_DERIVATIVE, Hints, Lowering, define
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
+from ..hessian_patterns import PIECEWISE_LINEAR
 from ..tensor import Tensor
 from .convert import as_tensor, binary_args, check_dtype, normalize_axis
 from .elementwise import (add, cast, divide, greater, greater_equal, less, logical_and, maximum,
@@ -61,7 +62,7 @@ relu_p = define(
               vjp=(lambda g, ans, x: multiply(g, _relu_mask(x)),), reads=("x",)),
     batch_unary, sparsity=elementwise_deps,
     lower=lambda jax, x: jax.numpy.maximum(x, jax.numpy.zeros((), x.dtype)),
-    passes=Hints(elementwise=True))
+    passes=Hints(elementwise=True), curvature=PIECEWISE_LINEAR)
 
 
 # ------------------------------------------------------------------ relu6: d = [0 < x < 6] dx
@@ -77,7 +78,7 @@ relu6_p = define(
     batch_unary, sparsity=elementwise_deps,
     lower=lambda jax, x: jax.numpy.clip(x, jax.numpy.zeros((), x.dtype),
                                         jax.numpy.full((), 6, x.dtype)),
-    passes=Hints(elementwise=True))
+    passes=Hints(elementwise=True), curvature=PIECEWISE_LINEAR)
 
 
 # ------------------------------------------------------------- elu: d = (x > 0 ? 1 : elu + 1) dx

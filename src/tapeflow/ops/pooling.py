@@ -37,6 +37,7 @@ from ..dtypes import half_in_float32
 from ..catalog import Hints, define
 from ..core import Primitive, Zero, bind
 from ..errors import InvalidArgumentError, UnimplementedError
+from ..hessian_patterns import LINEAR, PIECEWISE_LINEAR
 from ..tensor import Tensor
 from .convert import as_tensor, check_dtype
 from .elementwise import multiply
@@ -325,7 +326,7 @@ max_pool2d_p = define(
     per_input(jvp=(lambda t, ans, x, **p: _pick(x, t, **p),),
               vjp=(lambda g, ans, x, **p: _route(x, g, **p),), reads=("x",)),
     _windowed(per_example_deps()),  # each example's windows: block diagonal
-    lower=_max_pool_lower, form=_argmax_form)
+    lower=_max_pool_lower, form=_argmax_form, curvature=PIECEWISE_LINEAR)
 
 # route(x, g) is linear in g (x only picks the argmax: no tangent), and its transpose
 # is pick: <route(x, g), c> = <g, pick(x, c)>
@@ -334,7 +335,7 @@ max_pool2d_grad_p = define(
     per_input(jvp=(None, lambda t, ans, x, g, **p: _route(x, t, **p)),
               vjp=(_zero_cotangent, lambda c, ans, x, g, **p: _pick(x, c, **p)),
               reads=("x", "x"), broadcasting=True),
-    _windowed(per_example_deps()), lower=_grad_lower)
+    _windowed(per_example_deps()), lower=_grad_lower, curvature=LINEAR)
 
 # pick(x, t) is linear in t (x only picks), and its transpose is route:
 # <pick(x, t), c> = <t, route(x, c)>
@@ -343,7 +344,7 @@ max_pool2d_grad_grad_p = define(
     per_input(jvp=(None, lambda t_, ans, x, t, **p: _pick(x, t_, **p)),
               vjp=(_zero_cotangent, lambda c, ans, x, t, **p: _route(x, c, **p)),
               reads=("x", "x"), broadcasting=True),
-    _windowed(per_example_deps()), lower=_grad_grad_lower)
+    _windowed(per_example_deps()), lower=_grad_grad_lower, curvature=LINEAR)
 
 
 # ================================================================== the argmax, kept
@@ -394,7 +395,7 @@ max_pool2d_argmax_p = define(
         bind(max_pool2d_argmax_p, move_to_front(vals[0], dims[0]), **p), [0, 0]),
     sparsity=lambda pats, vals, outs, **p: (
         per_example_deps()(pats, vals, outs[:1])[0], None),  # the argmax: piecewise constant
-    lower=_argmax_lower)
+    lower=_argmax_lower, curvature=PIECEWISE_LINEAR)
 
 # route(arg, g) is linear in g; pick(arg, t) in t; each is the other's transpose. The
 # argmax is an integer input: no derivative reaches it. Both broadcast the argmax as the
@@ -405,7 +406,7 @@ max_pool2d_route_p = define(
     per_input(vjp=(None, lambda c, ans, arg, g, input_hw, **p: bind(max_pool2d_pick_p, arg, c,
                                                                      **p)),
               reads=("", "arg"), broadcasting=True),
-    _windowed(per_example_deps(1)), lower=_route_lower)
+    _windowed(per_example_deps(1)), lower=_route_lower, curvature=LINEAR)
 
 max_pool2d_pick_p = define(
     Primitive("max_pool2d_pick", _pick_impl),
@@ -413,7 +414,7 @@ max_pool2d_pick_p = define(
     per_input(vjp=(None, lambda c, ans, arg, t, **p: bind(max_pool2d_route_p, arg, c,
                                                           input_hw=_hw_of(t), **p)),
               reads=("", "arg"), broadcasting=True),  # t: its shape only
-    _windowed(per_example_deps(1)), lower=_pick_lower)
+    _windowed(per_example_deps(1)), lower=_pick_lower, curvature=LINEAR)
 
 
 # ================================================================== window sums
@@ -512,13 +513,13 @@ window_sum_p = define(
         input_shape=shape_of(x)[-4:])),
     _windowed(per_example_deps(), batch=_batch_first),
     lower=lambda jax, x, ksize, strides, pads: _xla_reduce(
-        jax, x, np.zeros((), x.dtype), jax.lax.add, ksize, strides, pads))
+        jax, x, np.zeros((), x.dtype), jax.lax.add, ksize, strides, pads), curvature=LINEAR)
 window_sum_transpose_p = define(
     Primitive("window_sum_transpose", half_in_float32(_window_sum_transpose_impl)),
     linear(lambda g, x, ksize, strides, pads, input_shape: _window_sum(g, ksize, strides, pads)),
     _windowed(per_example_deps(), batch=_batch_first),
     lower=lambda jax, g, ksize, strides, pads, input_shape: _xla_spread(
-        jax, lambda k: g, tuple(input_shape[-3:-1]), ksize, strides, pads))
+        jax, lambda k: g, tuple(input_shape[-3:-1]), ksize, strides, pads), curvature=LINEAR)
 
 
 # ================================================================== public ops

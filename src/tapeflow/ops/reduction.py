@@ -22,6 +22,7 @@ from ..dtypes import half_in_float32
 from ..catalog import NO_DERIVATIVE, define
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
+from ..hessian_patterns import LINEAR, PIECEWISE_LINEAR
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, check_dtype, normalize_axis
 from .complex import real
@@ -54,11 +55,13 @@ _extremum = per_input(
 reduce_max_p = define(
     Primitive("reduce_max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims)),
     _extremum, batch_reduction, sparsity=reduction_deps,
-    lower=lambda jax, x, axis, keepdims: jax.numpy.max(x, axis=axis, keepdims=keepdims))
+    lower=lambda jax, x, axis, keepdims: jax.numpy.max(x, axis=axis, keepdims=keepdims),
+    curvature=PIECEWISE_LINEAR)
 reduce_min_p = define(
     Primitive("reduce_min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims)),
     _extremum, batch_reduction, sparsity=reduction_deps,
-    lower=lambda jax, x, axis, keepdims: jax.numpy.min(x, axis=axis, keepdims=keepdims))
+    lower=lambda jax, x, axis, keepdims: jax.numpy.min(x, axis=axis, keepdims=keepdims),
+    curvature=PIECEWISE_LINEAR)
 
 
 def _scan_axis(axis: Any, ndim: int, op: str, list_error: type) -> int:
@@ -110,7 +113,7 @@ cumsum_p = define(
     # The transpose of a running sum is the running sum in the other direction.
     linear(lambda g, x, axis, exclusive, reverse: bind(
         cumsum_p, g, axis=axis, exclusive=exclusive, reverse=not reverse)),
-    batch_along_axis, sparsity=along_axis_deps, lower=_cumsum_lower)
+    batch_along_axis, sparsity=along_axis_deps, lower=_cumsum_lower, curvature=LINEAR)
 
 # ------------------------------------------------------------------ boolean reductions, arg-extrema
 reduce_all_p = define(

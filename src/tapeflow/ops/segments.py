@@ -28,6 +28,7 @@ from .. import dtypes as _dt
 from ..catalog import NO_DERIVATIVE, Lowering, define
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
+from ..hessian_patterns import PIECEWISE_LINEAR
 from ..tensor import Tensor
 from .convert import as_tensor, check_dtype, int_arg, int_tensor, normalize_axis
 from .elementwise import (abs_p, divide_p, equal_p, floordiv_p, greater_equal_p, less_p,
@@ -192,7 +193,7 @@ def _extremum(which: str) -> Primitive:
         Primitive(f"segment_{which}", _extremum_impl(which)),
         per_input(jvp=(_extremum_tangent, None), vjp=(_extremum_cotangent, None),
                   reads=("ans x ids", "")),
-        _extremum_batch, lower=_extremum_lower(which),
+        _extremum_batch, lower=_extremum_lower(which), curvature=PIECEWISE_LINEAR,
         sparsity=scatter_deps(lambda numbered, vals, **params: np.take(numbered, vals[1], 0)))
 
 

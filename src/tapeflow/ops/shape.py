@@ -20,6 +20,7 @@ import numpy as np
 from ..catalog import IDENTITY, NO_DERIVATIVE, Hints, define
 from ..core import Primitive, Zero, bind
 from ..errors import DTypeMismatchError, InvalidArgumentError
+from ..hessian_patterns import LINEAR
 from ..tensor import Tensor, TensorBase
 from .convert import as_tensor, binary_args, convert_like, int_arg, int_list, normalize_axis
 from .indexing import gather_p, getitem_p, getitem_transpose_p
@@ -29,7 +30,7 @@ from .sizes import broadcast_dyn_p, reshape_dyn_p
 # ------------------------------------------------------------------ identity, stop_gradient
 identity_p = define(Primitive("identity", lambda x: x, effects=(IDENTITY,)),
                     linear(lambda g, x: g), batch_unary, sparsity=elementwise_deps,
-                    lower=lambda jax, x: x, passes=Hints(simplify=same_as_input))
+                    lower=lambda jax, x: x, passes=Hints(simplify=same_as_input), curvature=LINEAR)
 
 
 # stop_gradient: the outputs carry no derivative, so no recorder follows them.
@@ -75,7 +76,8 @@ def _concat_batch(vals: tuple, dims: tuple, axis: int) -> tuple:
 concat_p = define(Primitive("concat", lambda *xs, axis: np.concatenate(xs, axis=axis)),
                   moved_deps(),  # every input is data
                   jvp=_concat_jvp, vjp=_concat_vjp, batch=_concat_batch,
-                  lower=lambda jax, *xs, axis: jax.numpy.concatenate(xs, axis=axis))
+                  lower=lambda jax, *xs, axis: jax.numpy.concatenate(xs, axis=axis),
+                  curvature=LINEAR)
 
 
 # ------------------------------------------------------------------ split (multiple results)
@@ -112,7 +114,8 @@ def _split_batch(vals: tuple, dims: tuple, sizes: tuple, axis: int) -> tuple:
 split_p = define(Primitive("split", _split_impl, multiple_results=True),
                  moved_deps(0), jvp=_split_jvp, vjp=_split_vjp, batch=_split_batch,
                  lower=lambda jax, x, sizes, axis: tuple(
-                     jax.numpy.split(x, np.cumsum(sizes[:-1]).tolist(), axis=axis)))
+                     jax.numpy.split(x, np.cumsum(sizes[:-1]).tolist(), axis=axis)),
+                     curvature=LINEAR)
 
 
 # ================================================================== public ops

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..catalog import DATA_SHAPE, NO_DERIVATIVE, SHAPE_OPERAND, define
 from ..core import Primitive, bind
+from ..hessian_patterns import LINEAR
 from ..tensor import Tensor
 from .structural import (batch_no_inputs, dense_deps, move_to_front, moved_deps, per_input,
                          shape_source)
@@ -165,15 +166,15 @@ def _sum_dyn_lower(jax: Any, x: Any, s: Any, lead: int, expand: tuple) -> Any:
 broadcast_dyn_p = define(Primitive("broadcast_dyn", _broadcast_dyn_impl,
                                    effects=(DATA_SHAPE, SHAPE_OPERAND)),
                          _dyn_rules(lambda: sum_dyn_p), moved_deps(0),
-                         lower=_broadcast_dyn_lower)
+                         lower=_broadcast_dyn_lower, curvature=LINEAR)
 sum_dyn_p = define(Primitive("sum_dyn", _sum_dyn_impl, effects=(DATA_SHAPE, SHAPE_OPERAND)),
                    _dyn_rules(lambda: broadcast_dyn_p),
-                   sparsity=dense_deps, lower=_sum_dyn_lower)
+                   sparsity=dense_deps, lower=_sum_dyn_lower, curvature=LINEAR)
 reshape_dyn_p = define(Primitive("reshape_dyn", _reshape_dyn_impl,
                                  effects=(DATA_SHAPE, SHAPE_OPERAND)),
                        _dyn_rules(lambda: reshape_dyn_p), moved_deps(0),
                        lower=lambda jax, x, s, lead: jax.numpy.reshape(
-                           x, x.shape[:lead] + _dims(s)))
+                           x, x.shape[:lead] + _dims(s)), curvature=LINEAR)
 
 
 

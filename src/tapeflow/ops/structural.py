@@ -41,6 +41,7 @@ from ..core import Husk, Primitive, Zero, bind, sizes
 from ..core import dynamic_traces as _dynamic_traces
 # The dependency-rule families live with the pattern algebra (NOTE(sparsity)); re-exported
 # here with the other rule families.
+from ..hessian_patterns import LINEAR, MULTILINEAR
 from ..patterns import (along_axis_deps, dense_deps, elementwise_deps, moved_deps,
                         per_example_deps, per_matrix_deps, reduction_deps, scatter_deps)
 from ..tensor import Tensor
@@ -332,7 +333,7 @@ def linear(transpose: Rule, reads: str = "") -> Callable[[Primitive], dict]:
 
 
 def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor], reads: str,
-          lower: Any = None) -> Primitive:
+          lower: Any = None, curvature: Any = None) -> Primitive:
     """An elementwise primitive f with f'(x) = ``deriv(ans, x)``, and all its rules.
 
     Both rules multiply by the derivative: JVP ``t * f'(x)``, VJP ``g * conj(f'(x))``
@@ -354,11 +355,11 @@ def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor], 
                   reads=(reads,)),
         batch_unary, sparsity=elementwise_deps,
         lower=twin(impl.__name__) if lower is None else lower,
-        passes=Hints(elementwise=True))
+        passes=Hints(elementwise=True), curvature=curvature)
 
 
 def binary(name: str, impl: Callable, dx: Any, dy: Any, reads: tuple, lower: Any = None,
-           simplify: Rule | None = None) -> Primitive:
+           simplify: Rule | None = None, curvature: Any = None) -> Primitive:
     """A broadcasting elementwise primitive f(x, y) with partial derivatives ``dx(ans, x,
     y)`` and ``dy(ans, x, y)``, and all its rules, as `unary`'s: JVP ``tx * dx + ty * dy``,
     VJP ``g * conj(d)`` summed back to each input's shape. A partial may be the number 1
@@ -381,7 +382,7 @@ def binary(name: str, impl: Callable, dx: Any, dy: Any, reads: tuple, lower: Any
                   reads=rule_reads, broadcasting=True),
         batch_elementwise, sparsity=elementwise_deps,
         lower=twin(impl.__name__) if lower is None else lower,
-        passes=Hints(simplify=simplify, elementwise=True))
+        passes=Hints(simplify=simplify, elementwise=True), curvature=curvature)
 
 
 def no_derivative(name: str, impl: Callable, batch: Callable[[Primitive], dict]) -> Primitive:
@@ -439,14 +440,15 @@ def batch_along_axis(prim: Primitive) -> dict:
 # ================================================================== the structural primitives
 # ------------------------------------------------------------------ add: d(x + y) = dx + dy
 add_p = binary("add", np.add, 1, 1, reads=("", ""),
-               simplify=neutral_right(is_minus_zero, left_too=True))
+               simplify=neutral_right(is_minus_zero, left_too=True), curvature=LINEAR)
 # ------------------------------------------------------------------ multiply: d(xy) = y dx + x dy
 multiply_p = binary("multiply", np.multiply, lambda ans, x, y: y, lambda ans, x, y: x,
-                    reads=("y", "x"), simplify=neutral_right(is_one, left_too=True))
+                    reads=("y", "x"), simplify=neutral_right(is_one, left_too=True),
+                    curvature=MULTILINEAR)
 # ------------------------------------------------------------------ conj: linear, its own transpose
 conj_p = define(Primitive("conj", np.conjugate), linear(lambda g, x: bind(conj_p, g)),
                 batch_unary, sparsity=elementwise_deps, lower=twin("conj"),
-                passes=Hints(elementwise=True))
+                passes=Hints(elementwise=True), curvature=LINEAR)
 
 
 # ------------------------------------------------------------------ cast
@@ -525,7 +527,7 @@ cast_p = define(
     batch_unary, lower=_cast_lower,
     sparsity=lambda pats, vals, outs, dtype: (
         elementwise_deps(pats, vals, outs) if _dt.kind(dtype) in "fc" else (None,)),  # ints: none
-    passes=Hints(simplify=same_as_input, elementwise=True))
+    passes=Hints(simplify=same_as_input, elementwise=True), curvature=LINEAR)
 
 
 # ------------------------------------------------------------------ select: where(c, x, y)
@@ -542,7 +544,7 @@ select_p = define(
               vjp=(None, _select_rule(True), _select_rule(False)), reads=("", "c", "c"),
               broadcasting=True),
     batch_elementwise, sparsity=elementwise_deps, lower=twin("where"),
-    passes=Hints(elementwise=True))
+    passes=Hints(elementwise=True), curvature=LINEAR)
 
 
 # ------------------------------------------------------------------ reshape: linear
@@ -557,7 +559,7 @@ reshape_p = define(
     moved_deps(0), lower=lambda jax, x, shape: jax.numpy.reshape(x, shape),
     batch=lambda vals, dims, shape: (bind(reshape_p, move_to_front(vals[0], dims[0]),
                                           shape=(shape_of(vals[0])[dims[0]],) + shape), 0),
-    passes=Hints(simplify=same_as_input))
+    passes=Hints(simplify=same_as_input), curvature=LINEAR)
 
 # ------------------------------------------------------------------ transpose: linear
 transpose_p = define(
@@ -567,7 +569,7 @@ transpose_p = define(
     batch=lambda vals, dims, perm: (bind(transpose_p, move_to_front(vals[0], dims[0]),
                                          perm=(0,) + tuple(p + 1 for p in perm)), 0),
     passes=Hints(simplify=lambda consts, same, perm: (
-        0 if tuple(perm) == tuple(range(len(perm))) else None)))
+        0 if tuple(perm) == tuple(range(len(perm))) else None)), curvature=LINEAR)
 
 
 # ------------------------------------------------------------------ broadcast_to: linear, summed back
@@ -581,7 +583,7 @@ broadcast_to_p = define(
     linear(lambda g, x, shape: unbroadcast(g, shape_of(x))),
     moved_deps(0), batch=_broadcast_to_batch,
     lower=lambda jax, x, shape: jax.numpy.broadcast_to(x, shape),
-    passes=Hints(simplify=same_as_input))
+    passes=Hints(simplify=same_as_input), curvature=LINEAR)
 
 
 # ------------------------------------------------------------------ fill: a constant of a shape
@@ -674,4 +676,4 @@ reduce_sum_p = define(
     # The axes before the first one summed index examples (NOTE(example-grid) in
     # graph/transposes).
     passes=Hints(examples=lambda shape, x, axis, keepdims: None if not axis else (
-        min(a % len(shape(x)) for a in axis), (0,))))
+        min(a % len(shape(x)) for a in axis), (0,))), curvature=LINEAR)
