@@ -62,7 +62,16 @@ def _steps():
         lambda x: x * float(x[::2].shape[0] % 2 + 1),
         lambda x: x * float(len(x[::3]) % 2) + x,
         lambda x: x + float(tf.reduce_sum(x, axis=0).shape[0]),
+        # sizes the ops compute (NOTE(symbolic-sizes)): SAME windows of stride 2 pad by
+        # the size's parity; a split takes n // 3 rows
+        lambda x: x * tf.reduce_sum(tf.nn.max_pool1d(x[None], 3, 2, "SAME")),
+        lambda x: x + tf.reduce_sum(tf.nn.conv1d(x[None], tf.cast(_KERNEL, x.dtype), 2,
+                                                 "SAME")) * 0.1,
+        lambda x: x + tf.reduce_mean(tf.split(tf.concat([x, x * 2.0, x], 0), 3)[1]),
     ]
+
+
+_KERNEL = tf.constant(np.linspace(-1.0, 1.0, 27).reshape(3, 3, 3), tf.float32)
 
 
 STEP_COUNT = len(_steps())

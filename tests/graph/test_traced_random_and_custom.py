@@ -141,3 +141,30 @@ def test_a_grad_fn_that_reads_a_value_and_closes_over_the_input():
     np.testing.assert_array_equal(_gradient(g, tf.constant([1.0, 2.0])).numpy(), [1.0, 2.0])
     with pytest.raises(TracingError, match="custom_gradient's grad_fn read a value"):
         _gradient(g, tf.constant([5.0, 6.0]))
+
+
+def test_a_grad_fn_runs_once_per_trace_even_under_a_tape():
+    # TensorFlow calls a grad_fn when it builds the gradient of the traced function, once:
+    # the tape around the first call uses that traced backward too, to any order.
+    calls = []
+
+    @tf.custom_gradient
+    def f(x):
+        def grad(dy):
+            calls.append(1)
+            return dy * tf.cos(x) * 3.0
+        return tf.sin(x), grad
+
+    g = tf.function(lambda x: f(x) * 2.0)
+    for k in range(3):
+        x = tf.constant(0.5 + k, tf.float64)
+        with tf.GradientTape() as outer:
+            outer.watch(x)
+            with tf.GradientTape() as inner:
+                inner.watch(x)
+                y = g(x)
+            d = inner.gradient(y, x)
+        np.testing.assert_allclose(d.numpy(), 6.0 * np.cos(0.5 + k), rtol=1e-14)
+        np.testing.assert_allclose(outer.gradient(d, x).numpy(), -6.0 * np.sin(0.5 + k),
+                                   rtol=1e-14)
+    assert len(calls) == 1

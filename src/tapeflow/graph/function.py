@@ -46,7 +46,7 @@ from .lean import MISS as _MISS
 from .passes import optimize
 from .polymorphic import class_sizes, generalize, generic_key, same_branch
 from ..scopes import held_output, quieted
-from .replay import GuardFailed
+from .replay import GuardFailed, replayed_grad_fn
 from .scope import seal
 from .signature import (TensorSpec, argument_names, call_template, output_leaf,
                         positional_keys, rebuild, fits, relaxed_shapes, skeleton, tensor_key,
@@ -314,6 +314,11 @@ class Function:
             outs = [None if o is None else bind(identity_p, o) for o in flat]
             graph.output_structure = result
             stats = optimize(graph)
+            # The recorders outside saw this call's custom gradients: they differentiate
+            # them by the traced backward, as a replay's would (the grad_fn ran once, to
+            # trace it)
+            for node, params, refs in tracer.custom_grads:
+                params["grad_fn"] = replayed_grad_fn(node, dict(zip(node.backward.refs, refs)))
         finally:
             # NOTE(out-of-scope) in tensor.py: the living ones (a dead one cannot leak)
             seal([t for t in (r() for r in tracer.made) if t is not None], self.__name__)

@@ -331,7 +331,7 @@ def _ident(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name) or "fn"
 
 
-def _replayed_grad_fn(n: Node, env: dict) -> Callable:
+def replayed_grad_fn(n: Node, env: dict) -> Callable:
     """The node's custom grad_fn for this replay: its traced backward graph, reading the
     values of this replay (not those of the traced call).
 
@@ -406,7 +406,7 @@ def _interpret(g: Graph, inputs: list[Tensor], env: dict) -> list:
             if n.sized:  # NOTE(sized-params) in graph/polymorphic.py
                 params = resolve(params, lambda slot, axis: np.shape(env[slot]._value)[axis])
             if n.backward is not None:
-                params = dict(params, grad_fn=_replayed_grad_fn(n, env))
+                params = dict(params, grad_fn=replayed_grad_fn(n, env))
             out = bind(n.prim, *[env[i] for i in n.inputs], **params)
             for o, t in zip(n.outputs, out if n.prim.multiple_results else [out], strict=True):
                 env[o] = t

@@ -136,6 +136,11 @@ class Tracer(Recorder):
         self.input_shapes: list = []
         self.refs: list[int] = []  # outer slots this graph reads (its trailing inputs)
         self.ref_values: list = []  # their values while tracing
+        self.ref_tensors: list = []  # and the tensors themselves
+        # (node, the params the recorders outside saw, the tensors of its backward's refs)
+        # of each custom gradient whose grad_fn was traced (Function._trace hands those
+        # recorders the traced backward: the grad_fn runs once per trace, as TensorFlow's)
+        self.custom_grads: list = []
         # Tensors are named by key (tensor.key_of), not id, so the tracer need not keep
         # them alive: a trace holds no more memory than the traced code (only constants).
         self._slots: dict[int, int] = {}
@@ -166,6 +171,7 @@ class Tracer(Recorder):
             g.inputs.append(slot)
             self.refs.append(outer_slot)
             self.ref_values.append(x._value)
+            self.ref_tensors.append(x)
         elif isinstance(x, Variable):
             slot = g.new_slot(x._value)
             g.var_slots[slot] = len(g.variables)
@@ -294,21 +300,28 @@ class Tracer(Recorder):
                 i in inert or i in constants for i in ins[:params["n_inputs"] + params["n_vars"]]):
             # Its grad_fn runs when its backward is traced, so only where a derivative can
             # reach it (TensorFlow calls it when the gradient is built, never if pruned).
-            node.backward = self._trace_backward(inputs, outputs, params)
+            node.backward, ref_tensors = self._trace_backward(inputs, outputs, params)
+            self.custom_grads.append((node, params, ref_tensors))
 
-    def _trace_backward(self, inputs: Any, outputs: tuple, params: dict) -> CustomBackward:
-        """Trace a custom grad_fn on placeholder cotangents, seen by no other recorder."""
+    def _trace_backward(self, inputs: Any, outputs: tuple, params: dict) -> tuple:
+        """Trace a custom grad_fn on placeholder cotangents, seen by no other recorder:
+        (its CustomBackward, the tensors of this trace that it reads)."""
         sub = Graph(name=f"{self.graph.name}_custom_grad")
         cts = [Tensor(np.zeros_like(o._value)) for o in outputs]
         tracer = Tracer(sub, cts, self.guards, outer=self)
         tracer.dynamic = self.dynamic
         n_in, n_vars = params["n_inputs"], params["n_vars"]
         # Tracing is no call: what the grad_fn prints, its replays print (scopes.py).
-        with substack(lambda r: False, extra=(tracer,)), quieted():
-            grads = call_grad_fn(params["grad_fn"], cts, list(inputs[n_in:n_in + n_vars]), n_in)
-        sub.outputs = [None if g is None else tracer.slot_of(g) for g in grads]
+        tracer.sizing = self.sizing
+        try:
+            with substack(lambda r: False, extra=(tracer,)), quieted():
+                grads = call_grad_fn(params["grad_fn"], cts, list(inputs[n_in:n_in + n_vars]),
+                                     n_in)
+            sub.outputs = [None if g is None else tracer.slot_of(g) for g in grads]
+        finally:
+            tracer.sizing = False
         optimize(sub)
-        return CustomBackward(sub, tracer.refs, tracer.ref_values)
+        return CustomBackward(sub, tracer.refs, tracer.ref_values), tracer.ref_tensors
 
     def on_read(self, tensor: Any, how: str) -> None:
         slot = self._slots.get(tensor._key)
