@@ -77,7 +77,20 @@ CASES = [
     ("a tensor kept from inside a traced function, used after", lambda: _kept_from_a_trace() + 1.,
      tf.errors.InaccessibleTensorError,
      r"was made while tracing tapeflow.function 'keep' and is used after that trace ended"),
+    ("tf.split(x, 3) of 7 rows, in a function that serves every size of 6, 9, 12",
+     lambda: _split_at_a_size_the_graph_does_not_serve(),
+     tf.errors.InvalidArgumentError,
+     r"split: `num_or_size_splits`=3 must be a positive divisor of the length 7"),
 ]
+
+
+def _split_at_a_size_the_graph_does_not_serve():
+    # The graph holds n // 3 and a size check that n % 3 == 0 (NOTE(symbolic-sizes)): 7
+    # rows trace again, and raise as eagerly, never a piece of the wrong rows.
+    f = tf.function(lambda x: tf.split(x, 3)[1], input_signature=[tf.TensorSpec([None])])
+    for n in (6, 9, 12):
+        f(tf.zeros([n]))
+    return f(tf.zeros([7]))
 
 
 def _rank_one_batch_jacobian():

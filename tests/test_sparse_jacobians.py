@@ -292,3 +292,16 @@ def test_a_sparse_jacobian_keeps_a_bounded_number_of_plans():
         for n in range(2, sparse_jacobians.MAX_PLANS + 12):
             jac(np.ones(n))
     assert len(jac._plans) == sparse_jacobians.MAX_PLANS
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_jacobians_and_hessians_come_exactly_in_float32(dtype):
+    # scipy.sparse holds no 2-byte floats: the half-precision values, exactly, in float32
+    x = np.linspace(-1.0, 1.0, 5).astype(tf.as_dtype(dtype).as_numpy_dtype)
+    f = lambda u: tf.sin(u) * 2.0 + u[::-1]  # noqa: E731
+    J = tf.sparse_jacobian(f, x)
+    dense = tf.jacfwd(f)(tf.constant(x)).numpy()
+    assert J.dtype == np.float32 and dense.dtype == x.dtype
+    np.testing.assert_array_equal(J.toarray(), dense.astype(np.float32))
+    H = tf.sparse_hessian(lambda u: tf.reduce_sum(tf.sin(u) * u[0]), x)
+    assert H.dtype == np.float32 and H.shape == (5, 5)

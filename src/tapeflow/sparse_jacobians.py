@@ -90,6 +90,10 @@ def jacobian_sparsity(f: Callable, x: Any) -> Any:
 
 def _to_csr(pattern: Pattern, data: np.ndarray, dtype: Any) -> Any:
     sp = _scipy_sparse()
+    dtype = np.dtype(dtype)
+    if dtype.itemsize == 2 and _dt.kind(dtype) == "f":
+        # scipy.sparse holds no float16 or bfloat16: their values, exactly, in float32
+        dtype = np.dtype(np.float32)
     return sp.csr_matrix((np.asarray(data, dtype), pattern.indices.copy(), pattern.indptr.copy()),
                          shape=(pattern.size, pattern.n))
 
