@@ -138,3 +138,37 @@ def test_a_saved_size_generic_graph_keeps_its_expressions_and_checks(tmp_path):
     np.testing.assert_array_equal(loaded.f(tf.constant(x)).numpy(), x[3:6] * 2.0)
     with pytest.raises(ValueError, match="sizes decide otherwise"):
         loaded.f(tf.zeros([7], tf.float64))  # no Python to trace the size it cannot serve
+
+
+_LAYERS = {
+    "Dense": (lambda L: L.Dense(3), (5,)),
+    "Reshape": (lambda L: L.Reshape((2, 3)), (6,)),
+    "Conv2D_strided_same": (lambda L: L.Conv2D(2, 3, strides=2, padding="same"), (5, 5, 1)),
+    "BatchNormalization": (lambda L: L.BatchNormalization(), (4,)),
+    "LSTM": (lambda L: L.LSTM(3), (4, 2)),
+    "Conv2DTranspose": (lambda L: L.Conv2DTranspose(2, 3, strides=2), (3, 3, 1)),
+    "MaxPooling2D": (lambda L: L.MaxPooling2D(2), (4, 4, 1)),
+    "TimeDistributed": (lambda L: L.TimeDistributed(L.Dense(2)), (3, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LAYERS))
+def test_the_layers_users_train_serve_every_batch_size_from_two_traces(name):
+    make, shape = _LAYERS[name]
+    tf.random.set_seed(1)
+    layer = make(tf.keras.layers)
+
+    def loss_and_grad(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(layer(x, training=True) ** 2)
+        return loss, tape.gradient(loss, x)
+
+    layer(tf.zeros((1,) + shape))  # built outside the trace
+    f = tf.function(loss_and_grad, input_signature=[S((None,) + shape, tf.float32)])
+    rng = np.random.default_rng(3)
+    for n in (2, 3, 5, 7, 4):
+        x = tf.constant(rng.standard_normal((n,) + shape).astype(np.float32))
+        for got, want in zip(f(x), loss_and_grad(x)):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-5, atol=1e-5)
+    assert f.experimental_get_tracing_count() == 2

@@ -119,7 +119,9 @@ class Reshape(Layer):
                              "no other negative size.")
 
     def call(self, inputs: Any) -> Tensor:
-        return ops.shape.reshape(inputs, (int(inputs.shape[0]),) + self.target_shape)
+        # the batch size a size-generic trace reads when it runs (NOTE(symbolic-sizes))
+        batch = ops.structural.shape_of(inputs)[0]
+        return ops.shape.reshape(inputs, (batch,) + tuple(self.target_shape))
 
     def get_config(self) -> dict:
         return dict(super().get_config(), target_shape=self.target_shape)
