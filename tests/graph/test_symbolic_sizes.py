@@ -172,3 +172,12 @@ def test_the_layers_users_train_serve_every_batch_size_from_two_traces(name):
         for got, want in zip(f(x), loss_and_grad(x)):
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-5, atol=1e-5)
     assert f.experimental_get_tracing_count() == 2
+
+
+def test_the_retracing_reason_names_a_failed_size_check():
+    f = tf.function(lambda x: tf.nn.max_pool1d(x, 3, 2, "SAME"),
+                    input_signature=[S([1, None, 1], tf.float32)])
+    for n in (4, 8, 5):  # the pool's padding decides on the size's parity
+        np.testing.assert_array_equal(f(tf.ones([1, n, 1])).numpy(),
+                                      tf.nn.max_pool1d(tf.ones([1, n, 1]), 3, 2, "SAME").numpy())
+    assert any("a size check failed" in reason for reason in f._retrace_reasons)

@@ -391,7 +391,10 @@ class Function:
 
     def _count_trace(self, failed: Guard | None, per_size: str | None = None) -> None:
         self._trace_count += 1
-        if failed is not None:
+        if failed is not None and failed.how == "size":
+            reason = (f"sizes that decide otherwise at {failed.where} (a size check failed: "
+                      "NOTE(symbolic-sizes))")
+        elif failed is not None:
             reason = f"the value read at {failed.where} changed (a guard failed)"
         elif per_size is not None:
             reason = ("a new size of an input_signature's None dimension, which this function's "
