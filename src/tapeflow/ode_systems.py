@@ -46,7 +46,7 @@ from .graph import function
 from .ops.creation import zeros_like
 from .ops.elementwise import cast
 from .ops.shape import concat, reshape
-from .sparse_jacobians import SparseJacobian
+from .sparse_jacobians import SparseJacobian, sparse_pays
 from .tape import GradientTape, UnconnectedGradients
 from .tensor import Tensor, convert_to_tensor
 
@@ -55,10 +55,6 @@ __all__ = ["Solver", "System", "Tangent", "adjoint_vjp", "SolveFailed"]
 # Methods that take a Jacobian, and whether they take it sparse (BDF and Radau factor
 # scipy.sparse matrices sparsely; LSODA wants a dense one).
 IMPLICIT = {"bdf": True, "radau": True, "lsoda": False}
-# As tapeflow.scipy's adapters: sparse when at most this fraction is structurally nonzero
-# and the matrix is big enough for sparse factorizations to pay.
-SPARSE_DENSITY = 0.1
-SPARSE_MIN_SIZE = 2500
 # Options that belong to one solve and are not passed on to the adjoint's segments (each
 # segment starts with the step SciPy picks: a cotangent's jump starts a fast transient
 # there, where the last segment's final step would be rejected, again and again).
@@ -259,9 +255,7 @@ class _StateJacobian:
             pre = [b(t) for b in before]
             J = self.jac(np.array(z, np.float64), np.float64(t), *pre, *extra)
             if self.sparse is None:
-                m, n = J.shape
-                self.sparse = bool(self.allow_sparse and m * n >= SPARSE_MIN_SIZE and
-                                   J.nnz <= SPARSE_DENSITY * m * n)
+                self.sparse = bool(self.allow_sparse and sparse_pays(J.shape, J.nnz))
             return J if self.sparse else J.toarray()
         return call
 

@@ -36,9 +36,8 @@ from .graph import function
 from . import scipy_ode  # solve_ivp's differentiable path
 # the errors of differentiating an unconverged solution, as tapeflow.scipy's names
 from .scipy_implicit import ConvergenceError, ConvergenceWarning, differentiable  # noqa: F401
-from .sparse_jacobians import SparseJacobian, arguments
-from .scipy_sparse_nlp import minimize_ipopt, trust_constr_arguments
-from .tensor import convert_to_tensor
+from .sparse_jacobians import SparseJacobian, arguments, sparse_pays
+from .scipy_sparse_nlp import as_float64, iterate, minimize_ipopt, trust_constr_arguments
 from .transforms import hessian, hvp, value_and_grad
 
 __all__ = ["minimize", "least_squares", "root", "solve_ivp", "minimize_ipopt",
@@ -47,19 +46,6 @@ __all__ = ["minimize", "least_squares", "root", "solve_ivp", "minimize_ipopt",
 _HESSP_METHODS = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}
 _HESS_METHODS = {"dogleg", "trust-exact"}
 _SPARSE_JAC_METHODS = {"bdf", "radau"}
-# A Jacobian goes to SciPy as a sparse matrix when at most this fraction of it is
-# structurally nonzero and it is big enough for sparse factorizations to pay.
-SPARSE_DENSITY = 0.1
-SPARSE_MIN_SIZE = 2500
-
-
-def _x(a: Any) -> Any:
-    """SciPy's float64 iterate as a tensor (a copy: SciPy reuses its buffers)."""
-    return convert_to_tensor(np.array(a, dtype=np.float64))
-
-
-def _numpy(t: Any) -> np.ndarray:
-    return np.asarray(t.numpy() if hasattr(t, "numpy") else t, dtype=np.float64)
 
 
 def minimize(fun: Callable, x0: Any, args: tuple = (), method: str | None = None,
@@ -101,16 +87,16 @@ def _minimize(fun: Callable, x0: Any, args: tuple, method: str | None, kwargs: d
     both = function(lambda x, *a: value_and_grad(lambda y: fun(y, *a))(x))
 
     def value_and_gradient(x: np.ndarray) -> tuple:
-        v, g = both(_x(x), *targs)
-        return float(_numpy(v)), _numpy(g).reshape(np.shape(x))
+        v, g = both(iterate(x), *targs)
+        return float(as_float64(v)), as_float64(g).reshape(np.shape(x))
 
     name = (method or "").lower()
     if name in _HESSP_METHODS:
         product = function(lambda x, p, *a: hvp(lambda y: fun(y, *a), (x,), (p,)))
-        kwargs["hessp"] = lambda x, p: _numpy(product(_x(x), _x(p), *targs)).reshape(np.shape(x))
+        kwargs["hessp"] = lambda x, p: as_float64(product(iterate(x), iterate(p), *targs)).reshape(np.shape(x))
     elif name in _HESS_METHODS:
         full = function(lambda x, *a: hessian(lambda y: fun(y, *a))(x))
-        kwargs["hess"] = lambda x: _numpy(full(_x(x), *targs)).reshape(np.size(x), np.size(x))
+        kwargs["hess"] = lambda x: as_float64(full(iterate(x), *targs)).reshape(np.size(x), np.size(x))
     if name == "trust-constr":  # sparse Lagrangian Hessians and constraint Jacobians
         kwargs = trust_constr_arguments(fun, x0, args, kwargs)
     return _optimize.minimize(value_and_gradient, np.asarray(x0, np.float64), method=method,
@@ -137,9 +123,7 @@ class _Jacobian:
         else:
             J = self.jac(np.array(call[0], np.float64), *self.args)
         if self.sparse is None:
-            m, n = J.shape
-            self.sparse = bool(self.allow_sparse and m * n >= SPARSE_MIN_SIZE and
-                               J.nnz <= SPARSE_DENSITY * m * n)
+            self.sparse = bool(self.allow_sparse and sparse_pays(J.shape, J.nnz))
         return J if self.sparse else J.toarray()
 
     @property
@@ -154,8 +138,8 @@ def _vector_fun(fun: Callable, targs: tuple, swap: bool = False) -> Callable:
     first: list = []
 
     def call(*given: Any) -> np.ndarray:
-        ins = (_x(given[0]), _x(given[1])) if swap else (_x(given[0]),)
-        out = _numpy(traced(*ins, *targs))
+        ins = (iterate(given[0]), iterate(given[1])) if swap else (iterate(given[0]),)
+        out = as_float64(traced(*ins, *targs))
         if not first:
             first.append(out.shape)
         elif out.shape != first[0]:

@@ -39,7 +39,7 @@ from .ops.reduction import reduce_sum
 from .ops.shape import concat, reshape
 from .optional import required
 from .sparse_hessians import SparseHessian
-from .sparse_jacobians import SparseJacobian, arguments
+from .sparse_jacobians import SparseJacobian, arguments, sparse_pays
 from .tensor import convert_to_tensor
 from .transforms import value_and_grad
 
@@ -47,19 +47,15 @@ __all__ = ["minimize_ipopt", "trust_constr_arguments"]
 
 # IPOPT takes bounds beyond +-1e19 as absent (its nlp_lower/upper_bound_inf).
 _IPOPT_INF = 2e19
-# A derivative goes to trust-constr as a sparse matrix when at most this fraction of it is
-# structurally nonzero and it is big enough for sparse products to pay.
-SPARSE_DENSITY = 0.1
-SPARSE_MIN_SIZE = 2500
-
-
-def _x(a: Any) -> Any:
+def iterate(a: Any) -> Any:
     """A solver's float64 iterate as a tensor (a copy: solvers reuse their buffers)."""
     return convert_to_tensor(np.array(a, dtype=np.float64))
 
 
-def _numpy(t: Any) -> np.ndarray:
+def as_float64(t: Any) -> np.ndarray:
+    """A tensor's (or array's) values as a float64 array, as SciPy's solvers take them."""
     return np.asarray(t.numpy() if hasattr(t, "numpy") else t, dtype=np.float64)
+
 
 
 # ---------------------------------------------------------------------------- constraints
@@ -113,8 +109,8 @@ def _blocks(constraints: Any, x0: np.ndarray, fname: str) -> list:
 
 
 def _size_at(fun: Callable, args: tuple, x0: np.ndarray, fname: str, i: int) -> int:
-    value = fun(_x(x0), *args)
-    return int(np.size(_numpy(value)))
+    value = fun(iterate(x0), *args)
+    return int(np.size(as_float64(value)))
 
 
 def _bounds_of(lb: Any, ub: Any, m: int, fname: str, i: int) -> tuple:
@@ -153,13 +149,8 @@ def _lagrangian(f: Callable, n_fargs: int, c: Callable | None) -> Callable:
 def _sparse_or_dense(matrix: Any, decided: list) -> Any:
     """The first call decides for all (SciPy wants one kind throughout)."""
     if not decided:
-        decided.append(_is_sparse(matrix.shape, matrix.nnz))
+        decided.append(sparse_pays(matrix.shape, matrix.nnz))
     return matrix if decided[0] else matrix.toarray()
-
-
-def _is_sparse(shape: tuple, nnz: int) -> bool:
-    size = int(np.prod(shape))
-    return size >= SPARSE_MIN_SIZE and nnz <= SPARSE_DENSITY * size
 
 
 def trust_constr_arguments(fun: Callable, x0: Any, args: tuple, kwargs: dict) -> dict:
@@ -188,7 +179,7 @@ def trust_constr_arguments(fun: Callable, x0: Any, args: tuple, kwargs: dict) ->
     targs = arguments(tuple(args))
     hess = SparseHessian(lambda x, *a: fun(x, *a))
     h0 = hess(x0, *targs)
-    if _is_sparse(h0.shape, h0.nnz):
+    if sparse_pays(h0.shape, h0.nnz):
         kwargs.pop("hessp", None)
         kwargs["hess"] = lambda x: hess(np.array(x, np.float64), *targs)
     given = kwargs.get("constraints", ())
@@ -199,7 +190,7 @@ def trust_constr_arguments(fun: Callable, x0: Any, args: tuple, kwargs: dict) ->
     firsts = [j(x0) for _, j in exact if j is not None]
     if firsts:
         rows = sum(j.shape[0] for j in firsts)
-        sparse.append(_is_sparse((rows, x0.size), sum(j.nnz for j in firsts)))
+        sparse.append(sparse_pays((rows, x0.size), sum(j.nnz for j in firsts)))
         options = dict(kwargs.get("options") or {})
         options.setdefault("sparse_jacobian", sparse[0])
         kwargs["options"] = options
@@ -234,7 +225,7 @@ def _exact(con: Any, i: int, sparse: list) -> tuple:
         raise TypeError(f"minimize: constraints[{i}] must be a dict, a NonlinearConstraint or "
                         f"a LinearConstraint; got {type(con).__name__}.")
     values = function(lambda x, *a: reshape(fun(x, *a), [-1]))
-    value = lambda x: _numpy(values(_x(x), *args))  # noqa: E731
+    value = lambda x: as_float64(values(iterate(x), *args))  # noqa: E731
     exact_jac = None
     if jac is None:
         sj = SparseJacobian(lambda x, *a: reshape(fun(x, *a), [-1]))
@@ -319,8 +310,8 @@ class _Problem:
     # the objective
     def _value_and_gradient(self, x: np.ndarray) -> tuple:
         if self._x is None or not np.array_equal(x, self._x):
-            v, g = self._both(_x(x), *self._fargs)
-            self._x, self._vg = np.array(x), (float(_numpy(v)), _numpy(g).reshape(-1))
+            v, g = self._both(iterate(x), *self._fargs)
+            self._x, self._vg = np.array(x), (float(as_float64(v)), as_float64(g).reshape(-1))
         return self._vg
 
     def objective(self, x: np.ndarray) -> float:
@@ -335,7 +326,7 @@ class _Problem:
     def constraints(self, x: np.ndarray) -> np.ndarray:
         parts = []
         if self._values is not None:
-            parts.append(_numpy(self._values(_x(x), *self._cargs)))
+            parts.append(as_float64(self._values(iterate(x), *self._cargs)))
         if self._linear is not None:
             parts.append(self._linear @ x)
         inside = np.concatenate(parts) if parts else np.zeros(0)

@@ -36,8 +36,8 @@ from .graph.hessian_sparsity import graph_curvature
 from .hessian_patterns import pairs_matrix
 from .ops.reduction import reduce_sum
 from .patterns import Pattern
-from .sparse_jacobians import (MAX_PLANS, RETRACE_WARN_AFTER, _as_pattern, _missing, _to_csr,
-                               arguments)
+from .sparse_jacobians import (MAX_PLANS, RETRACE_WARN_AFTER, _as_pattern, _missing, _probe,
+                               _to_csr, arguments, missed_rows)
 from .tensor import Tensor, convert_to_tensor
 from .transforms import grad
 from .transforms import jvp as _jvp
@@ -419,11 +419,6 @@ def _compressed(f: Callable, plan: _Plan, check: bool) -> Callable:
     return function(run)
 
 
-def _probe(n: int) -> np.ndarray:
-    """The random direction a supplied pattern is checked along (the same every call)."""
-    return np.random.default_rng(0).standard_normal(n)
-
-
 def _recover(plan: _Plan, b: np.ndarray | None, x: Tensor) -> np.ndarray:
     dtype = b.dtype if b is not None else np.result_type(x._value.dtype, np.float32)
     if b is None or not plan.pattern.nnz:
@@ -433,17 +428,7 @@ def _recover(plan: _Plan, b: np.ndarray | None, x: Tensor) -> np.ndarray:
 
 
 def _check(plan: _Plan, values: np.ndarray, probe: np.ndarray, dtype: np.dtype) -> None:
-    p = plan.pattern
-    rows, cols = p.entries()
-    v = _probe(p.n)
-    got = np.zeros(p.n, values.dtype)
-    np.add.at(got, rows, values * v[cols])
-    scale = np.zeros(p.n)
-    np.add.at(scale, rows, np.abs(values * v[cols]))
-    want = probe.astype(np.float64)
-    rtol = 1e-4 if np.dtype(dtype).itemsize <= 4 else 1e-9
-    tol = rtol * (scale + np.abs(want) + 1e-3 * np.abs(want).max(initial=0))
-    bad = np.flatnonzero(np.abs(got - want) > tol)
+    bad = missed_rows(plan.pattern, values, probe, dtype)
     if bad.size:
         raise ValueError(
             f"SparseHessian: the supplied sparsity pattern misses nonzero Hessian entries (in "

@@ -498,18 +498,37 @@ def _recover(plan: _Plan, fwd: Any, rev: Any) -> np.ndarray:
     return values
 
 
-def _check(plan: _Plan, values: np.ndarray, probe: Any, dtype: np.dtype) -> None:
-    p = plan.pattern
+# A Jacobian goes to SciPy as a sparse matrix when at most this fraction of it is
+# structurally nonzero and it is big enough for sparse factorizations and products to pay
+# (tapeflow.scipy's adapters, trust-constr, the stiff ODE methods).
+SPARSE_DENSITY = 0.1
+SPARSE_MIN_SIZE = 2500
+
+
+def sparse_pays(shape: tuple, nnz: int) -> bool:
+    """Whether a matrix of `shape` with `nnz` structural nonzeros goes to SciPy sparse."""
+    size = int(np.prod(shape))
+    return size >= SPARSE_MIN_SIZE and nnz <= SPARSE_DENSITY * size
+
+
+def missed_rows(p: Pattern, values: np.ndarray, want: np.ndarray, dtype: Any) -> np.ndarray:
+    """The rows where the matrix of pattern `p` and `values`, times the probe direction,
+    is not `want` (the full product along it) to the dtype's precision: a supplied
+    pattern that misses nonzeros there."""
     rows, cols = p.entries()
-    v = _probe(p.n)
-    want = np.asarray(probe.numpy()).reshape(-1)
+    terms = values * _probe(p.n)[cols]
     got = np.zeros(p.size, values.dtype)
-    np.add.at(got, rows, values * v[cols])
+    np.add.at(got, rows, terms)
     scale = np.zeros(p.size)
-    np.add.at(scale, rows, np.abs(values * v[cols]))
+    np.add.at(scale, rows, np.abs(terms))
+    want = np.asarray(want, np.float64).reshape(-1)
     rtol = 1e-4 if np.dtype(dtype).itemsize <= 4 else 1e-9
     tol = rtol * (scale + np.abs(want) + 1e-3 * np.abs(want).max(initial=0))
-    bad = np.flatnonzero(np.abs(got - want) > tol)
+    return np.flatnonzero(np.abs(got - want) > tol)
+
+
+def _check(plan: _Plan, values: np.ndarray, probe: Any, dtype: np.dtype) -> None:
+    bad = missed_rows(plan.pattern, values, probe.numpy(), dtype)
     if bad.size:
         raise ValueError(
             f"SparseJacobian: the supplied sparsity pattern misses nonzero Jacobian entries "

@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from ..catalog import READS_VARIABLE, STATEFUL, rule
+from ..catalog import rule
 from ..hessian_patterns import Curvature, new_pairs, reached, sorted_unique
-from ..patterns import Abstract, Pattern
-from .ir import Assign, Graph, Guard
+from ..patterns import Pattern
+from .ir import Graph
+from .sparsity import forward_patterns
 
 __all__ = ["graph_curvature", "curvature_of"]
 
@@ -52,45 +53,9 @@ def graph_curvature(graph: Graph) -> tuple[Pattern | None, np.ndarray]:
         >>> deps.rows(), [(int(k) // 4, int(k) % 4) for k in pairs]
         ([[0, 1, 2, 3]], [(0, 1), (2, 2)])
     """
-    x_slot = graph.inputs[0]
-    shape = graph.avals[x_slot][0]
-    n = int(np.prod(shape))
-    deps: dict[int, Pattern] = {x_slot: Pattern.identity(shape)}
-    fixed: dict[int, Any] = dict(graph.constants)
-    written: dict[int, int] = {}  # variable index -> the slot last assigned to it
-    steps: list = []  # (node, input values, output avals), or (None, source, output)
-    for node in graph.nodes:
-        if isinstance(node, Guard):
-            continue
-        if isinstance(node, Assign):
-            written[node.var] = node.slot
-            continue
-        prim = node.prim
-        if READS_VARIABLE in prim.effects:
-            src = written.get(graph.var_slots.get(node.inputs[0]))
-            if src is not None and src in deps:
-                deps[node.outputs[0]] = deps[src]
-                steps.append((None, src, node.outputs[0]))
-            continue
-        if all(s in fixed for s in node.inputs) and STATEFUL not in prim.effects:
-            # Computed from constants alone: the same at every input, so rules may read it.
-            out = prim.impl(*(fixed[s] for s in node.inputs), **node.params)
-            for o, v in zip(node.outputs, out if prim.multiple_results else (out,), strict=True):
-                fixed[o] = np.asarray(v)
-            continue
-        if all(s not in deps for s in node.inputs):
-            continue
-        vals = tuple(fixed[s] if s in fixed else Abstract(*graph.avals[s]) for s in node.inputs)
-        outs = tuple(Abstract(*graph.avals[o]) for o in node.outputs)
-        got = rule(prim, "sparsity")(tuple(deps.get(s) for s in node.inputs), vals, outs,
-                                     **node.params)
-        for o, aval, p in zip(node.outputs, outs, got, strict=True):
-            if p is not None:
-                if p.shape != aval.shape:  # a broken rule: never a silently wrong pattern
-                    raise AssertionError(f"{prim.name}'s dependency rule gave a pattern of "
-                                         f"shape {p.shape} for an output of shape {aval.shape}")
-                deps[o] = p
-        steps.append((node, vals, outs))
+    n = int(np.prod(graph.avals[graph.inputs[0]][0]))
+    steps: list = []
+    deps = forward_patterns(graph, steps)
     out = graph.outputs[0]
     if out is None or out not in deps:
         return None, np.zeros(0, np.int64)

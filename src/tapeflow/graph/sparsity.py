@@ -18,7 +18,7 @@ from ..catalog import READS_VARIABLE, STATEFUL, rule
 from ..patterns import Abstract, Pattern
 from .ir import Assign, Graph, Guard
 
-__all__ = ["graph_pattern"]
+__all__ = ["graph_pattern", "forward_patterns"]
 
 
 def graph_pattern(graph: Graph) -> Pattern | None:
@@ -33,6 +33,17 @@ def graph_pattern(graph: Graph) -> Pattern | None:
         >>> graph_pattern(f.get_concrete_function(tf.zeros([4])).graph).rows()
         [[0, 1], [1, 2], [2, 3]]
     """
+    pats = forward_patterns(graph)
+    out = graph.outputs[0]
+    return None if out is None else pats.get(out)
+
+
+def forward_patterns(graph: Graph, steps: list | None = None) -> dict:
+    """Each value's pattern (slot -> Pattern) over the graph's first input, by its nodes'
+    dependency rules in order; values without one depend on none of it. `steps`, if
+    given, receives what a backward walk needs (graph/hessian_sparsity.py): each node
+    that ran its rule as (node, input values, output avals), and each read of a variable
+    assigned earlier as (None, the assigned slot, the read's slot)."""
     x_slot = graph.inputs[0]
     pats: dict[int, Pattern] = {x_slot: Pattern.identity(graph.avals[x_slot][0])}
     fixed: dict[int, Any] = dict(graph.constants)
@@ -48,6 +59,8 @@ def graph_pattern(graph: Graph) -> Pattern | None:
             src = written.get(graph.var_slots.get(node.inputs[0]))
             if src is not None and src in pats:
                 pats[node.outputs[0]] = pats[src]
+                if steps is not None:
+                    steps.append((None, src, node.outputs[0]))
             continue
         if all(s in fixed for s in node.inputs) and STATEFUL not in prim.effects:
             # Computed from constants alone: the same at every input, so rules may read it.
@@ -55,9 +68,9 @@ def graph_pattern(graph: Graph) -> Pattern | None:
             for o, v in zip(node.outputs, out if prim.multiple_results else (out,), strict=True):
                 fixed[o] = np.asarray(v)
             continue
-        vals = tuple(fixed[s] if s in fixed else Abstract(*graph.avals[s]) for s in node.inputs)
         if all(s not in pats for s in node.inputs):
             continue
+        vals = tuple(fixed[s] if s in fixed else Abstract(*graph.avals[s]) for s in node.inputs)
         outs = tuple(Abstract(*graph.avals[o]) for o in node.outputs)
         got = rule(prim, "sparsity")(tuple(pats.get(s) for s in node.inputs), vals, outs,
                                      **node.params)
@@ -67,5 +80,6 @@ def graph_pattern(graph: Graph) -> Pattern | None:
                     raise AssertionError(f"{prim.name}'s dependency rule gave a pattern of "
                                          f"shape {p.shape} for an output of shape {aval.shape}")
                 pats[o] = p
-    out = graph.outputs[0]
-    return None if out is None else pats.get(out)
+        if steps is not None:
+            steps.append((node, vals, outs))
+    return pats

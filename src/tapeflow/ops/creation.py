@@ -24,7 +24,7 @@ from .convert import as_tensor, binary_args, int_arg, int_list, int_tensor, stat
 from .elementwise import divide_p, equal_p, subtract_p
 from .indexing import getitem_p
 from .shape import broadcast_to, concat_p, expand_dims, shape_operand, stop_gradient
-from .structural import (add_p, fill_p, full_of, batch_no_inputs, broadcast_to_p, cast_p, dense_deps, filled_like, multiply_p, reshape_p, select_p, shape_of, shape_source)
+from .structural import (add_p, full_of, batch_no_inputs, broadcast_to_p, cast_p, dense_deps, filled_like, multiply_p, reshape_p, select_p, shape_of, shape_source)
 from .sizes import filled, shape_p, size_p
 
 _brange = builtins.range  # this module defines TensorFlow's `range`
