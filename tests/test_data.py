@@ -228,21 +228,6 @@ def test_a_training_loop_over_a_dataset_in_and_around_tf_function():
     np.testing.assert_array_equal(w_got, w_want)
 
 
-def test_a_dataset_after_an_effect_in_a_trace_says_what_to_do():
-    v = tf.Variable(0.0)
-
-    @tf.function
-    def f(ds):
-        v.assign_add(1.0)
-        total = 0.0
-        for x in ds:
-            total += x
-        return total
-
-    with pytest.raises(TypeError, match="after the function changed a variable"):
-        f(D.range(3).map(lambda i: tf.cast(i, tf.float32)))
-
-
 # ------------------------------------------------------------------ against TensorFlow
 def _pipelines(tf_):
     x = np.arange(24.0, dtype=np.float32).reshape(8, 3)

@@ -42,7 +42,7 @@ from .tensor import Tensor, TensorShape
 __all__ = ["Primitive", "Zero", "Husk", "bind", "registry", "Recorder", "current_stack",
            "recording", "run_below", "call_below", "substack", "no_recorders", "reading_records",
            "records_open", "value_read", "sizes", "python_shape", "symbolic_name",
-           "variable_created", "variable_written", "read_variable_p"]
+           "variable_created", "variable_written", "read_variable_p", "symbolic", "surely_same"]
 
 
 class Zero:
@@ -386,6 +386,29 @@ def symbolic_name(tensor: Any) -> tuple | None:
 # How many size-generic traces are open, in any thread: while none is, `shape_of` reads a
 # shape without looking at the recorder stack (NOTE(symbolic-sizes) in graph/dims.py).
 dynamic_traces = [0]
+
+
+def symbolic(d: Any) -> bool:
+    """Whether size `d` is a symbol of an open size-generic trace (graph/dims.py's Dim)."""
+    return getattr(d, "size_symbol", False) and d.tracer.sizing
+
+
+def surely_same(a: tuple, b: tuple) -> bool:
+    """Whether shapes `a` and `b` are equal at every size, from what they are alone: the
+    same rank, and at each axis equal plain ints or symbols of one expression. Never a
+    size check: where it cannot tell, the caller does what serves both (a reshape or a
+    broadcast to the shape a value has is the identity), so a graph traced at two sizes
+    holds no decision a third size, or a 1, would take otherwise (NOTE(symbolic-sizes))."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        sx, sy = symbolic(x), symbolic(y)
+        if sx or sy:
+            if not (sx and sy and x.expr == y.expr):
+                return False
+        elif int(x) != int(y):
+            return False
+    return True
 
 
 def _plain_sizes(params: Any) -> Any:

@@ -12,13 +12,16 @@ it too: its Python runs once per element signature, and the graph for each eleme
 drawn at random and replaced by the next input) and seeds: with `tf.random.set_seed`
 the orders repeat, each epoch its own unless ``reshuffle_each_iteration=False``.
 `prefetch` is the identity (the elements are in memory already) and `cache` keeps them
-in memory. Iterated inside a `tf.function`'s trace, a dataset makes the function run
-its Python eagerly (the loop over its elements is Python's, each call), where nothing
-was recorded yet that a second run would repeat.
+in memory. Iterated by a `tf.function`'s own code, a dataset hands the trace probe
+elements, and the loop is read off the trace (NOTE(dataset-loops) in
+graph/dataset_loops.py); iterated inside a tape or a loop body in the trace, it makes
+the function run its Python eagerly (the loop over its elements is Python's, each
+call), where nothing was recorded yet that a second run would repeat.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 from typing import Any, Callable, Iterator
@@ -26,12 +29,9 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import dtypes as _dt
-from .catalog import STATEFUL
-from .core import current_stack
 from .graph.function import function
-from .graph.ir import Assign, Node
 from .graph.signature import TensorSpec
-from .graph.trace import RunEagerly, Tracer
+from .graph.dataset_loops import iterated_in_trace
 from .ops.random import _seeds
 from .tensor import Tensor, TensorBase, TensorShape, convert_to_tensor
 
@@ -273,10 +273,10 @@ class Dataset:
         return self._make()
 
     def __iter__(self) -> Iterator:
-        for tracer in current_stack():
-            if isinstance(tracer, Tracer):
-                _leave_trace(tracer)
-        return (_map(_tensor, _value(element)) for element in self._elements())
+        probe = iterated_in_trace(self, _values)  # a tf.function's trace: NOTE(dataset-loops)
+        if probe is not None:
+            return probe
+        return map(functools.partial(_map, _tensor), _values(self))
 
     def as_numpy_iterator(self) -> Iterator:
         """The elements as NumPy arrays (copies the caller may write to)."""
@@ -580,23 +580,16 @@ class _Uniform:
         return min(int(self.block.pop() * n), n - 1)
 
 
+def _values(dataset: Dataset) -> Iterator:
+    """A pass over `dataset`: its elements as structures of arrays; the rest of a pass a
+    traced loop began, where it handed one back (NOTE(dataset-loops))."""
+    resumed = dataset.__dict__.pop("_resumed", None)
+    return resumed if resumed is not None else map(_value, dataset._elements())
+
+
 def _frozen(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
-
-
-def _leave_trace(tracer: Tracer) -> None:
-    """A dataset iterated while a tf.function traces: the function runs eagerly instead
-    (NOTE(datasets)), unless the trace has already recorded effects a rerun would repeat."""
-    if any(isinstance(n, Assign) or (isinstance(n, Node) and STATEFUL in n.prim.effects)
-           for n in tracer.graph.nodes):
-        raise TypeError("tf.data: a dataset is iterated inside a tf.function after the function "
-                        "changed a variable or drew random numbers; tapeflow runs such a "
-                        "function's loop over a dataset eagerly, and cannot rerun what came "
-                        "before it. Iterate the dataset first in the function, or outside it "
-                        "(for batch in dataset: train_step(batch)).")
-    raise RunEagerly("it iterates a tf.data.Dataset, whose loop tapeflow runs in Python at "
-                     "each call (its steps may be traced functions of their own)")
 
 
 def _traced(fn: Callable, op: str) -> Any:

@@ -181,3 +181,38 @@ def test_the_retracing_reason_names_a_failed_size_check():
         np.testing.assert_array_equal(f(tf.ones([1, n, 1])).numpy(),
                                       tf.nn.max_pool1d(tf.ones([1, n, 1]), 3, 2, "SAME").numpy())
     assert any("a size check failed" in reason for reason in f._retrace_reasons)
+
+
+def test_broadcasting_gradients_decide_nothing_a_size_of_1_decides_otherwise():
+    # A gradient sums over the axes an input was broadcast along; whether shapes are equal
+    # is no decision (a sum over an axis of 1, a reshape to the shape a value has, change
+    # nothing), and a symbol equal to the output's size is no broadcast from 1: the
+    # checks left hold at size 1 too, where a dataset loop's body runs a last batch of 1
+    # (but for a batch axis a reduction keeps, 1 where the output's is not: checked).
+    @tf.function(input_signature=[S([None, 3], tf.float64), S([None, 1], tf.float64),
+                                  S([1, 3], tf.float64)])
+    def f(x, c, b):
+        with tf.GradientTape() as tape:
+            tape.watch([x, c, b])
+            y = tf.reduce_sum(tf.sin(x * b + c) * tf.reduce_mean(x, axis=1, keepdims=True))
+        return tape.gradient(y, [x, c, b])
+
+    def eager(x, c, b):
+        return f.python_function(x, c, b)
+
+    rng = np.random.default_rng(2)
+    for n in (4, 7, 5, 1):
+        args = [tf.constant(rng.standard_normal(s)) for s in ((n, 3), (n, 1), (1, 3))]
+        for a, e in zip(f(*args), eager(*args)):
+            np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-13, atol=1e-13)
+    zeros = [tf.zeros(s, tf.float64) for s in ((4, 3), (4, 1), (1, 3))]
+    graph = f.get_concrete_function(*zeros).graph
+    n = graph.avals[graph.inputs[0]][0][0]  # the batch the graph was traced at
+    assert n != 1
+    checks = [node.params["check"] for node in graph.nodes
+              if getattr(getattr(node, "prim", None), "name", None) == "size_check"]
+    for check in checks:  # each decides at size 1 as it did when traced
+        def size(slot, axis, one=False):
+            d = graph.avals[slot][0][axis]
+            return 1 if one and d == n else d
+        assert resolve(check, size) == resolve(check, lambda s, a: size(s, a, True)), check

@@ -40,6 +40,7 @@ from ..core import bind
 from ..ops.shape import identity_p
 from ..tensor import Tensor, TensorBase, TensorShape, Variable, convert_to_tensor
 from .concrete import AnyRank, ConcreteFunction
+from .dataset_loops import LoopedFunction, held_weakly, loop_off, probing, strong
 from .device import array_of
 from .ir import Graph, Guard
 from .lean import MISS as _MISS
@@ -204,8 +205,9 @@ class Function:
         return self._call(args, kwargs)
 
     def _call(self, args: tuple, kwargs: dict, bound: tuple = ()) -> Any:
-        if _config.functions_run_eagerly() or self._eager:
-            # tf.config.run_functions_eagerly(True), or a body no graph can be (RunEagerly)
+        if _config.functions_run_eagerly() or self._eager or probing():
+            # tf.config.run_functions_eagerly(True), a body no graph can be (RunEagerly), or
+            # a call in the steps of a loop an outer trace probes (NOTE(dataset-loops))
             return self._fn(*bound, *args, **kwargs)
         key, leaves, args = self._key(args, kwargs, bound)
         generic = self._generic_key(leaves, key)
@@ -297,7 +299,12 @@ class Function:
         gc.disable()
         try:
             with tracer:
-                result = self._fn(*call_args, **call_kwargs)
+                try:
+                    result = self._fn(*call_args, **call_kwargs)
+                except Exception:
+                    if tracer.loop is not None:
+                        tracer.loop.failed()  # NOTE(dataset-loops)
+                    raise
                 flat = [output_leaf(o, i) for i, o in enumerate(nest.flatten(result))]
             if tracer.created and self._trace_count:
                 # The first trace's variables are captured by every graph of the function;
@@ -309,6 +316,8 @@ class Function:
                                  "call, as TensorFlow. Make them once, outside the function or "
                                  "on the first call only.")
             graph.outputs = [None if o is None else tracer.slot_of(o) for o in flat]
+            if tracer.loop is not None:  # NOTE(dataset-loops): the trace's result is not kept
+                looped = self._looped(tracer, key, result, (list(args), kwargs))
             # The caller gets tensors of its own (identity ops that recorders around the
             # call see), so every tensor the trace made can go out of scope.
             outs = [None if o is None else bind(identity_p, o) for o in flat]
@@ -324,6 +333,8 @@ class Function:
             seal([t for t in (r() for r in tracer.made) if t is not None], self.__name__)
             if collecting:
                 gc.enable()
+        if tracer.loop is not None:
+            return looped._run(leaves)
         per_size = None if generic is None else self._per_size.get(generic)
         general, first_cf = (None, None) if generic is None else \
             self._serves_all_sizes(generic, graph, tracer)
@@ -343,7 +354,12 @@ class Function:
             waiting = self._waiting.setdefault(generic, [])
             waiting.append((graph, cf))
             del waiting[:-MAX_BRANCHES]
-        # A new graph: the lean calls are made again
+        self._keep(key, cf)
+        self._count_trace(failed, per_size)
+        return nest.pack_sequence_as(result, outs)
+
+    def _keep(self, key: Any, cf: Any) -> None:
+        """Cache a new graph of signature `key`: the lean calls are made again."""
         self._lean = self._lean_tried = None
         self._leans = {}
         branches = self._cache.setdefault(key, [])
@@ -352,8 +368,27 @@ class Function:
         self._cache.move_to_end(key)
         while len(self._cache) > MAX_SIGNATURES:
             self._cache.popitem(last=False)
-        self._count_trace(failed, per_size)
-        return nest.pack_sequence_as(result, outs)
+
+    def _looped(self, tracer: Tracer, key: Any, result: Any, call: tuple) -> LoopedFunction:
+        """A trace that probed a loop over a dataset (NOTE(dataset-loops)): its prologue,
+        body and epilogue, cached as the signature's graph (the caller runs it)."""
+        tracer.restore_variables()  # the probed steps ran for real
+        cut = loop_off(tracer.graph, tracer.loop)
+
+        def concrete(graph: Graph, all_sizes: bool) -> ConcreteFunction:
+            return ConcreteFunction(graph, key, {}, self._jit_compile, self._keep_on_device,
+                                    (None, ("loop",), graph) if all_sizes else None)
+
+        call = held_weakly(call, tracer.loop.dataset())  # the cache keeps no dataset alive
+
+        def eager(new_leaves: list) -> Any:
+            a, k = strong(rebuild(call, new_leaves, [0]))
+            return self._fn(*a, **k)
+
+        looped = LoopedFunction(cut, tracer.loop, concrete, eager, result)
+        self._keep(key, looped)
+        self._count_trace(None)
+        return looped
 
     def _serves_all_sizes(self, generic: tuple, graph: Graph,
                           tracer: Tracer) -> tuple[Graph | None, Any]:
@@ -502,6 +537,8 @@ class Function:
         out: list = []
         for branches in self._cache.values():
             for cf in branches:
+                if not isinstance(cf, ConcreteFunction):  # a LoopedFunction saves none
+                    continue
                 if cf not in out and (instance is None or call_template(
                         cf._template, [None] * len(cf.graph.inputs), instance) is not None):
                     out.append(cf)

@@ -37,7 +37,7 @@ from .dims import Sizes, decided, leaf, read_sizes
 from .ir import Assign, CustomBackward, Graph, Guard, Node, SizeExpr, SizeOf
 from .passes import optimize
 
-__all__ = ["Tracer", "TracingError", "user_line"]
+__all__ = ["Tracer", "TracingError", "user_frame", "user_line"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -51,11 +51,17 @@ class RunEagerly(TracingError):
     function runs its Python eagerly at each call instead (graph/function.py)."""
 
 
-def user_line() -> str:
-    """`file:line: source` of the innermost caller outside tapeflow."""
+def user_frame() -> Any:
+    """The frame of the innermost caller outside tapeflow (None if there is none)."""
     frame = sys._getframe(1)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
         frame = frame.f_back
+    return frame
+
+
+def user_line() -> str:
+    """`file:line: source` of the innermost caller outside tapeflow."""
+    frame = user_frame()
     if frame is None:
         return "<unknown>"
     src = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
@@ -152,6 +158,11 @@ class Tracer(Recorder):
         # it and constants): the same at every call of the same sizes.
         self._from_sizes: set[int] = set()
         self._checks: set = set()  # the size checks recorded (NOTE(symbolic-sizes))
+        # id -> (variable, its value before this trace first wrote it): a trace runs for
+        # real, and a function whose trace is not its call's run puts them back
+        # (NOTE(dataset-loops) in graph/dataset_loops.py)
+        self.first_values: dict[int, tuple] = {}
+        self.loop: Any = None  # a loop over a dataset this trace probes (dataset_loops)
         for x in inputs:
             slot = graph.new_slot(x._value)
             graph.inputs.append(slot)
@@ -384,7 +395,38 @@ class Tracer(Recorder):
     def on_create(self, var: Variable) -> None:
         self.created.append(var.name)
 
+    def restore_variables(self) -> None:
+        """Put back what this trace wrote: the variables' values before it ran."""
+        for var, value in self.first_values.values():
+            with var._lock:
+                var._value = value
+
+    def new_input(self, value: np.ndarray, shape: TensorShape) -> Tensor:
+        """A tensor of `value` that enters the graph as an input of its own, made while
+        tracing (a loop's element), whose sizes are symbols where `shape` has None: the
+        trace becomes size-generic from here on (NOTE(symbolic-sizes))."""
+        g = self.graph
+        if len(self.input_shapes) != len(g.inputs):  # inputs vary where the trace said
+            self.input_shapes = [TensorShape([None if s in self.varying else d
+                                              for d in g.avals[s][0]]) for s in g.inputs]
+        if not self.dynamic:
+            self.dynamic = self.sizing = True
+            if not self.__dict__.get("_counted"):
+                with _COUNT_LOCK:
+                    dynamic_traces[0] += 1
+                self._counted = True
+        t = Tensor(value)
+        slot = g.new_slot(value)
+        g.inputs.append(slot)
+        self.input_shapes.append(shape)
+        self._slots[key_of(t)] = slot
+        self.made.append(weakref.ref(t))
+        if None in shape:
+            self.varying.add(slot)
+        return t
+
     def on_write(self, var: Variable, value: Tensor) -> None:
         # Tracing runs for real, so the write happens too; the graph records it.
+        self.first_values.setdefault(id(var), (var, var._value))
         var_slot = self.slot_of(var)
         self.graph.nodes.append(Assign(self.graph.var_slots[var_slot], self.slot_of(value)))

@@ -122,6 +122,14 @@ class BatchNormalization(Layer):
             shape[a] = int(d)
         return ops.shape.reshape(param, shape)
 
+    @staticmethod
+    def _unbiased(inputs: Any, variance: Any) -> Any:
+        """n / (n - 1) for the n values behind each of `variance` (1 where n is 1), as a
+        tensor: computed when the graph runs, so one trace serves every batch size."""
+        n = ops.elementwise.cast(ops.creation.size(inputs), "float32") / \
+            ops.elementwise.cast(ops.creation.size(variance), "float32")
+        return ops.elementwise.cast(n / ops.elementwise.maximum(n - 1.0, 1.0), variance.dtype)
+
     def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
         """Normalize with the batch statistics (training) or the moving ones. With a
         `mask` (batch, time) in training, the statistics are over the unmasked steps
@@ -142,9 +150,8 @@ class BatchNormalization(Layer):
                 variance = ops.reduction.reduce_mean(centered, axis=reduce_axes)
             else:
                 mean, variance = self._masked_moments(inputs, mask, reduce_axes)
-            n = int(np.prod([inputs.shape[a] for a in reduce_axes], dtype=np.int64))
-            moving_variance_target = variance * (n / (n - 1)) \
-                if self._fused(rank) and n > 1 else variance
+            moving_variance_target = variance * self._unbiased(inputs, variance) \
+                if self._fused(rank) else variance
             decay = 1.0 - self.momentum
             self.moving_mean.assign_sub((self.moving_mean - mean) * decay)
             self.moving_variance.assign_sub(

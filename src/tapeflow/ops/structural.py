@@ -37,7 +37,7 @@ from .. import blas
 from .. import dtypes as _dt
 from ..dtypes import is_real_floating
 from ..catalog import NO_DERIVATIVE, Hints, Lowering, define
-from ..core import Husk, Primitive, Zero, bind, sizes
+from ..core import Husk, Primitive, Zero, bind, sizes, surely_same, symbolic
 from ..core import dynamic_traces as _dynamic_traces
 # The dependency-rule families live with the pattern algebra (NOTE(sparsity)); re-exported
 # here with the other rule families.
@@ -147,32 +147,41 @@ def add_any(a: Any, b: Any) -> Any:
     return bind(add_p, a, b)
 
 
+def _summed(d: int, gd: int) -> bool:
+    """Whether a gradient of size `gd` along an axis sums to an input's `d` (broadcast from
+    1). Size checks only where they hold at size 1 too (a sum over an axis of 1 changes
+    nothing): an input's plain 1 sums whatever the output's size, and a symbol equal to
+    the output's size is not 1 by broadcasting. (A symbol that is 1 where the output's is
+    not, a batch axis kept by a reduction, is checked: a batch of 1 decides otherwise.)"""
+    if surely_same((d,), (gd,)):
+        return False
+    if not symbolic(d):
+        return d == 1
+    return d != gd and d == 1
+
+
 def unbroadcast(g: Tensor, shape: tuple) -> Tensor:
     """Sum `g` back to `shape`, the shape an input had before NumPy broadcasting."""
     gshape = shape_of(g)
     shape = tuple(shape)
-    if len(gshape) == len(shape) and gshape == shape:  # ranks first: NOTE(symbolic-sizes)
-        return g
+    if surely_same(gshape, shape):  # no size check (NOTE(symbolic-sizes)): a sum over
+        return g                    # axes where both have 1, and the reshape, change nothing
     lead = len(gshape) - len(shape)
     axes = list(range(lead))
-    ones = [i + lead for i, d in enumerate(shape) if d == 1 and gshape[i + lead] != 1]
-    axes += ones
+    axes += [i + lead for i, d in enumerate(shape) if _summed(d, gshape[i + lead])]
     out = bind(reduce_sum_p, g, axis=tuple(axes), keepdims=False) if axes else g
-    return bind(reshape_p, out, shape=shape) if shape_of(out) != shape else out
+    return out if surely_same(shape_of(out), shape) else bind(reshape_p, out, shape=shape)
 
 
 def broadcast_tangent(t: Tensor, shape: tuple) -> Tensor:
     """`t` broadcast to `shape` (an input's tangent, to the broadcast output's shape; a
     `shape_source`)."""
-    have = shape_of(t)
-    return t if len(have) == len(shape) and have == shape else \
-        bind(broadcast_to_p, t, shape=shape)
+    return t if surely_same(shape_of(t), shape) else bind(broadcast_to_p, t, shape=shape)
 
 
 def reshape_to(g: Tensor, shape: tuple) -> Tensor:
     """`g` reshaped to `shape` (a `shape_source`)."""
-    have = shape_of(g)
-    return g if len(have) == len(shape) and have == shape else bind(reshape_p, g, shape=shape)
+    return g if surely_same(shape_of(g), shape) else bind(reshape_p, g, shape=shape)
 
 
 def conj_if_complex(x: Tensor) -> Tensor:
