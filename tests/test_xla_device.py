@@ -431,3 +431,42 @@ def test_the_documented_example_runs(page, capsys):
         exec(compile(code, page, "exec"), {"__name__": "docs_example"})
     first = capsys.readouterr().out.splitlines()[0]
     assert first == "DeviceTensor (256,) float32 False"
+
+
+def test_a_device_jax_has_runs_the_compiled_functions_of_a_device_block(tmp_path):
+    # Two host devices stand in for a GPU (none here): the same route, by JAX's platform
+    # name; eager ops of the block run on the CPU, as soft placement runs them.
+    import subprocess
+    script = tmp_path / "two_devices.py"
+    script.write_text(
+        "import jax, numpy as np, tapeflow as tf\n"
+        "f = tf.function(lambda x: tf.sin(x) * 2.0 + 1.0, jit_compile=True,\n"
+        "                keep_on_device=True)\n"
+        "x = tf.constant(np.arange(4.0, dtype=np.float32))\n"
+        "want = np.sin(np.arange(4.0, dtype=np.float32)) * 2 + 1\n"
+        "for name, k in (('/CPU:1', 1), ('/device:CPU:0', 0), ('/CPU:1', 1)):\n"
+        "    with tf.device(name):\n"
+        "        y = f(f(x) * 0.0 + x)  # the second call's input: a device array\n"
+        "        eager = float(tf.reduce_sum(x))\n"
+        "    assert y.device_array.devices() == {jax.devices('cpu')[k]}, (name, y)\n"
+        "    np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)\n"
+        "    assert eager == 6.0\n"
+        "try:\n"
+        "    with tf.device('/CPU:2'):\n"
+        "        pass\n"
+        "except tf.errors.InvalidArgumentError as e:\n"
+        "    assert 'JAX has no CPU:2' in str(e), e\n"
+        "else:\n"
+        "    raise AssertionError('no error for a device JAX lacks')\n"
+        "print('ok')\n")
+    env = dict(__import__("os").environ,
+               XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+def test_a_gpu_name_without_a_gpu_says_so():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="JAX has no GPU:0 here"):
+        with tf.device("/GPU:0"):
+            pass

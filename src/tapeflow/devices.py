@@ -2,16 +2,23 @@
 JAX's CPU under `jit_compile=True`), which is the one device it lists.
 
 NOTE(devices): `with tf.device("/CPU:0")` (any of TensorFlow's spellings) is honoured:
-that is where everything runs. A GPU or TPU name is an error naming the device and what
-tapeflow has, rather than a silent run elsewhere, unless the program turned soft placement
-on (`tf.config.set_soft_device_placement(True)`), in which case, as TensorFlow's soft
-placement, the ops fall back to the CPU. (TensorFlow's eager default is soft placement
-on; tapeflow's is off, so that a program written for a GPU learns it is not on one.)
+that is where everything runs. Another name is honoured where JAX (the xla extra) has
+that device: the block is JAX's `default_device` of it, so the functions traced with
+`jit_compile=True` compute there (their lean calls included, at no cost per call), while
+tapeflow's other ops, NumPy's, run on the CPU as TensorFlow's soft placement runs ops
+without a kernel for the device. A name no one has is an error naming the device and
+what tapeflow has, rather than a silent run elsewhere, unless the program turned soft
+placement on (`tf.config.set_soft_device_placement(True)`), in which case, as
+TensorFlow's soft placement, the ops fall back to the CPU. (TensorFlow's eager default is
+soft placement on; tapeflow's is off, so that a program written for a GPU learns it is
+not on one.)
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
+import importlib.util
 import re
 from typing import Any, Iterator, NamedTuple
 
@@ -55,7 +62,8 @@ def _parse(name: str) -> tuple[str | None, str | None]:
 @contextlib.contextmanager
 def device(device_name: Any) -> Iterator[None]:
     """Run the ops of the block on `device_name` (NOTE(devices)): the CPU is where
-    tapeflow computes; another device is an error unless soft placement is on.
+    tapeflow computes, and the functions traced with jit_compile=True run on a device JAX
+    has; another device is an error unless soft placement is on.
 
     Example:
         >>> import tapeflow as tf
@@ -68,14 +76,38 @@ def device(device_name: Any) -> Iterator[None]:
         raise TypeError(f"tf.device: `device_name` must be a string or None; got "
                         f"{type(device_name).__name__} {device_name!r}.")
     kind, index = _parse(device_name or "")
-    if kind is not None and not (kind == "CPU" and index in ("0", "*")) and not _SOFT["on"]:
-        raise InvalidArgumentError(
-            f"tf.device({device_name!r}): tapeflow computes on the CPU only (its devices: "
-            f"{[d.name for d in list_logical_devices()]}), and there is no {kind}:{index} to "
-            "place ops on. Use '/CPU:0', or tf.config.set_soft_device_placement(True) to run "
-            "such blocks on the CPU as TensorFlow's soft placement does.")
+    target = None
+    if kind is not None and not (kind == "CPU" and index in ("0", "*")):
+        target = _jax_device(kind, index)
+        if target is None and not _SOFT["on"]:
+            raise InvalidArgumentError(
+                f"tf.device({device_name!r}): tapeflow computes on the CPU only (its devices: "
+                f"{[d.name for d in list_logical_devices()]}), except that functions traced "
+                "with jit_compile=True run on a device JAX has, and JAX has no "
+                f"{kind}:{index} here (or is not installed). Use '/CPU:0', or "
+                "tf.config.set_soft_device_placement(True) to run such blocks on the CPU as "
+                "TensorFlow's soft placement does.")
     with scopes.device_entered(device_name if kind is not None else scopes.current_device()):
-        yield
+        if target is None:
+            yield
+        else:
+            with target[0].default_device(target[1]):
+                yield
+
+
+def _jax_device(kind: str, index: str) -> tuple | None:
+    """(jax, its device) for a TensorFlow device kind and index, where JAX is installed
+    and has that device; else None."""
+    platform = {"CPU": "cpu", "GPU": "gpu", "TPU": "tpu"}.get(kind)
+    if platform is None or importlib.util.find_spec("jax") is None:
+        return None
+    jax = importlib.import_module("jax")
+    try:
+        found = jax.devices(platform)
+    except RuntimeError:  # no backend of that platform
+        return None
+    k = 0 if index == "*" else int(index)
+    return (jax, found[k]) if k < len(found) else None
 
 
 def current_device() -> str | None:
