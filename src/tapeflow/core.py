@@ -399,6 +399,8 @@ def surely_same(a: tuple, b: tuple) -> bool:
     size check: where it cannot tell, the caller does what serves both (a reshape or a
     broadcast to the shape a value has is the identity), so a graph traced at two sizes
     holds no decision a third size, or a 1, would take otherwise (NOTE(symbolic-sizes))."""
+    if not dynamic_traces[0]:  # no symbol anywhere: the plain comparison (hot in rules)
+        return tuple(a) == tuple(b)
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
