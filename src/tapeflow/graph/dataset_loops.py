@@ -89,7 +89,8 @@ class LoopProbe:
         self.bounds.append(len(g.nodes))
         self.reads.append(len(self.tracer.size_reads))
         frame = user_frame()
-        self.states.append(None if frame is None else _python_state(frame.f_locals))
+        # (a dict of them: Python 3.13's f_locals is a proxy, one object every step)
+        self.states.append(None if frame is None else _python_state(dict(frame.f_locals)))
         k = len(self.slots)
         if k == self.steps:
             self.ended = True
