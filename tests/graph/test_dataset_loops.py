@@ -492,3 +492,19 @@ def test_a_traced_epoch_loop_equals_tensorflows():
     for a, b in zip(ours[1], theirs[1]):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
     assert ours[2] == theirs[2] == 1
+
+
+def test_saving_a_looped_function_says_it_does_not_save(tmp_path):
+    module = tf.Module()
+    module.v = tf.Variable(0.0)
+
+    @tf.function
+    def epoch(ds):
+        for x in ds:
+            module.v.assign_add(x)
+        return module.v.read_value()
+
+    module.epoch = epoch
+    assert float(epoch(D.range(1, 4).map(lambda i: tf.cast(i, tf.float32)))) == 6.0
+    with pytest.raises(ValueError, match="loops over a tf.data.Dataset in its trace"):
+        tf.saved_model.save(module, str(tmp_path / "m"))

@@ -537,8 +537,12 @@ class Function:
         out: list = []
         for branches in self._cache.values():
             for cf in branches:
-                if not isinstance(cf, ConcreteFunction):  # a LoopedFunction saves none
-                    continue
+                if not isinstance(cf, ConcreteFunction):
+                    raise ValueError(
+                        f"tf.saved_model.save: tapeflow.function {self.__name__!r} loops over a "
+                        "tf.data.Dataset in its trace, a loop that runs in Python over the "
+                        "dataset's elements (NOTE(dataset-loops)) and does not save. Save a "
+                        "function of one step, and loop over the dataset around it.")
                 if cf not in out and (instance is None or call_template(
                         cf._template, [None] * len(cf.graph.inputs), instance) is not None):
                     out.append(cf)
