@@ -198,17 +198,23 @@ def test_varying_element_sizes_and_a_carried_state():
     assert traced[2] == 1 and not traced[3]
 
 
-@pytest.mark.parametrize("case", ["break", "list", "enumerate", "branch", "middle"])
+@pytest.mark.parametrize("case", ["break", "list", "enumerate", "branch", "middle",
+                                  "numpy_counter"])
 def test_loops_no_graph_can_be_run_eagerly_with_the_eager_values(case):
     def make():
         w, opt, step = _regression()
         ds = _pipeline("plain")
 
         def epoch(dataset):
-            losses, first = [], None
+            losses, first, seen = [], None, np.zeros(1)
             for i, (xb, yb) in enumerate(dataset):
                 if case == "break" and i == 4:
                     break
+                if case == "numpy_counter":  # Python state in a NumPy array, no enumerate
+                    seen += 1
+                    if seen[0] > 4:
+                        break
+                    i = 0
                 if case == "enumerate":
                     xb = xb * tf.cast(i + 1, tf.float32) / 4.0
                 loss = step(xb, yb)
@@ -216,7 +222,8 @@ def test_loops_no_graph_can_be_run_eagerly_with_the_eager_values(case):
                     opt.apply_gradients([(tf.ones_like(w), w)])
                 if i == 1:
                     first = loss
-                losses.append(loss)
+                if case != "numpy_counter":
+                    losses.append(loss)
             if case == "middle":
                 return first
             return tf.add_n(losses) if case == "list" else loss

@@ -56,8 +56,11 @@ from .passes import optimize
 from .replay import GuardFailed
 from .trace import RunEagerly, Tracer, TracingError, user_frame, user_line
 
-__all__ = ["LoopProbe", "LoopedFunction", "held_weakly", "iterated_in_trace", "loop_off",
+__all__ = ["STEPS", "LoopProbe", "LoopedFunction", "held_weakly", "iterated_in_trace", "loop_off",
            "probing", "strong"]
+
+
+STEPS = 3  # the loop's steps a trace runs: the first, and the second at two sizes
 
 
 class LoopProbe:
@@ -77,7 +80,6 @@ class LoopProbe:
         self.states: list[Any] = []  # the Python state of the loop's frame at each bound
         self.slots: list[list[int]] = []  # each step's element, as graph inputs
         self.small_first = False    # the first element has a None dimension below 2
-        self.steps = 3
         self.where = user_line()
         self.ended = self.short = False
 
@@ -92,7 +94,7 @@ class LoopProbe:
         # (a dict of them: Python 3.13's f_locals is a proxy, one object every step)
         self.states.append(None if frame is None else _python_state(dict(frame.f_locals)))
         k = len(self.slots)
-        if k == self.steps:
+        if k == STEPS:
             self.ended = True
             raise StopIteration
         if k < 2:
@@ -128,13 +130,12 @@ class LoopProbe:
             raise RunEagerly(f"its loop over a dataset ({self.where}) could not be traced as "
                              "a loop: a step raised at sizes the trace chose")
 
-    def hand_back(self, drawn: Any = None) -> None:
-        """The dataset's next pass is the rest of this one, with what was drawn from it
-        (`taken` by default): a shuffled dataset's order as an eager run's."""
+    def hand_back(self) -> None:
+        """The dataset's next pass is the rest of this one, with what was drawn from it: a
+        shuffled dataset's order as an eager run's."""
         dataset = self.dataset()
         if dataset is not None:
-            dataset._resumed = itertools.chain(self.taken if drawn is None else drawn,
-                                               self.source)
+            dataset._resumed = itertools.chain(self.taken, self.source)
 
 
 def _resized(a: np.ndarray, shape: TensorShape, size: Callable[[int], int]) -> np.ndarray:
@@ -159,6 +160,8 @@ def _python_state(x: Any, depth: int = 0) -> Any:
         return "T"
     if isinstance(x, (bool, int, float, complex, str, bytes, type(None), np.generic)):
         return x
+    if isinstance(x, np.ndarray):  # a small one (a NumPy counter) by value
+        return ("ndarray", x.shape, x.dtype.str, x.tobytes() if x.size <= 64 else None)
     if depth > 3:
         return type(x).__name__
     if isinstance(x, (list, tuple)):
@@ -257,7 +260,7 @@ def _cut(g: Graph, probe: LoopProbe) -> _Cut:
                         "counter, enumerate's index, a list appended to), which a graph "
                         "cannot see")
     nodes = g.nodes
-    steps = [nodes[bounds[k]:bounds[k + 1]] for k in range(probe.steps)]
+    steps = [nodes[bounds[k]:bounds[k + 1]] for k in range(STEPS)]
     made = [_outputs(step) | set(e) for step, e in zip(steps, slots)]
     elements = {s for e in slots for s in e}
     outer_inputs = [s for s in g.inputs if s not in elements]
@@ -267,12 +270,10 @@ def _cut(g: Graph, probe: LoopProbe) -> _Cut:
     back = {v: k for k, v in match.phi.items()}  # a slot of the last step -> the second's
     # the epilogue (and the function's outputs) read the last step's values
     last: dict[int, int] = {}
-    middle = set().union(*made[:-1]) - set().union(*made[:1])
-
     def after(s: int | None) -> int | None:
-        if s is None or s in made[0] or not (s in middle or s in made[-1]):
+        if s is None or not (s in made[1] or s in made[2]):
             return s
-        if s not in made[-1]:
+        if s in made[1]:
             raise _NotALoop("a value of one of its steps is used after the loop (its "
                             "last step's values only can be)")
         return last.setdefault(back[s], _fresh(g, s))
