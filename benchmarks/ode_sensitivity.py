@@ -43,7 +43,7 @@ if importlib.util.find_spec("tapeflow") is None:
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "src"))
 
 import tapeflow as tf  # noqa: E402
-from tapeflow.scipy_ode import solve_ivp, use_forward  # noqa: E402
+from tapeflow.scipy_ode import AUTO_FORWARD_STATES, solve_ivp, use_forward  # noqa: E402
 
 try:
     import diffrax
@@ -247,7 +247,7 @@ def brusselator(n: int) -> None:
     print("| --- | --- | --- | --- | --- |")
     _row("the solve alone (tapeflow)", primal, primal, None)
     _row(f"tapeflow adjoint: y0 and p ({states + 3} inputs)", s_adj, primal, against(g),
-         f"one backward solve of {states + 3} states")
+         "the discrete adjoint of a recorded BDF solve")
     _row("tapeflow forward sensitivities (jacfwd): p (3 inputs)", s_fwd, primal,
          _err(g_p, ref[1:]), f"one solve of {4 * states} states")
     _row("SciPy, central differences: p (6 solves)", s_fd, primal, _err(fd, ref[1:]),
@@ -276,8 +276,9 @@ def crossover(quick: bool) -> None:
     print("Chains of m coupled decays (gradient in m rates and m initial values, 10 output "
           "times, rtol 1e-8) and small Brusselators (gradient in y0 and A, B, alpha, 3 output "
           "times). n (1 + n_in) is the size of the forward-sensitivity system; \"auto\" takes "
-          "forward sensitivities up to 512 per cotangent row under the implicit methods and "
-          "8192 under the explicit ones.\n")
+          f"forward sensitivities up to {AUTO_FORWARD_STATES['implicit']} per cotangent row "
+          f"under the implicit methods and {AUTO_FORWARD_STATES['explicit']} under the "
+          "explicit ones.\n")
     print("| problem | method | n (1 + n_in) | forward | adjoint | adjoint / forward | "
           "auto takes |")
     print("| --- | --- | --- | --- | --- | --- | --- |")

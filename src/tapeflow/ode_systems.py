@@ -8,10 +8,13 @@ extra code. Each system traces its right-hand side once (`tapeflow.function`) an
 SciPy's implicit methods, its Jacobian in z (`SparseJacobian`: sparse for large sparse
 systems), so the sensitivity and adjoint systems get exact Jacobians from tapeflow too.
 
-`adjoint_vjp` is the reverse-mode rule's computation: the forward solve again with its
-dense output, then ``lambda' = -J_z^T lambda``, ``mu' = -J_p^T lambda`` backwards,
-segment by segment between the `t_eval` points, where each point's cotangent is added
-to lambda (NOTE(ode-tolerances) gives the tolerances of the derived systems).
+`adjoint_vjp` is the reverse-mode rule's computation. Under BDF it is the discrete
+adjoint of tapeflow's own recorded BDF solve (ode_bdf, NOTE(ode-discrete-adjoint)),
+recorded at tolerances `TIGHTER` times the user's; under the other methods the
+continuous adjoint: the forward solve again with its dense output, then ``lambda' =
+-J_z^T lambda``, ``mu' = -J_p^T lambda`` backwards, segment by segment between the
+`t_eval` points, where each point's cotangent is added to lambda (NOTE(ode-tolerances)
+gives the tolerances of the derived systems).
 
 NOTE(ode-tolerances): SciPy scales each component's error by ``atol_i + rtol |z_i|``.
 A sensitivity column along a parameter p_j is about y / p_j in size, so it gets the
@@ -38,6 +41,7 @@ except ImportError as _missing:  # an optional extra
     raise ImportError("tapeflow.ode_systems needs SciPy: pip install 'tapeflow[scipy]'") \
         from _missing
 
+from . import ode_bdf
 from .batching import vmap
 from .core import no_recorders
 from .errors import InvalidArgumentError
@@ -59,6 +63,11 @@ IMPLICIT = {"bdf": True, "radau": True, "lsoda": False}
 # segment starts with the step SciPy picks: a cotangent's jump starts a fast transient
 # there, where the last segment's final step would be rejected, again and again).
 _PER_SOLVE = ("first_step", "atol", "rtol")
+# The discrete adjoint differentiates its recorded solve, run this much tighter than the
+# user's tolerances: a derivative of the discrete solution is about 15 rtol from the
+# exact one at the user's own (a 20 x 20 Brusselator's diffusion gradient), 2 rtol here,
+# as the continuous adjoint and forward sensitivities are (for 1.5x the steps).
+TIGHTER = 10.0
 
 
 class SolveFailed(InvalidArgumentError):
@@ -410,34 +419,8 @@ def adjoint_vjp(system: System, wanted: tuple, pieces: list, params: list,
     lam, mu = np.zeros((k, n)), np.zeros((k, P))
     live = np.flatnonzero(np.abs(C).reshape(-1, T).max(axis=0, initial=0.0) > 0)
     if live.size:
-        res = system.solve(pieces, params, dense=True)
-        adj = system.adjoint(wanted)
-        ptens = [convert_to_tensor(np.asarray(p)) for p in params]
-        z_of = res.sol
-        with no_recorders():
-            fun = _numpy_fun(adj.rhs, ptens, z_of)
-            jac = adj.jac(k, ptens, z_of)
-        atol = _adjoint_atol(system, pieces, params, wanted, C, res.y)
-        opts = {key: v for key, v in s.options.items() if key not in _PER_SOLVE}
-        times = list(s.t_eval[:live[-1] + 1])
-        for j in range(len(times) - 1, -1, -1):
-            lam += C[:, :, j]
-            t_from, t_to = times[j], times[j - 1] if j else s.t_span[0]
-            if t_from == t_to or not lam.any():
-                continue
-            a0 = np.concatenate([lam.reshape(-1), mu.reshape(-1)])
-            # In time from the segment's start: a stiff adjoint starts each segment with a
-            # fast transient, whose small steps at a large t would be rounded (Robertson's
-            # at t = 1e5 by 3%: steps of 1e-9 where t's spacing is 1.5e-11).
-            if jac is not None:
-                opts["jac"] = _shifted(jac, t_from)
-            with no_recorders():
-                r = _integrate.solve_ivp(_shifted(fun, t_from), (0.0, t_to - t_from), a0,
-                                         method=s.method, rtol=s.rtol, atol=atol, **opts)
-            if r.status < 0:
-                raise _failed("this solve: its adjoint solve failed", r, s.method)
-            lam = r.y[:k * n, -1].reshape(k, n)
-            mu = r.y[k * n:, -1].reshape(k, P)
+        solve = _discrete if s.method.lower() == "bdf" else _continuous
+        lam, mu = solve(system, wanted, pieces, params, C, live)
     out, at = [], 0
     for shape, size in zip(system.pieces, system.sizes, strict=True):
         out.append(lam[:, at:at + size].reshape((k,) + shape))
@@ -447,6 +430,76 @@ def adjoint_vjp(system: System, wanted: tuple, pieces: list, params: list,
         out.append(mu[:, at:at + size].reshape((k,) + system.params[j][0]))
         at += size
     return out
+
+
+def _continuous(system: System, wanted: tuple, pieces: list, params: list, C: np.ndarray,
+                live: np.ndarray) -> tuple:
+    """The continuous adjoint: a backward solve of lambda and mu between output times."""
+    s = system.solver
+    k, n, P = C.shape[0], system.n, sum(_sizes([system.params[j][0] for j in wanted]))
+    lam, mu = np.zeros((k, n)), np.zeros((k, P))
+    res = system.solve(pieces, params, dense=True)
+    adj = system.adjoint(wanted)
+    ptens = [convert_to_tensor(np.asarray(p)) for p in params]
+    z_of = res.sol
+    with no_recorders():
+        fun = _numpy_fun(adj.rhs, ptens, z_of)
+        jac = adj.jac(k, ptens, z_of)
+    atol = _adjoint_atol(system, pieces, params, wanted, C, res.y)
+    opts = {key: v for key, v in s.options.items() if key not in _PER_SOLVE}
+    times = list(s.t_eval[:live[-1] + 1])
+    for j in range(len(times) - 1, -1, -1):
+        lam += C[:, :, j]
+        t_from, t_to = times[j], times[j - 1] if j else s.t_span[0]
+        if t_from == t_to or not lam.any():
+            continue
+        a0 = np.concatenate([lam.reshape(-1), mu.reshape(-1)])
+        # In time from the segment's start: a stiff adjoint starts each segment with a
+        # fast transient, whose small steps at a large t would be rounded (Robertson's
+        # at t = 1e5 by 3%: steps of 1e-9 where t's spacing is 1.5e-11).
+        if jac is not None:
+            opts["jac"] = _shifted(jac, t_from)
+        with no_recorders():
+            r = _integrate.solve_ivp(_shifted(fun, t_from), (0.0, t_to - t_from), a0,
+                                     method=s.method, rtol=s.rtol, atol=atol, **opts)
+        if r.status < 0:
+            raise _failed("this solve: its adjoint solve failed", r, s.method)
+        lam = r.y[:k * n, -1].reshape(k, n)
+        mu = r.y[k * n:, -1].reshape(k, P)
+    return lam, mu
+
+
+def _discrete(system: System, wanted: tuple, pieces: list, params: list, C: np.ndarray,
+              live: np.ndarray) -> tuple:
+    """The discrete adjoint of BDF (NOTE(ode-discrete-adjoint)): the solve again with
+    tapeflow's recorded NDF integrator, then its steps pulled back."""
+    s = system.solver
+    k, n = C.shape[0], system.n
+    psizes = _sizes([system.params[j][0] for j in wanted])
+    P = sum(psizes)
+    ptens = [convert_to_tensor(np.asarray(p)) for p in params]
+    z0 = np.concatenate([np.asarray(p, np.float64).reshape(-1) for p in pieces] + [np.zeros(0)])
+    adj = system.adjoint(wanted)
+    atol = np.broadcast_to(np.asarray(system.solve_atol(pieces, params), np.float64),
+                           (n,)).copy()
+    with no_recorders():
+        fun = _numpy_fun(system.rhs(), ptens)
+        jac = system.jacobian().at(ptens)
+        times = s.t_eval[:live[-1] + 1]
+        rec = ode_bdf.ndf(fun, jac, (s.t_span[0], times[-1]), z0, times, s.rtol / TIGHTER,
+                          atol / TIGHTER,
+                          max_step=float(s.options.get("max_step", np.inf)),
+                          first_step=s.options.get("first_step"))
+        if rec.status < 0:
+            raise _failed("this solve: its adjoint's forward solve failed", rec, s.method)
+
+        def vjp(t: float, y: np.ndarray, V: np.ndarray) -> tuple:
+            a = np.concatenate([V.reshape(-1), np.zeros(V.shape[0] * P)])
+            g = -np.asarray(adj.rhs(convert_to_tensor(np.float64(t)), convert_to_tensor(y),
+                                    convert_to_tensor(a), *ptens)._value, np.float64)
+            return g[:V.shape[0] * n].reshape(-1, n), g[V.shape[0] * n:].reshape(-1, P)
+
+        return ode_bdf.adjoint(rec, C[:, :, :times.size], vjp, jac, s.rtol / TIGHTER)
 
 
 def _shifted(f: Callable, t0: float) -> Callable:

@@ -24,16 +24,16 @@ NOTE(ode-auto): `tf.jacobian(mode="auto")` takes forward mode when the inputs ar
 than the outputs. A reverse-mode request here asks for k cotangent rows at once (1 for a
 gradient; all of them under jacrev's vmap, which the batching rule folds into one call).
 Forward sensitivities cost one solve of the state and a column per differentiated input
-element, n (1 + n_in) values, whatever k is; the adjoint costs the forward solve again
-and a backward solve of k (n + parameters) values, restarted at every output time (each
-restart resolving a fast transient when the problem is stiff). "auto" takes forward
-sensitivities when ``n (1 + n_in) <= k * AUTO_FORWARD_STATES[kind]``, the kind being
-"implicit" (BDF, Radau, LSODA: the Newton matrix of the sensitivity system grows with
-it) or "explicit", the adjoint otherwise. The limits are the measured crossovers of
-benchmarks/ode_sensitivity.py (a gradient, k = 1): with BDF, the two methods tie around
-400-530 values (forward sensitivities 1.5-2x faster at 36, the adjoint from 1,152 on, by
-10x at 5,472); with RK45, forward sensitivities were 2x faster at 2,080 and the adjoint
-1.6-2.8x at 32,896.
+element, n (1 + n_in) values, whatever k is. The adjoint costs the forward solve again
+and a backward pass of k rows: under BDF the discrete adjoint of a recorded solve
+(NOTE(ode-discrete-adjoint)), under the other methods a backward solve of k (n +
+parameters) values restarted at every output time. "auto" takes forward sensitivities
+when ``n (1 + n_in) <= k * AUTO_FORWARD_STATES[kind]``, the kind being "implicit" (BDF,
+Radau, LSODA: the Newton matrix of the sensitivity system grows with it) or "explicit",
+the adjoint otherwise. The limits are the measured crossovers of
+benchmarks/ode_sensitivity.py (a gradient, k = 1): with BDF, forward sensitivities were
+2x faster at 528 values and the adjoint 2x faster at 1,152 (14x at 5,472); with RK45,
+forward sensitivities were 2x faster at 2,080 and the adjoint 1.4x at 32,896.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ from .transforms import jvp, vjp
 __all__ = ["solve_ivp", "differentiable", "OdeResult"]
 
 SENSITIVITIES = ("auto", "forward", "adjoint")
-AUTO_FORWARD_STATES = {"implicit": 512, "explicit": 8192}
+AUTO_FORWARD_STATES = {"implicit": 1024, "explicit": 8192}
 # sensitivity="forward" in reverse mode refuses a sensitivity system larger than this (its
 # basis and solve would exhaust memory where the adjoint needs two solves of the state).
 FORWARD_STATES_LIMIT = 1 << 26
