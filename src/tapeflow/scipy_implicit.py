@@ -8,7 +8,8 @@ per example under vmap):
 
 - `minimize`: the gradient of `fun` in x is zero; its linearization is the Hessian,
   solved by conjugate gradients on Hessian-vector products (GMRES where CG fails: an
-  indefinite Hessian);
+  indefinite Hessian); under `constraints` or `bounds`, the KKT conditions
+  (scipy_kkt.py), GMRES;
 - `root`: `fun` is zero; Jacobian-vector products, GMRES;
 - `least_squares`: the gradient of the cost is zero (the normal equations J^T r = 0,
   with the robust loss's weights), CG; a square system with the linear loss and no
@@ -19,8 +20,9 @@ computes). The other fields of SciPy's OptimizeResult are SciPy's own (those of 
 that ran: under vmap, the last example's; in a traced function, the traced call's).
 
 A derivative of a solution that does not satisfy its conditions is no derivative: a
-solve that did not converge (`res.success` False), a minimum on a bound, or a square
-least-squares system solved with residuals left is reported whenever it is
+solve that did not converge (`res.success` False), a least-squares solution on a bound,
+a constrained minimum where the KKT conditions fail or a constraint is weakly active, or
+a square least-squares system solved with residuals left is reported whenever it is
 differentiated: `implicit="warn"` (the default, `implicit=True`) warns
 (`ConvergenceWarning`), `implicit="strict"` raises `ConvergenceError`, and
 ``implicit=False`` returns `res.x` as SciPy's array, connected to nothing.
@@ -42,6 +44,8 @@ except ImportError as _missing:  # an optional extra
 from .core import no_recorders
 from .errors import InvalidArgumentError
 from .implicit import bind_root
+from .scipy_kkt import WHY as KKT_WHY
+from .scipy_kkt import minimize_kkt
 from .ops.elementwise import sqrt, where
 from .ops.reduction import reduce_sum
 from .ops.shape import reshape
@@ -63,6 +67,7 @@ _WHY = {
     _ON_BOUND: "the solution lies on a bound, where the gradient need not vanish (its "
                "derivative ignores the bound)",
     _NOT_A_ROOT: "the square system's solution leaves residuals: it is no root of them",
+    **KKT_WHY,
 }
 
 
@@ -206,19 +211,6 @@ def _tuple(args: Any) -> tuple:
     return args if isinstance(args, tuple) else (args,)  # as SciPy takes a lone argument
 
 
-def _on_bound(x: np.ndarray, bounds: Any) -> bool:
-    """Whether `x` lies on one of minimize's `bounds` (a Bounds, or (low, high) pairs)."""
-    if hasattr(bounds, "lb") and hasattr(bounds, "ub"):
-        lo, hi = bounds.lb, bounds.ub
-    else:
-        pairs = [(-np.inf if a is None else a, np.inf if b is None else b) for a, b in bounds]
-        lo, hi = [p[0] for p in pairs], [p[1] for p in pairs]
-    lo = np.broadcast_to(np.asarray(lo, np.float64), x.shape)
-    hi = np.broadcast_to(np.asarray(hi, np.float64), x.shape)
-    tol = 1e-8 * (1.0 + np.abs(x))
-    return bool(np.any(np.abs(x - lo) <= tol) or np.any(np.abs(x - hi) <= tol))
-
-
 def minimize(fun: Callable, x0: Any, args: tuple, method: Any, kwargs: dict, implicit: Any,
              run: Callable) -> Any:
     """tapeflow.scipy.minimize with `res.x` differentiable in the tensors of `args`:
@@ -234,12 +226,11 @@ def minimize(fun: Callable, x0: Any, args: tuple, method: Any, kwargs: dict, imp
     """
     who = "tapeflow.scipy.minimize"
     mode = _mode(implicit, who)
-    if kwargs.get("constraints"):
-        raise NotImplementedError(f"{who}: differentiating a solution under `constraints` (its "
-                                  "KKT conditions) is not supported; pass implicit=False for "
-                                  "SciPy's array.")
+    if kwargs.get("constraints") or kwargs.get("bounds") is not None:
+        return minimize_kkt(fun, x0, _tuple(args), method, kwargs, mode, run, who,
+                            lambda v: _scalar(v, who), _tangent_solver(False, mode, who),
+                            _Check(mode, who), _result)
     guess, args = _flat_guess(x0), _tuple(args)
-    bounds = kwargs.get("bounds")
     ran: dict = {}
 
     def gradient_and_value(xs: list) -> tuple:
@@ -255,8 +246,6 @@ def minimize(fun: Callable, x0: Any, args: tuple, method: Any, kwargs: dict, imp
         res = run(lambda y: objective(y)[0], x.numpy(), (), method, dict(kwargs))
         ran["res"] = res
         status = _OK if res.success else _NOT_CONVERGED
-        if status == _OK and bounds is not None and _on_bound(np.asarray(res.x), bounds):
-            status = _ON_BOUND
         return Tensor(np.asarray(res.x, np.float64).reshape(x.shape)), np.int32(status)
 
     outs, _ = bind_root(gradient_and_value, [guess], None, solve,

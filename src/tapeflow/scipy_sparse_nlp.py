@@ -40,7 +40,7 @@ from .ops.shape import concat, reshape
 from .optional import required
 from .sparse_hessians import SparseHessian
 from .sparse_jacobians import SparseJacobian, arguments, sparse_pays
-from .tensor import convert_to_tensor
+from .tensor import TensorBase, convert_to_tensor
 from .transforms import value_and_grad
 
 __all__ = ["minimize_ipopt", "trust_constr_arguments"]
@@ -109,8 +109,9 @@ def _blocks(constraints: Any, x0: np.ndarray, fname: str) -> list:
 
 
 def _size_at(fun: Callable, args: tuple, x0: np.ndarray, fname: str, i: int) -> int:
-    value = fun(iterate(x0), *args)
-    return int(np.size(as_float64(value)))
+    value = fun(iterate(x0), *args)  # its size from its shape: no read under vmap
+    shape = value.shape if isinstance(value, TensorBase) else np.shape(value)
+    return int(np.prod(tuple(shape), dtype=np.int64))
 
 
 def _bounds_of(lb: Any, ub: Any, m: int, fname: str, i: int) -> tuple:
