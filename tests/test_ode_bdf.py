@@ -175,7 +175,10 @@ def _check_transpose(rec, f_jac, f_jac_p, vjp, P, rtol, rows=1, seed=0):
     return gy, gp
 
 
-def test_the_adjoint_is_the_transpose_of_the_recorded_tangent():
+@pytest.mark.parametrize("exact_states", [ode_bdf.EXACT_STATES, 0])
+def test_the_adjoint_is_the_transpose_of_the_recorded_tangent(monkeypatch, exact_states):
+    # a small dense system: each step's exact factors, or GMRES on the forward's
+    monkeypatch.setattr(ode_bdf, "EXACT_STATES", exact_states)
     rec = _solve(robertson, robertson_jac, (0.0, 40.0), [1.0, 0.0, 0.0], ROB_T, 1e-8, ROB_ATOL)
     _check_transpose(rec, robertson_jac, robertson_jac_k, robertson_vjp, 3, 1e-8, rows=3)
 

@@ -53,6 +53,11 @@ _ERROR = _KAPPA * _GAMMA + 1.0 / np.arange(1, MAX_ORDER + 2)
 _NEWTON_ITERS = 4
 _MIN_FACTOR, _MAX_FACTOR = 0.2, 10.0
 _ADJOINT_ITERS = 12
+# Up to this many states with a dense Jacobian, the adjoint factors each step's exact
+# matrix (one Jacobian, a small LU, one VJP) instead of iterating with the forward's
+# factors (a VJP and a triangular solve an iteration, about three, and GMRES's own
+# Python): Robertson's 542 steps took 1.0 s by GMRES.
+EXACT_STATES = 64
 # LU factors of the forward steps kept for the adjoint, in bytes of their nonzeros; the
 # oldest beyond this are dropped and refactored (once each) when the adjoint gets there.
 LU_BYTES = 1 << 28
@@ -403,6 +408,9 @@ def _transposed_solve(step: _Step, rhs: np.ndarray, vjp: Callable, jac: Callable
     preconditioned by the forward step's factors (of I - c J_old, refactored if dropped),
     all rows at once; returns w and ``vjp(t, y, c w)``."""
     c, lu = step.c, step.lu
+    if not lu.sparse and step.y.size <= EXACT_STATES:
+        w = _Factors(jac(step.t, step.y), c).solve(rhs.T, transposed=True).T
+        return w, *vjp(step.t, step.y, c * w)
     if lu.lu is None:
         if id(lu) not in cache:  # steps sharing factors are consecutive: keep the last
             cache.clear()
