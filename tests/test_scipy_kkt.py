@@ -161,3 +161,34 @@ def test_weakly_active_and_unconverged_solutions_are_reported():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _capped(tf.constant(1.0, F64))
+
+
+@pytest.mark.parametrize("loss", ["linear", "soft_l1"])
+def test_least_squares_on_a_bound(loss):
+    # fit y = p0 exp(-p1 t) with p1 <= 1.2 to data of p1 = 1.5: p1 stays on its bound, and
+    # p0 is the one-parameter fit at p1 = 1.2
+    t = np.linspace(0.0, 2.0, 12)
+    data = tf.constant(2.0 * np.exp(-1.5 * t), F64)
+
+    def fit(y):
+        return tfs.least_squares(lambda p, y: p[0] * tf.exp(-p[1] * t) - y, np.ones(2),
+                                 args=(y,), bounds=([-np.inf, -np.inf], [np.inf, 1.2]),
+                                 loss=loss, xtol=1e-15, ftol=1e-15, gtol=1e-15).x
+
+    p = fit(data).numpy()
+    assert np.isclose(p[1], 1.2, rtol=1e-12)
+    J = _both_modes(fit, data)
+    assert np.allclose(J[1], 0.0, atol=1e-10)
+    if loss == "linear":
+        e = np.exp(-1.2 * t)
+        assert np.isclose(p[0], e @ data.numpy() / (e @ e))
+        assert np.allclose(J[0], e / (e @ e), atol=1e-8)
+    else:   # against central differences of SciPy's own fit
+        def scipy_p0(y):
+            return scipy_optimize.least_squares(
+                lambda p: p[0] * np.exp(-p[1] * t) - y, np.ones(2), loss=loss,
+                bounds=([-np.inf, -np.inf], [np.inf, 1.2]), xtol=1e-15, ftol=1e-15,
+                gtol=1e-15).x[0]
+        y0, h = data.numpy(), 1e-3   # a smaller step differences the solver's own noise
+        fd = [(scipy_p0(y0 + h * e) - scipy_p0(y0 - h * e)) / (2 * h) for e in np.eye(12)]
+        assert np.allclose(J[0], fd, atol=1e-5)

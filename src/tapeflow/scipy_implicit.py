@@ -13,15 +13,15 @@ per example under vmap):
 - `root`: `fun` is zero; Jacobian-vector products, GMRES;
 - `least_squares`: the gradient of the cost is zero (the normal equations J^T r = 0,
   with the robust loss's weights), CG; a square system with the linear loss and no
-  bounds: the residuals are zero, GMRES.
+  bounds: the residuals are zero, GMRES; under bounds, the KKT conditions of the cost's
+  minimum (scipy_kkt.py).
 
 Every linear system is solved matrix-free (scipy.sparse.linalg on the products tapeflow
 computes). The other fields of SciPy's OptimizeResult are SciPy's own (those of the call
 that ran: under vmap, the last example's; in a traced function, the traced call's).
 
 A derivative of a solution that does not satisfy its conditions is no derivative: a
-solve that did not converge (`res.success` False), a least-squares solution on a bound,
-a constrained minimum where the KKT conditions fail or a constraint is weakly active, or
+solve that did not converge (`res.success` False), a constrained or bounded minimum where the KKT conditions fail or a constraint is weakly active, or
 a square least-squares system solved with residuals left is reported whenever it is
 differentiated: `implicit="warn"` (the default, `implicit=True`) warns
 (`ConvergenceWarning`), `implicit="strict"` raises `ConvergenceError`, and
@@ -45,7 +45,7 @@ from .core import no_recorders
 from .errors import InvalidArgumentError
 from .implicit import bind_root
 from .scipy_kkt import WHY as KKT_WHY
-from .scipy_kkt import minimize_kkt
+from .scipy_kkt import bound_arrays, minimize_kkt
 from .ops.elementwise import sqrt, where
 from .ops.reduction import reduce_sum
 from .ops.shape import reshape
@@ -61,11 +61,9 @@ TOLERANCE = 1e-10
 # A square least-squares system's solution is a root when its residuals are this small,
 # relative to those at the initial guess (at least 1).
 ROOT_TOLERANCE = 1e-6
-_OK, _NOT_CONVERGED, _ON_BOUND, _NOT_A_ROOT = 0, 1, 2, 3
+_OK, _NOT_CONVERGED, _NOT_A_ROOT = 0, 1, 3
 _WHY = {
     _NOT_CONVERGED: "the solver did not converge (res.success is False)",
-    _ON_BOUND: "the solution lies on a bound, where the gradient need not vanish (its "
-               "derivative ignores the bound)",
     _NOT_A_ROOT: "the square system's solution leaves residuals: it is no root of them",
     **KKT_WHY,
 }
@@ -227,9 +225,12 @@ def minimize(fun: Callable, x0: Any, args: tuple, method: Any, kwargs: dict, imp
     who = "tapeflow.scipy.minimize"
     mode = _mode(implicit, who)
     if kwargs.get("constraints") or kwargs.get("bounds") is not None:
-        return minimize_kkt(fun, x0, _tuple(args), method, kwargs, mode, run, who,
-                            lambda v: _scalar(v, who), _tangent_solver(False, mode, who),
-                            _Check(mode, who), _result)
+        targs = _tuple(args)
+        return minimize_kkt(
+            lambda x: (_scalar(fun(x, *targs), who), []), x0, kwargs,
+            bound_arrays(kwargs.get("bounds"), _flat_guess(x0).shape[0], who),
+            lambda at, y, options: run(lambda v: at(v)[0], y, (), method, options), who,
+            _tangent_solver(False, mode, who), _Check(mode, who), _result)
     guess, args = _flat_guess(x0), _tuple(args)
     ran: dict = {}
 
@@ -347,6 +348,18 @@ def least_squares(fun: Callable, x0: Any, args: tuple, jac_sparsity: Any, kwargs
         r0 = fun(guess, *args)
         m = int(np.size(r0._value if isinstance(r0, TensorBase) else r0))
     square = m == int(np.size(guess._value)) and loss == "linear" and not bounded
+
+    def cost(x: Tensor) -> tuple:
+        r = reshape(fun(x, *args), [-1])
+        return 0.5 * f_scale ** 2 * reduce_sum(_rho((r / f_scale) ** 2, loss, who)), r
+
+    if bounded:  # the KKT conditions of the cost's minimum in the bounds (scipy_kkt.py)
+        n = int(np.size(guess._value))
+        lo, hi = (np.broadcast_to(np.asarray(b, np.float64), (n,)).copy() for b in bounds)
+        return minimize_kkt(
+            lambda x: (lambda c, r: (c, [r]))(*cost(x)), guess, kwargs, (lo, hi),
+            lambda at, y, options: run(lambda v: at(v)[2], y, (), jac_sparsity, options),
+            who, _tangent_solver(False, mode, who), _Check(mode, who), _result)
     ran: dict = {}
 
     def condition(xs: list) -> tuple:
@@ -356,17 +369,14 @@ def least_squares(fun: Callable, x0: Any, args: tuple, jac_sparsity: Any, kwargs
             return r, [r]
         with GradientTape() as tape:
             tape.watch(x)
-            r = reshape(fun(x, *args), [-1])
-            cost = 0.5 * f_scale ** 2 * reduce_sum(_rho((r / f_scale) ** 2, loss, who))
-        grad = tape.gradient(cost, x, unconnected_gradients=UnconnectedGradients.ZERO)
+            value, r = cost(x)
+        grad = tape.gradient(value, x, unconnected_gradients=UnconnectedGradients.ZERO)
         return grad, [r]
 
     def solve(f: Callable, x: Tensor, residuals: Callable) -> tuple:
         res = run(lambda y: residuals(y)[0], x.numpy(), (), jac_sparsity, dict(kwargs))
         ran["res"] = res
         status = _OK if res.success else _NOT_CONVERGED
-        if status == _OK and bounded and np.any(res.active_mask):
-            status = _ON_BOUND
         if status == _OK and square:
             start = np.linalg.norm(residuals(x)[0].numpy())
             if np.linalg.norm(res.fun) > ROOT_TOLERANCE * max(1.0, start):

@@ -36,6 +36,7 @@ try:
 except ImportError as _missing:  # an optional extra
     raise ImportError("tapeflow.scipy needs SciPy: pip install 'tapeflow[scipy]'") from _missing
 
+from .core import no_recorders
 from .errors import InvalidArgumentError
 from .implicit import bind_root
 from .ops.elementwise import cast, minimum
@@ -46,7 +47,7 @@ from .scipy_sparse_nlp import _blocks, as_float64
 from .tape import GradientTape, UnconnectedGradients
 from .tensor import Tensor, convert_to_tensor
 
-__all__ = ["minimize_kkt", "ACTIVE"]
+__all__ = ["minimize_kkt", "bound_arrays", "ACTIVE"]
 
 # A constraint side or bound is a candidate for being active within this distance,
 # relative to 1 + |bound|; its multiplier decides (a weakly active one is reported).
@@ -62,7 +63,15 @@ WHY = {
 }
 
 
-def _bound_arrays(bounds: Any, n: int, who: str) -> tuple:
+def bound_arrays(bounds: Any, n: int, who: str) -> tuple:
+    """minimize's `bounds` (a Bounds, or n (low, high) pairs with None for no bound) as
+    two float64 arrays of n values (infinite where unbounded).
+
+    Example:
+        >>> from tapeflow.scipy_kkt import bound_arrays
+        >>> [a.tolist() for a in bound_arrays([(0, None), (None, 2)], 2, "f")]
+        [[0.0, -inf], [inf, 2.0]]
+    """
     if bounds is None:
         return np.full(n, -np.inf), np.full(n, np.inf)
     if isinstance(bounds, Bounds):
@@ -121,11 +130,14 @@ def _constraint_values(blocks: list, x: Tensor) -> Tensor:
     return concat(parts + [convert_to_tensor(np.zeros(0))], 0)
 
 
-def minimize_kkt(fun: Callable, x0: Any, args: tuple, method: Any, kwargs: dict, mode: str,
-                 run: Callable, who: str, scalar: Callable, tangent_solve: Callable,
-                 check: Callable, result: Callable) -> Any:
-    """`minimize` under constraints or bounds with `res.x` differentiable through its KKT
-    conditions (the module's docstring); the helpers are scipy_implicit's.
+def minimize_kkt(objective: Callable, x0: Any, kwargs: dict, bounds: tuple, run: Callable,
+                 who: str, tangent_solve: Callable, check: Callable, result: Callable) -> Any:
+    """A minimum of `objective` under kwargs' `constraints` and the arrays `bounds` (lo,
+    hi) with `res.x` differentiable through its KKT conditions (the module's docstring).
+    ``objective(x)`` is (the scalar value, a list of more companion results, for the
+    solver); ``run(at, x0, options)`` is SciPy's solve, ``at(y)`` giving [the value, the
+    constraints' values, *those companions] at the tensors' current values, `options`
+    kwargs with the constraints in that form. The other helpers are scipy_implicit's.
 
     Example:
         >>> import numpy as np, tapeflow as tf, tapeflow.scipy as tfs
@@ -141,7 +153,7 @@ def minimize_kkt(fun: Callable, x0: Any, args: tuple, method: Any, kwargs: dict,
     blocks = _blocks(kwargs.get("constraints"), start, who)
     lb = np.concatenate([b.lb for b in blocks] + [np.zeros(0)])
     ub = np.concatenate([b.ub for b in blocks] + [np.zeros(0)])
-    lo, hi = _bound_arrays(kwargs.get("bounds"), n, who)
+    lo, hi = bounds
     lay = _Layout(n, lb, ub, lo, hi)
     zero = convert_to_tensor(np.zeros(1))
 
@@ -151,7 +163,7 @@ def minimize_kkt(fun: Callable, x0: Any, args: tuple, method: Any, kwargs: dict,
         mult = [concat([zero, lay.part(z, k)], 0) for k in range(1, 6)]
         with GradientTape() as tape:
             tape.watch(x)
-            value = scalar(fun(x, *args))
+            value, more = objective(x)
             c = _constraint_values(blocks, x)
             lagrangian = value - reduce_sum(_net(mult, lay) * c)
         g = tape.gradient(lagrangian, x, unconnected_gradients=UnconnectedGradients.ZERO)
@@ -161,7 +173,7 @@ def minimize_kkt(fun: Callable, x0: Any, args: tuple, method: Any, kwargs: dict,
                  minimum(lay.part(z, 3), ub[lay.c_hi] - gather(c, lay.c_hi)),
                  minimum(lay.part(z, 4), gather(x, lay.b_lo) - lo[lay.b_lo]),
                  minimum(lay.part(z, 5), hi[lay.b_hi] - gather(x, lay.b_hi))]
-        return concat(parts, 0), [value, c]
+        return concat(parts, 0), [value, c, *more]
 
     ran: dict = {}
 
@@ -178,7 +190,7 @@ def minimize_kkt(fun: Callable, x0: Any, args: tuple, method: Any, kwargs: dict,
             options["constraints"] = [
                 NonlinearConstraint(lambda y, idx=idx: gather(at(y)[1], idx), lb[idx], ub[idx])
                 for idx in (lay.eq, np.flatnonzero(lb != ub)) if idx.size]
-        res = run(lambda y: at(y)[0], as_float64(z)[:n], (), method, options)
+        res = run(at, as_float64(z)[:n], options)
         ran["res"] = res
         x = np.asarray(res.x, np.float64).ravel()
         zstar, status = _multipliers(f, x, as_float64(at(x)[1]), lay, pad)
@@ -187,8 +199,10 @@ def minimize_kkt(fun: Callable, x0: Any, args: tuple, method: Any, kwargs: dict,
         return Tensor(zstar), np.int32(status)
 
     guess = Tensor(np.concatenate([start, np.zeros(lay.size - n)]))
+    with no_recorders():  # the number of companions, read off one evaluation
+        extra = 2 + len(objective(Tensor(start))[1])
     outs, _ = bind_root(conditions, [guess], None, solve, tangent_solve, has_aux=True,
-                        extra=2, check=check)
+                        extra=extra, check=check)
     return result(ran, outs[0][:n])
 
 
