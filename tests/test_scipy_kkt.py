@@ -192,3 +192,16 @@ def test_least_squares_on_a_bound(loss):
         y0, h = data.numpy(), 1e-3   # a smaller step differences the solver's own noise
         fd = [(scipy_p0(y0 + h * e) - scipy_p0(y0 - h * e)) / (2 * h) for e in np.eye(12)]
         assert np.allclose(J[0], fd, atol=1e-5)
+
+
+def test_a_solution_outside_its_bounds_is_reported():
+    # BFGS ignores bounds (SciPy warns): its minimum at 2 violates x <= 1
+    def fit(a):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return tfs.minimize(lambda x, a: tf.reduce_sum((x - a) ** 2), np.zeros(1),
+                                args=(a,), method="BFGS", bounds=[(None, 1.0)],
+                                implicit="strict").x
+
+    with pytest.raises(tfs.ConvergenceError, match="violated"):
+        tf.jacfwd(fit)(tf.constant(2.0, F64))

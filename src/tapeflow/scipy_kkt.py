@@ -56,8 +56,8 @@ ACTIVE = 1e-6
 STATIONARY = 1e-4
 OK, NOT_CONVERGED, NOT_KKT, WEAK = 0, 1, 4, 5
 WHY = {
-    NOT_KKT: "the KKT conditions do not hold (the objective's gradient is no combination of "
-             "the active constraints' gradients)",
+    NOT_KKT: "the KKT conditions do not hold (a constraint or bound is violated, or the "
+             "objective's gradient is no combination of the active constraints' gradients)",
     WEAK: "a constraint or bound is active with a zero multiplier (weakly active: the "
           "derivative is one-sided there)",
 }
@@ -260,6 +260,11 @@ def _multipliers(f: Callable, x: np.ndarray, c: np.ndarray, lay: _Layout,
                 z[lay.at[k] + i] = max(sign * r[j], 0.0)
                 if sign * r[j] <= 1e-8 * scale:
                     status = WEAK
-    if np.abs(r[free]).max(initial=0.0) > STATIONARY * scale:
+    def outside(v: np.ndarray, low: np.ndarray, high: np.ndarray) -> bool:
+        slack = ACTIVE * (1 + np.abs(np.where(np.isfinite(low), low, high)))
+        return bool(np.any(v < low - slack) or np.any(v > high + slack))
+
+    if (np.abs(r[free]).max(initial=0.0) > STATIONARY * scale
+            or outside(c, lay.lb, lay.ub) or outside(x, lay.lo, lay.hi)):
         status = NOT_KKT
     return z, status
