@@ -38,6 +38,7 @@ except ImportError as _missing:  # an optional extra
 
 from .core import no_recorders
 from .errors import InvalidArgumentError
+from .batching import vmap
 from .implicit import bind_root
 from .ops.elementwise import cast, minimum
 from .ops.indexing import gather
@@ -217,7 +218,7 @@ def _multipliers(f: Callable, x: np.ndarray, c: np.ndarray, lay: _Layout,
     """z at the solution x (constraint values c) and its status: the multipliers of the
     candidate active sides by least squares on the stationarity of the free unknowns, the
     bounds' from what is left. f(z) is the conditions; its stationarity part is affine in
-    the multipliers, which gives the constraints' gradients column by column."""
+    the multipliers, which gives the candidates' gradients (one vectorized call of f)."""
     n = lay.n
 
     def stationarity(z: np.ndarray) -> np.ndarray:
@@ -225,6 +226,7 @@ def _multipliers(f: Callable, x: np.ndarray, c: np.ndarray, lay: _Layout,
 
     base = np.concatenate([x, pad])
     g = stationarity(base)
+
     def near(v: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.isfinite(b) & (np.abs(v - b) <= ACTIVE * (1 + np.abs(b)))
 
@@ -236,18 +238,20 @@ def _multipliers(f: Callable, x: np.ndarray, c: np.ndarray, lay: _Layout,
     free = ~(at_lo | at_hi)
     z = base.copy()
     status = OK
+    # -(a_i) for each candidate side (k, i): the column its multiplier adds, all at once
+    units = np.repeat(base[None], len(cand), axis=0)
+    for row, (k, i) in enumerate(cand):
+        units[row, lay.at[k] + i] = 1.0
+    A = (as_float64(vmap(f)(Tensor(units)))[:, :n] - g).T if cand else np.zeros((n, 0))
+    keep = list(range(len(cand)))
     while True:
-        cols = []
-        for k, i in cand:  # -(a_i) for the side (k, i): the column its multiplier adds
-            e = base.copy()
-            e[lay.at[k] + i] = 1.0
-            cols.append(stationarity(e) - g)
-        A = np.array(cols).T.reshape(n, len(cand))
-        mu = np.linalg.lstsq(A[free], -g[free], rcond=None)[0] if cand else np.zeros(0)
-        wrong = [j for j, (k, _) in enumerate(cand) if k > 1 and mu[j] < 0]
+        mu = np.linalg.lstsq(A[free][:, keep], -g[free], rcond=None)[0] if keep else \
+            np.zeros(0)
+        wrong = [j for j, col in enumerate(keep) if cand[col][0] > 1 and mu[j] < 0]
         if not wrong:
             break
-        cand.pop(wrong[int(np.argmin(mu[wrong]))])  # not active: drop it and solve again
+        keep.pop(wrong[int(np.argmin(mu[wrong]))])  # not active: drop it and solve again
+    cand, A = [cand[j] for j in keep], A[:, keep]
     r = g + A @ mu
     scale = 1.0 + float(np.abs(g).max(initial=0.0))
     for (k, i), m in zip(cand, mu, strict=True):
@@ -260,6 +264,7 @@ def _multipliers(f: Callable, x: np.ndarray, c: np.ndarray, lay: _Layout,
                 z[lay.at[k] + i] = max(sign * r[j], 0.0)
                 if sign * r[j] <= 1e-8 * scale:
                     status = WEAK
+
     def outside(v: np.ndarray, low: np.ndarray, high: np.ndarray) -> bool:
         slack = ACTIVE * (1 + np.abs(np.where(np.isfinite(low), low, high)))
         return bool(np.any(v < low - slack) or np.any(v > high + slack))
