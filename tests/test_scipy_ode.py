@@ -618,3 +618,59 @@ def test_brusselator_against_diffrax():
         got = _grad(_loss(rhs, (0.0, 0.5), BRU_T, "BDF", w, rtol=1e-9, atol=1e-11,
                           sensitivity=sens), y0, BRU_P)
         _close(got, want, 1e-5)
+
+
+# ------------------------------------------------------------------------ the times
+def _decay(te, t0, rate=0.7, sensitivity="auto"):
+    return solve_ivp(lambda t, y: -rate * y, (t0, 3.0), np.array([1.0, 2.0]), method="RK45",
+                     t_eval=te, rtol=1e-11, atol=1e-13, sensitivity=sensitivity).y
+
+
+def test_derivatives_in_the_output_times_and_the_start_time():
+    # y(t) = y0 exp(-k (t - t0)): dy/dt = -k y, dy/dt0 = k y, and their second derivatives
+    k, te, t0 = 0.7, tf.constant([0.5, 1.0, 2.5], F64), tf.constant(0.2, F64)
+    y = np.outer([1.0, 2.0], np.exp(-k * (te.numpy() - 0.2)))
+    for jac in (tf.jacfwd, tf.jacrev):
+        d_te = jac(lambda te: _decay(te, t0))(te).numpy()
+        assert np.allclose(d_te, np.einsum("it,ts->its", -k * y, np.eye(3)), atol=1e-9)
+        assert np.allclose(jac(lambda t0: _decay(te, t0))(t0).numpy(), k * y, atol=1e-9)
+    h_te = tf.hessian(lambda te: tf.reduce_sum(_decay(te, t0)))(te).numpy()
+    assert np.allclose(h_te, np.diag(k ** 2 * y.sum(axis=0)), atol=1e-8)
+    h_t0 = tf.hessian(lambda t0: tf.reduce_sum(_decay(te, t0)))(t0).numpy()
+    assert np.isclose(h_t0, k ** 2 * y.sum(), atol=1e-8)
+    # every order: the third derivative in one output time
+    third = tf.grad(tf.grad(tf.grad(lambda t: tf.reduce_sum(_decay(tf.reshape(t, [1]), 0.2)))))
+    assert np.isclose(float(third(tf.constant(1.3, F64))), -k ** 3 * 3 * np.exp(-k * 1.1))
+    # a variable time, under a tape; t_span[1] does not move the outputs
+    tv = tf.Variable([0.5, 1.0], dtype=F64)
+    with tf.GradientTape() as tape:
+        out = tf.reduce_sum(_decay(tv, 0.0))
+    assert np.allclose(tape.gradient(out, tv).numpy(), -k * 3.0 * np.exp(-k * tv.numpy()))
+
+
+@pytest.mark.parametrize("sensitivity", ["forward", "adjoint"])
+def test_time_derivatives_of_lotka_volterra_match_finite_differences(sensitivity):
+    w = _weights((2, 3))
+    p = tf.constant(LV_P)
+
+    def loss(te, t0, q=p):
+        sol = solve_ivp(lotka_volterra, (t0, 4.0), LV_Y0, method="DOP853", t_eval=te,
+                        args=(q,), rtol=1e-12, atol=1e-14, sensitivity=sensitivity)
+        return tf.reduce_sum(sol.y * w)
+
+    te, t0 = np.array([1.0, 2.2, 3.9]), 0.3
+    g_te, g_t0 = tf.grad(loss, argnums=(0, 1))(tf.constant(te), tf.constant(t0, F64))
+    h = 1e-5
+    for i in range(3):
+        e = np.eye(3)[i] * h
+        fd = (float(loss(te + e, t0)) - float(loss(te - e, t0))) / (2 * h)
+        assert np.isclose(g_te.numpy()[i], fd, rtol=1e-6, atol=1e-8)
+    fd = (float(loss(te, t0 + h)) - float(loss(te, t0 - h))) / (2 * h)
+    assert np.isclose(float(g_t0), fd, rtol=1e-6)
+    # a mixed second derivative: how the gradient in p moves with the start time
+    def grad_p(t0):
+        return tf.grad(lambda q: loss(tf.constant(te), t0, q))(p)
+    mixed = tf.jacfwd(grad_p)(tf.constant(t0, F64)).numpy()
+    assert np.allclose(tf.jacrev(grad_p)(tf.constant(t0, F64)).numpy(), mixed, rtol=1e-9)
+    fd = (grad_p(t0 + 1e-4).numpy() - grad_p(t0 - 1e-4).numpy()) / 2e-4
+    assert np.allclose(mixed, fd, rtol=1e-6, atol=1e-7)

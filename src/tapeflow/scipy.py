@@ -225,8 +225,8 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: str = "BDF", args: tu
     """`scipy.integrate.solve_ivp` of ``dy/dt = fun(t, y)`` written with tapeflow ops,
     with the exact Jacobian in y for the implicit methods (BDF, Radau, LSODA): a
     scipy.sparse matrix for large sparse systems under BDF and Radau. `t` reaches `fun`
-    as a float64 scalar tensor. When y0 or a leaf of `args` is a tapeflow tensor or
-    variable, the solve is differentiable (`tapeflow.scipy_ode.solve_ivp`): `t_eval` is
+    as a float64 scalar tensor. When y0, a leaf of `args`, `t_eval` or `t_span[0]` is a
+    tapeflow tensor or variable, the solve is differentiable (`tapeflow.scipy_ode.solve_ivp`): `t_eval` is
     required, `sol.y` is a tensor, and `sensitivity` ("auto", "forward", "adjoint")
     chooses how reverse mode computes (docs/ode-sensitivities.md).
 
@@ -241,7 +241,8 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: str = "BDF", args: tu
         >>> round(float(g), 8)
         -0.13533528
     """
-    if scipy_ode.differentiable(y0, args):
+    if scipy_ode.differentiable(y0, args) or scipy_ode.times_move(t_span,
+                                                                   options.get("t_eval")):
         return scipy_ode.solve_ivp(fun, t_span, y0, method=method, args=args,
                                    jac_sparsity=jac_sparsity, sensitivity=sensitivity,
                                    **options)

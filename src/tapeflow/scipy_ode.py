@@ -50,7 +50,7 @@ except ImportError as _missing:  # an optional extra
 
 from . import dtypes as _dt
 from . import nest
-from .batching import by_loop
+from .batching import by_loop, vmap
 from .catalog import (CALLS_USER_CODE, HOST_CALLBACK, STATEFUL, Codec,
                       define)
 from .core import Primitive, Zero, bind, no_recorders, substack
@@ -60,12 +60,12 @@ from .ode_systems import IMPLICIT, Solver, System, Tangent, adjoint_vjp
 from .ops.convert import as_tensor
 from .ops.einsum import einsum
 from .ops.elementwise import cast
-from .ops.shape import broadcast_to, reshape, stack
+from .ops.shape import broadcast_to, reshape, stack, stop_gradient
 from .ops.structural import dense_deps, instantiate, move_axis, shape_of
 from .tensor import Tensor, TensorBase, Variable, convert_to_tensor
 from .transforms import jvp, vjp
 
-__all__ = ["solve_ivp", "differentiable", "OdeResult"]
+__all__ = ["solve_ivp", "differentiable", "times_move", "OdeResult"]
 
 SENSITIVITIES = ("auto", "forward", "adjoint")
 AUTO_FORWARD_STATES = {"implicit": 1024, "explicit": 8192}
@@ -172,6 +172,31 @@ _UNSAVED = Codec(refuse="it calls a Python function at every run (SciPy's solver
 solve_ivp_p = define(
     Primitive("solve_ivp", _solve_impl, multiple_results=True, effects=_CALLBACK),
     jvp=_solve_jvp, vjp=_solve_vjp, batch=_solve_batch, sparsity=dense_deps, save=_UNSAVED)
+
+
+# ------------------------------------------------------------------------ the times
+# The solution at an output time t moves with t along y' = f(t, y); the state at the
+# start moves against t0. `_carried` carries states along the flow over durations that are
+# zero in value (a time's tensor minus its value): a solve over s in [0, 1] of
+# ``z' = d f(c + s d, z)``, which returns the states unchanged but whose derivatives in d,
+# in the states and in the parameters, to every order, are the flow's own, from this
+# module's own rules (d^2 y/dt^2 = f_t + J f; the gradient in p moving with t0 by f_p...).
+def _carried(rhs: Callable, Z: Tensor, at: np.ndarray, d: Tensor, inputs: list,
+             backwards: bool) -> Tensor:
+    """The states Z (n, T) carried along ``y' = rhs(t, y, params)`` from the times `at`
+    over the durations d (T,), or from at + d back to `at`."""
+    n, T = shape_of(Z)
+    sign = -1.0 if backwards else 1.0
+
+    def g(s: Tensor, z: Tensor, dd: Tensor, *params: Tensor) -> Tensor:
+        times = at + ((1.0 - s) if backwards else s) * dd
+        F = vmap(lambda tt, y: rhs(tt, y, list(params)), in_axes=(0, 1), out_axes=1)(
+            times, reshape(z, (n, T)))
+        return reshape(sign * reshape(dd, (1, T)) * F, [-1])
+
+    sol = solve_ivp(g, (0.0, 1.0), reshape(Z, [-1]), method="RK45", t_eval=[1.0],
+                    args=(d, *inputs), rtol=1e-12, atol=1e-14)
+    return reshape(sol.y, (n, T))
 
 
 # ------------------------------------------------------------------------ its VJP
@@ -348,6 +373,31 @@ def differentiable(y0: Any, args: Any) -> bool:
     return any(isinstance(x, TensorBase) for x in [y0] + leaves)
 
 
+def _moving_time(t: Any, what: str) -> Tensor | None:
+    """A time given as a floating tensor (or variable), as float64: the solution gets its
+    derivative in it; None for a number or an array."""
+    if not isinstance(t, TensorBase):
+        return None
+    t = t.value() if isinstance(t, Variable) else t
+    return cast(t, "float64") if _dt.kind(t._value.dtype) == "f" else None
+
+
+def times_move(t_span: Any, t_eval: Any) -> bool:
+    """Whether t_span[0] or t_eval is a tapeflow tensor (the solve is then differentiable
+    in it).
+
+    Example:
+        >>> import tapeflow as tf
+        >>> from tapeflow.scipy_ode import times_move
+        >>> times_move((0.0, 1.0), [0.5]), times_move((0.0, 1.0), tf.constant([0.5]))
+        (False, True)
+        >>> times_move(tf.constant([0.0, 1.0]), [0.5])   # a tensor t_span: its start
+        True
+    """
+    first = t_span[0] if isinstance(t_span, (tuple, list, TensorBase)) else None
+    return any(isinstance(x, TensorBase) for x in (first, t_eval))
+
+
 def _rhs_value(out: Any, n: int) -> Tensor:
     """fun's result as a float64 vector of n values (a list of scalars is stacked)."""
     if isinstance(out, (list, tuple)):
@@ -402,8 +452,9 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: str = "BDF", t_eval: 
               args: Any = (), jac_sparsity: Any = None, sensitivity: str = "auto",
               **options: Any) -> OdeResult:
     """`scipy.integrate.solve_ivp` of ``dy/dt = fun(t, y, *args)`` differentiable with
-    respect to `y0` and the tensors (and variables) in `args`, and the trainable
-    variables `fun` reads; `sol.y` is a tensor of shape (len(y0), len(t_eval)).
+    respect to `y0` and the tensors (and variables) in `args`, the trainable variables
+    `fun` reads, and `t_eval` and `t_span[0]` when they are tensors (the module's
+    `_carried`); `sol.y` is a tensor of shape (len(y0), len(t_eval)).
 
     Forward mode (ForwardAccumulator, jvp, jacfwd) solves the forward-sensitivity
     equations alongside the state; reverse mode (GradientTape, grad, vjp, jacrev) uses
@@ -431,7 +482,8 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: str = "BDF", t_eval: 
                         f"{type(args).__name__} (for one argument p, pass args=(p,)).")
     y = y0.value() if isinstance(y0, Variable) else as_tensor(y0, "solve_ivp", "y0")
     times = _check(fun, y, t_eval, args, sensitivity, method, options)
-    t_span = (float(t_span[0]), float(t_span[1]))
+    moving = {"t0": _moving_time(t_span[0], "t_span[0]"), "t_eval": _moving_time(t_eval, "t_eval")}
+    t_span = (float(np.asarray(t_span[0])), float(np.asarray(t_span[1])))
     leaves = nest.flatten(list(args))
     inputs, slots, diff = [], [], []
     for leaf in leaves:
@@ -471,8 +523,17 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: str = "BDF", t_eval: 
     solver = Solver(t_span, times, method, dict(options), sensitivity)
     system = System(user, [(n,)], [(shape_of(p), p._value.dtype) for p in inputs], diff,
                     solver, jac_sparsity, variables)
+    rhs = lambda t, y, params: user(t, [y], params)[0]  # noqa: E731
+    if moving["t0"] is not None:   # y0 is the state at t0, carried to the solve's start
+        t0 = moving["t0"]
+        y64 = reshape(_carried(rhs, reshape(y64, (n, 1)), np.array([t_span[0]]),
+                               reshape(t0 - stop_gradient(t0), (1,)), inputs, True), (n,))
     outs = bind(solve_ivp_p, y64, *inputs, system=system)
-    ys = outs[0] if y.dtype.name == "float64" else cast(outs[0], y.dtype)
+    Y = outs[0]
+    if moving["t_eval"] is not None:   # the solution at t_eval's values, carried to it
+        te = moving["t_eval"]
+        Y = _carried(rhs, Y, times, te - stop_gradient(te), inputs, False)
+    ys = Y if y.dtype.name == "float64" else cast(Y, y.dtype)
     result = OdeResult(t=times.copy(), y=ys, sol=None, t_events=None, y_events=None)
     object.__setattr__(result, "_info", outs[1])
     return result
