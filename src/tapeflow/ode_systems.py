@@ -482,12 +482,13 @@ def _discrete(system: System, wanted: tuple, pieces: list, params: list, C: np.n
     adj = system.adjoint(wanted)
     atol = np.broadcast_to(np.asarray(system.solve_atol(pieces, params), np.float64),
                            (n,)).copy()
+    # SciPy's own floor on rtol, which a tightened user's 1e-13 would pass
+    rtol = max(s.rtol / TIGHTER, 100 * np.finfo(np.float64).eps)
     with no_recorders():
         fun = _numpy_fun(system.rhs(), ptens)
         jac = system.jacobian().at(ptens)
         times = s.t_eval[:live[-1] + 1]
-        rec = ode_bdf.ndf(fun, jac, (s.t_span[0], times[-1]), z0, times, s.rtol / TIGHTER,
-                          atol / TIGHTER,
+        rec = ode_bdf.ndf(fun, jac, (s.t_span[0], times[-1]), z0, times, rtol, atol / TIGHTER,
                           max_step=float(s.options.get("max_step", np.inf)),
                           first_step=s.options.get("first_step"))
         if rec.status < 0:
@@ -499,7 +500,7 @@ def _discrete(system: System, wanted: tuple, pieces: list, params: list, C: np.n
                                     convert_to_tensor(a), *ptens)._value, np.float64)
             return g[:V.shape[0] * n].reshape(-1, n), g[V.shape[0] * n:].reshape(-1, P)
 
-        return ode_bdf.adjoint(rec, C[:, :, :times.size], vjp, jac, s.rtol / TIGHTER)
+        return ode_bdf.adjoint(rec, C[:, :, :times.size], vjp, jac, rtol)
 
 
 def _shifted(f: Callable, t0: float) -> Callable:
