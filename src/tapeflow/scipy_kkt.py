@@ -36,9 +36,9 @@ try:
 except ImportError as _missing:  # an optional extra
     raise ImportError("tapeflow.scipy needs SciPy: pip install 'tapeflow[scipy]'") from _missing
 
+from .batching import vmap
 from .core import no_recorders
 from .errors import InvalidArgumentError
-from .batching import vmap
 from .implicit import bind_root
 from .ops.elementwise import cast, minimum
 from .ops.indexing import gather

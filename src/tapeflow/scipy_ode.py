@@ -373,7 +373,7 @@ def differentiable(y0: Any, args: Any) -> bool:
     return any(isinstance(x, TensorBase) for x in [y0] + leaves)
 
 
-def _moving_time(t: Any, what: str) -> Tensor | None:
+def _moving_time(t: Any) -> Tensor | None:
     """A time given as a floating tensor (or variable), as float64: the solution gets its
     derivative in it; None for a number or an array."""
     if not isinstance(t, TensorBase):
@@ -482,7 +482,7 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: str = "BDF", t_eval: 
                         f"{type(args).__name__} (for one argument p, pass args=(p,)).")
     y = y0.value() if isinstance(y0, Variable) else as_tensor(y0, "solve_ivp", "y0")
     times = _check(fun, y, t_eval, args, sensitivity, method, options)
-    moving = {"t0": _moving_time(t_span[0], "t_span[0]"), "t_eval": _moving_time(t_eval, "t_eval")}
+    moving = {"t0": _moving_time(t_span[0]), "t_eval": _moving_time(t_eval)}
     t_span = (float(np.asarray(t_span[0])), float(np.asarray(t_span[1])))
     leaves = nest.flatten(list(args))
     inputs, slots, diff = [], [], []
