@@ -40,11 +40,11 @@ from .batching import vmap
 from .core import no_recorders
 from .errors import InvalidArgumentError
 from .implicit import bind_root
-from .ops.elementwise import cast, minimum
+from .ops.elementwise import minimum
 from .ops.indexing import gather
 from .ops.reduction import reduce_sum
 from .ops.shape import concat, reshape
-from .scipy_sparse_nlp import _blocks, as_float64
+from .scipy_sparse_nlp import _blocks, _joined, as_float64
 from .tape import GradientTape, UnconnectedGradients
 from .tensor import Tensor, convert_to_tensor
 
@@ -121,16 +121,6 @@ class _Layout:
         return z[int(self.at[k]):int(self.at[k + 1])]
 
 
-def _constraint_values(blocks: list, x: Tensor) -> Tensor:
-    parts = []
-    for b in blocks:
-        if b.fun is None:
-            parts.append(reshape(convert_to_tensor(b.matrix.toarray()) @ reshape(x, [-1, 1]), [-1]))
-        else:
-            parts.append(cast(reshape(b.fun(x, *b.args), [-1]), "float64"))
-    return concat(parts + [convert_to_tensor(np.zeros(0))], 0)
-
-
 def minimize_kkt(objective: Callable, x0: Any, kwargs: dict, bounds: tuple, run: Callable,
                  who: str, tangent_solve: Callable, check: Callable, result: Callable) -> Any:
     """A minimum of `objective` under kwargs' `constraints` and the arrays `bounds` (lo,
@@ -165,7 +155,7 @@ def minimize_kkt(objective: Callable, x0: Any, kwargs: dict, bounds: tuple, run:
         with GradientTape() as tape:
             tape.watch(x)
             value, more = objective(x)
-            c = _constraint_values(blocks, x)
+            c = _joined(blocks)(x, *[a for b in blocks for a in b.args])
             lagrangian = value - reduce_sum(_net(mult, lay) * c)
         g = tape.gradient(lagrangian, x, unconnected_gradients=UnconnectedGradients.ZERO)
         g = g - gather(mult[3], lay.nu_plus) + gather(mult[4], lay.nu_minus)

@@ -124,15 +124,18 @@ def _bounds_of(lb: Any, ub: Any, m: int, fname: str, i: int) -> tuple:
 
 
 def _joined(blocks: list) -> Callable:
-    """The nonlinear blocks as one function of (x, *their args, in order): their values,
-    flattened and joined."""
+    """The blocks as one function of (x, *their args, in order): their values (A x for a
+    linear block), flattened and joined."""
     def c(x: Any, *flat: Any) -> Any:
         parts, at = [], 0
         for b in blocks:
-            value = b.fun(x, *flat[at:at + len(b.args)])
+            if b.fun is None:
+                value = convert_to_tensor(b.matrix.toarray()) @ reshape(x, [-1, 1])
+            else:
+                value = b.fun(x, *flat[at:at + len(b.args)])
             at += len(b.args)
             parts.append(reshape(cast(value, x.dtype), [-1]))
-        return concat(parts, 0)
+        return concat(parts + [reshape(cast(convert_to_tensor(np.zeros(0)), x.dtype), [0])], 0)
     return c
 
 
