@@ -15,7 +15,9 @@ import numpy as np
 from .. import nest
 from ..tensor import Tensor
 from .device import array_of
-from .executables import Executable, plan
+from .executables import Executable, PerSize, plan
+from .replay import Replay
+from .xla import XlaReplay
 from .ir import Graph
 from .polymorphic import generic_key
 from .signature import TensorSpec, rebuild, walk
@@ -54,6 +56,10 @@ class ConcreteFunction:
         keeps its identity, as TensorFlow's one concrete function of a signature."""
         self.executable, self.graph = other.executable, other.graph
         self._specs, self._generic_key = other._specs, other._generic_key
+
+    def runs_by(self) -> str:
+        """How this graph's calls run, and why (`Function.experimental_execution_report`)."""
+        return _runs_by(getattr(self.executable, "inner", self.executable))
 
     @property
     def serves_all_sizes(self) -> bool:
@@ -178,3 +184,16 @@ class AnyRank:
             if s.shape.rank is None or None in s.shape else s for s in self.specs]
         args, kwargs = rebuild(self._placeholders, ranked, [0])
         return self._concrete(tuple(args), kwargs).graph
+
+
+def _runs_by(executable: Executable) -> str:
+    if hasattr(executable, "report"):
+        return executable.report()
+    if isinstance(executable, XlaReplay):
+        return "XLA" if executable.compiled else "the NumPy replay (a primitive cannot compile)"
+    if isinstance(executable, Replay):
+        return "the NumPy replay"
+    if isinstance(executable, PerSize):
+        return "; ".join(f"at {list(shapes)}: {_runs_by(e)}"
+                         for shapes, e in executable._sized.items())
+    return type(executable).__name__

@@ -14,13 +14,18 @@ The executables:
 - `PerSize`: a graph that serves every size of its signature's None dimensions, one
   executable per set of sizes (graph/polymorphic.py);
 - `UnderRecorders`: the graph re-bound node by node while recorders are active at the
-  call (a tape, an accumulator, vmap, an outer trace), so they see every op.
+  call (a tape, an accumulator, vmap, an outer trace), so they see every op;
+- `Fastest`: whichever of several executables of one graph runs its calls faster, timed
+  on its first calls (NOTE(fastest));
+- `Rolling`: the NumPy replay, which at its first call looks for loops to roll and, if
+  it finds some, runs by `Fastest` of both replays.
 """
 
 from __future__ import annotations
 
 import collections
 import threading
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -29,11 +34,14 @@ from ..core import recording
 from ..tensor import Tensor
 from .device import array_of
 from .ir import Graph
+from .lean import MISS
 from .polymorphic import resolved
 from .replay import Replay, interpret, plan_runner
-from .xla import XlaReplay
+from .reroll import reroll
+from .xla import XlaReplay, require_jax
 
-__all__ = ["Executable", "plan", "PerSize", "UnderRecorders", "MAX_SIZES"]
+__all__ = ["Executable", "plan", "PerSize", "UnderRecorders", "Rolling", "Fastest",
+           "MAX_SIZES"]
 
 MAX_SIZES = 32  # executables kept per size-generic graph, one per set of sizes
 
@@ -69,14 +77,20 @@ def plan(graph: Graph, *, jit_compile: bool = False, keep_on_device: bool = Fals
                                                     graph resolved to those sizes; a first
                                                     call at new sizes runs the plan
                                                     interpreter, which finds every shape
-    ``jit_compile``, every node compiles            one XLA computation (`XlaReplay`); a
-                                                    call whose guard or check fails is the
-                                                    NumPy replay's; a signature with nothing
-                                                    to check around it has a lean call
-    ``jit_compile``, a host callback, or a draw or  the NumPy replay, after a warning naming
-    check inside a loop                             the primitive
+    ``jit_compile=True``, every node compiles       one XLA computation (`XlaReplay`) of the
+                                                    graph with its loops rolled
+                                                    (NOTE(reroll)); a call whose guard or
+                                                    check fails is the NumPy replay's; a
+                                                    signature with nothing to check around it
+                                                    has a lean call
+    ``jit_compile=True``, a host callback, or a     the NumPy replay, after a warning naming
+    draw or check inside a loop                     the primitive
+    ``jit_compile="auto"``                          `Fastest` of XLA and the NumPy replays
+                                                    below (NOTE(fastest))
     otherwise                                       the NumPy replay: the plan interpreter for
-                                                    its first calls, then generated code
+                                                    its first calls, then generated code; of
+                                                    a graph with loops to roll, `Fastest` of
+                                                    it and the replay of its loops rolled
     ============================================== ==========================================
 
     `graph` is the graph at the traced sizes; `generic`, where one serves every size, the
@@ -87,20 +101,77 @@ def plan(graph: Graph, *, jit_compile: bool = False, keep_on_device: bool = Fals
         >>> from tapeflow.graph.executables import plan
         >>> cf = tf.function(lambda x: x * 2.0).get_concrete_function(tf.constant([1.0]))
         >>> ex = plan(cf.graph)
-        >>> type(ex).__name__, ex.run([tf.constant([3.0])])[0].numpy()
-        ('UnderRecorders', array([6.], dtype=float32))
+        >>> type(ex).__name__, type(ex.inner).__name__, ex.run([tf.constant([3.0])])[0].numpy()
+        ('UnderRecorders', 'Rolling', array([6.], dtype=float32))
     """
     def make(g: Graph) -> Executable:
         if g.sized:  # a size-generic trace's graph, at the sizes it was traced at
             g = resolved(g, g.avals)
-        if jit_compile:
-            return XlaReplay(g, keep_on_device, fallback=Replay(g))
-        return Replay(g)
+        replay = Replay(g)
+        if not jit_compile:
+            return Rolling(g, replay)
+        rolled = reroll(g)  # NOTE(reroll): a loop's steps as one loop op
+        if jit_compile is True:
+            return XlaReplay(rolled, keep_on_device, fallback=replay)
+        ways = _numpy_ways(g, replay, rolled)
+        try:
+            require_jax()
+        except ImportError:
+            ways[0] = ("the NumPy replay (JAX is not installed)", replay)
+        else:
+            compiled = XlaReplay(rolled, fallback=replay)
+            if compiled.compiled:
+                ways.insert(0, ("XLA", compiled))
+            else:  # warned: a primitive without a lowering
+                ways[0] = ("the NumPy replay (a primitive cannot compile)", replay)
+        return Fastest(g, ways)
 
     inner = make(graph)
     if generic is not None:
         inner = PerSize(generic, make, first=(graph, inner))
     return UnderRecorders(graph if generic is None else generic, inner)
+
+
+def _numpy_ways(g: Graph, replay: Replay, rolled: Graph) -> list:
+    """The ways a graph replays with NumPy: as traced, and with its loops rolled."""
+    ways: list = [("the NumPy replay", replay)]
+    if rolled is not g:
+        ways.append(("the NumPy replay, loops rolled", Replay(rolled)))
+    return ways
+
+
+class Rolling(Executable):
+    """The NumPy replay of `graph`, which looks for loops to roll (NOTE(reroll)) at its
+    first call and, where it finds some, runs by `Fastest` of the replay and the replay
+    of the rolled graph: rolling waits for a replay, so a trace that is never replayed
+    costs no more than before."""
+
+    def __init__(self, graph: Graph, replay: Replay) -> None:
+        self.graph = graph
+        self.replay = replay
+        self.inner: Executable | None = None
+
+    def ways(self) -> list[Executable]:
+        """The executables its calls may run by (the graph looked at now if not yet)."""
+        inner = self._inner()
+        return [way for _, way in inner.candidates] if isinstance(inner, Fastest) else [inner]
+
+    def _inner(self) -> Executable:
+        inner = self.inner
+        if inner is None:
+            ways = _numpy_ways(self.graph, self.replay, reroll(self.graph))
+            inner = self.inner = ways[0][1] if len(ways) == 1 else Fastest(self.graph, ways)
+        return inner
+
+    def run(self, tensors: list) -> list:
+        inner = self.inner
+        return (inner if inner is not None else self._inner()).run(tensors)
+
+    def report(self) -> str:
+        inner = self.inner
+        if inner is None:
+            return "the NumPy replay (not replayed yet)"
+        return inner.report() if isinstance(inner, Fastest) else "the NumPy replay"
 
 
 class UnderRecorders(Executable):
@@ -150,3 +221,84 @@ class PerSize(Executable):
             while len(self._sized) > MAX_SIZES:
                 self._sized.popitem(last=False)
         return [None if a is None else Tensor(a) for a in results]
+
+
+# NOTE(fastest): which way a graph runs faster depends on the graph and the machine. A
+# loop rolled into a scan replays with NumPy faster than its unrolled graph at an RNN's
+# sizes, slower on arrays of a few elements (the scan's Python per step) and where its
+# backward pass reads stacked values (docs/performance-notes.md, #rolled-replay); XLA
+# beats NumPy on small ops and loses on some large layouts. So where there is a
+# choice, `Fastest` runs the first calls by each way in turn: a first
+# untimed call each (XLA's compile, a NumPy replay's generated code made), then TRIALS
+# timed calls each; from then on the fastest runs every call (the first listed unless
+# another is faster by more than MARGIN). Every way gives the graph's values, so any
+# call may take any. `report` says which way runs and why.
+class Fastest(Executable):
+    """Whichever of `candidates` ((name, executable) pairs, of one graph) runs the calls
+    faster, timed on the first calls (NOTE(fastest))."""
+
+    TRIALS = 3
+    MARGIN = 0.05
+
+    def __init__(self, graph: Graph, candidates: list[tuple[str, Executable]]) -> None:
+        self.graph = graph
+        self.candidates = candidates
+        self.times: list[list[float]] = [[] for _ in candidates]
+        self.warm = [False] * len(candidates)
+        self.chosen: Executable | None = candidates[0][1] if len(candidates) == 1 else None
+        self.why = "the only way" if self.chosen is not None else "timing its first calls"
+        self.name = candidates[0][0] if self.chosen is not None else ""
+        self._turn = 0
+        self._lock = threading.Lock()
+
+    def run(self, tensors: list) -> list:
+        chosen = self.chosen
+        if chosen is not None:
+            return chosen.run(tensors)
+        with self._lock:
+            k = self._turn
+            self._turn = (k + 1) % len(self.candidates)
+        executable = self.candidates[k][1]
+        if not self.warm[k]:  # XLA's compile, the generated code of a NumPy replay
+            if isinstance(executable, Replay):
+                executable.compiled()
+            out = executable.run(tensors)
+            self.warm[k] = True
+            return out
+        start = time.perf_counter()
+        out = executable.run(tensors)
+        elapsed = time.perf_counter() - start
+        with self._lock:
+            self.times[k].append(elapsed)
+            if self.chosen is None and all(len(t) >= self.TRIALS for t in self.times):
+                self._choose()
+        return out
+
+    def _choose(self) -> None:
+        best = [min(t) for t in self.times]
+        k = min(range(len(best)), key=best.__getitem__)
+        if best[k] > (1 - self.MARGIN) * best[0]:
+            k = 0
+        self.name = self.candidates[k][0]
+        others = "; ".join(f"{name} {1e3 * b:.3g} ms" for (name, _), b
+                           in zip(self.candidates, best) if name != self.name)
+        self.why = (f"{1e3 * best[k]:.3g} ms a call, against {others} (the fastest of "
+                    f"{self.TRIALS} timed calls each)")
+        self.chosen = self.candidates[k][1]
+
+    def report(self) -> str:
+        """Which way runs the calls, and why."""
+        return f"{self.name}: {self.why}" if self.name else self.why
+
+    def lean(self, arg_keys: tuple) -> Callable[[tuple], Any] | None:
+        made: list = []
+
+        def call(args: tuple) -> Any:  # the chosen way's lean call, once it is chosen
+            chosen = self.chosen
+            if chosen is None:
+                return MISS
+            if not made:
+                made.append(chosen.lean(arg_keys))
+            return MISS if made[0] is None else made[0](args)
+
+        return call

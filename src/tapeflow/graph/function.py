@@ -76,10 +76,13 @@ class Function:
             raise TypeError(f"function: `input_signature` must be a list or tuple of "
                             f"TensorSpec, one per argument; got {input_signature!r} (wrap a "
                             "single TensorSpec in a list).")
-        if jit_compile:
+        if isinstance(jit_compile, str) and jit_compile != "auto":
+            raise ValueError(f"function: jit_compile must be True, False, None or 'auto'; got "
+                             f"{jit_compile!r}.")
+        if jit_compile and jit_compile != "auto":
             require_jax()  # the extra, named now rather than at the first call
         self._fn = fn
-        self._jit_compile = bool(jit_compile)
+        self._jit_compile = "auto" if jit_compile == "auto" else bool(jit_compile)
         self._keep_on_device = bool(keep_on_device)
         self._input_signature = None if input_signature is None else list(input_signature)
         self._reduce_retracing = bool(reduce_retracing)
@@ -565,6 +568,25 @@ class Function:
             except Exception:  # noqa: BLE001 - a function that needs more than one row
                 pass
 
+    def experimental_execution_report(self) -> list[str]:
+        """How each traced graph's calls run, and why: one line per graph, its inputs'
+        shapes and dtypes, then the way (XLA, the NumPy replay, the replay of its loops
+        rolled: NOTE(fastest) in graph/executables.py) and what chose it.
+
+        Example:
+            >>> import tapeflow as tf
+            >>> f = tf.function(lambda x: x * 2.0)
+            >>> _ = f(tf.constant([1.0]))  # traced
+            >>> _ = f(tf.constant([2.0]))  # replayed
+            >>> f.experimental_execution_report()
+            ['<lambda>(float32[1]): the NumPy replay']
+        """
+        lines = []
+        for cf in self._traces_of():
+            shapes = ", ".join(cf.graph._type(s) for s in cf.graph.inputs)
+            lines.append(f"{self.__name__}({shapes}): {cf.runs_by()}")
+        return lines
+
     def experimental_get_tracing_count(self) -> int:
         return self._trace_count
 
@@ -607,7 +629,7 @@ def _attribute(obj: Any, dotted: str) -> Any:
 
 
 def _check_keep_on_device(jit_compile: Any, keep_on_device: bool) -> None:
-    if keep_on_device and not jit_compile:
+    if keep_on_device and (not jit_compile or jit_compile == "auto"):
         raise ValueError("function: keep_on_device=True keeps the results of XLA-compiled calls "
                          "on the device, so it needs jit_compile=True; got jit_compile="
                          f"{jit_compile!r}. Pass jit_compile=True too, or drop keep_on_device.")
@@ -631,8 +653,13 @@ def function(fn: Callable | None = None, *, input_signature: Sequence[TensorSpec
     tf.shape, reshape's -1, means and gradients read the sizes when the graph runs);
     where it does (Python reading ``x.shape[0]``, a full Jacobian over a None dimension),
     each size gets its own trace, and the retracing warning says why.
+    ``jit_compile="auto"`` runs each graph's first calls both ways, compiled and replayed
+    with NumPy, and its later calls the faster way (`experimental_execution_report`
+    says which, and why); without JAX it replays with NumPy.
     ``jit_compile=True`` compiles each traced graph with XLA through JAX (the `xla` extra;
-    graph/xla.py); with ``keep_on_device=True`` too, its compiled calls return
+    graph/xla.py), a Python loop's repeated steps (and its gradient's) rolled back into
+    one loop op first, so the compile grows with the loop's body, not its trip count
+    (NOTE(reroll) in graph/reroll.py); with ``keep_on_device=True`` too, its compiled calls return
     `DeviceTensor`s, whose values stay JAX device arrays (copied to the host only when read,
     and passed to other compiled functions as they are: chained compiled functions skip the
     host round trip). With `reduce_retracing`, a call at new sizes of an earlier call's

@@ -62,13 +62,15 @@ def require_jax() -> Any:
                           "with NumPy).") from None
 
 
-def jit_compile_here(saved: Any, what: str) -> bool:
+def jit_compile_here(saved: Any, what: str) -> bool | str:
     """A loaded file's jit_compile, where this machine can honour it. jit_compile is how a
     graph runs, not what it computes, so a file saved with it still loads without the xla
     extra: its graphs replay with NumPy (the same values up to rounding), and a warning
     names the extra."""
     if not saved:
         return False
+    if saved == "auto":  # NumPy where JAX is missing, by its own choice
+        return "auto"
     try:
         require_jax()
     except ImportError:
