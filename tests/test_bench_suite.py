@@ -20,8 +20,9 @@ from tapeflow import cli
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(REPO, "benchmarks")
-WORKLOADS = ["seed", "hvp", "chains", "memory", "jacobians", "lenet", "lstm"]
-CHEAP = ["chains", "hvp", "lstm", "memory"]  # a tiny size of these takes milliseconds
+WORKLOADS = ["seed", "hvp", "chains", "memory", "jacobians", "lenet", "lstm", "rk4", "det",
+             "char_lstm"]
+CHEAP = ["chains", "hvp", "lstm", "memory", "rk4", "det", "char_lstm"]  # tiny sizes: quick
 
 
 @pytest.fixture(scope="module")

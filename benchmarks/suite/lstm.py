@@ -8,10 +8,12 @@ weight matrix W [96, 256] and bias b; loss 0.5 * mean((h_t - y_t) ** 2) over all
 steps; float32; gradient w.r.t. (W, b).
 
 tapeflow and TensorFlow run the same Python loop, eager and traced (tapeflow also with
-function(jit_compile=True), the unrolled graph compiled by XLA, when JAX is installed), and
-the same loop as tf.foldl (one loop op: tapeflow's scan, compiled to lax.scan under
-jit_compile=True; TensorFlow's while loop); JAX jit(grad) over lax.scan (and, beside the
-unrolled XLA case, over the unrolled Python loop: the same program); PyTorch eager
+function(jit_compile=True), when JAX is installed: the graph's loop, and its gradient's,
+rolled back into loop ops before XLA compiles it, NOTE(reroll) in
+tapeflow/graph/reroll.py), and the same loop as tf.foldl (one loop op: tapeflow's scan,
+compiled to lax.scan under jit_compile=True; TensorFlow's while loop); JAX jit(grad)
+over lax.scan (and, beside the Python-loop XLA case, over the unrolled Python loop,
+which JAX compiles step by step); PyTorch eager
 autograd and torch.func.grad over the same loop, and torch.nn.LSTM (its fused kernel,
 loaded with the same weights); autograd. NumPy floor: backpropagation through time by
 hand, which in float64 is the reference.
@@ -32,9 +34,9 @@ ORDER = 7
 # (input, hidden, steps, batch)
 SHAPES = {"full": (32, 64, 50, 16), "quick": (32, 64, 20, 16), "tiny": (3, 4, 5, 2)}
 RTOL = 1e-4
-UNROLLED_XLA = "tapeflow function(jit_compile=True), Python loop unrolled"
-# The same unrolled program under JAX jit, beside it where its XLA case runs (its
-# compile takes about as long: ~25 s)
+UNROLLED_XLA = "tapeflow function(jit_compile=True), Python loop rolled"
+# The same Python loop under JAX jit, beside it where its XLA case runs (JAX compiles
+# every step: ~17 s at 50 steps)
 UNROLLED_JAX = "JAX jit(grad), Python loop unrolled"
 
 
