@@ -2,7 +2,8 @@
 
 Runs each workload of benchmarks/suite/ (the seed problem, an MLP Hessian-vector
 product, long elementwise chains, peak memory of a long chain, tall and wide
-Jacobians, a LeNet-style CNN, an LSTM) with tapeflow, TensorFlow, JAX, PyTorch and
+Jacobians, a LeNet-style CNN, an LSTM, RK4 over many small steps, a cofactor-expansion
+determinant, a character-level LSTM) with tapeflow, TensorFlow, JAX, PyTorch and
 autograd (whichever are installed; a missing one is reported and skipped) and plain
 NumPy as the floor where a hand-written version makes sense, all in this process,
 and prints a markdown table per problem: the first call (tracing / compiling
