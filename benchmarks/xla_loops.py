@@ -113,7 +113,10 @@ def _lstm(framework: str, scan: bool) -> Callable[[], Any]:
 
 
 def _rk4(framework: str, scan: bool) -> Callable[[], Any]:
-    y0, k0, h = np.array([1.0, 0.0]), np.array(2.0), 0.01
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from suite import rk4  # its step, h = 0.01
+
+    y0, k0 = np.array([1.0, 0.0]), np.array(2.0)
     if framework == "jax":
         import jax
         import jax.numpy as jnp
@@ -123,11 +126,7 @@ def _rk4(framework: str, scan: bool) -> Callable[[], Any]:
             return jnp.stack([y[1], -k * jnp.sin(y[0])])
 
         def step(y: Any, k: Any) -> Any:
-            k1 = f(y, k)
-            k2 = f(y + h / 2 * k1, k)
-            k3 = f(y + h / 2 * k2, k)
-            k4 = f(y + h * k3, k)
-            return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            return rk4.step(lambda z: f(z, k), y)
 
         def loss(y: Any, k: Any) -> Any:
             if scan:
@@ -144,13 +143,7 @@ def _rk4(framework: str, scan: bool) -> Callable[[], Any]:
     import tapeflow as tf
 
     def tf_step(y: Any, k: Any) -> Any:
-        def f(y: Any) -> Any:
-            return tf.stack([y[1], -k * tf.sin(y[0])])
-        k1 = f(y)
-        k2 = f(y + h / 2 * k1)
-        k3 = f(y + h / 2 * k2)
-        k4 = f(y + h * k3)
-        return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return rk4.step(lambda z: tf.stack([z[1], -k * tf.sin(z[0])]), y)
 
     def gradient(y: Any, k: Any) -> Any:
         with tf.GradientTape() as tape:
@@ -165,9 +158,9 @@ def _rk4(framework: str, scan: bool) -> Callable[[], Any]:
             loss = tf.reduce_sum(out * out)
         return tape.gradient(loss, [y, k])
 
-    f = tf.function(gradient, jit_compile=True)
+    compiled = tf.function(gradient, jit_compile=True)
     yt, kt = tf.constant(y0), tf.constant(k0)
-    return lambda: [np.asarray(g) for g in f(yt, kt)]
+    return lambda: [np.asarray(g) for g in compiled(yt, kt)]
 
 
 CASES: dict[str, Callable[[], Callable[[], Any]]] = {

@@ -88,6 +88,15 @@ def numpy_gradient(y0: np.ndarray, p: np.ndarray, steps: int) -> list[np.ndarray
 
 
 # ---------------------------------------------------------------------- frameworks
+def step(f: Callable[[Any], Any], y: Any) -> Any:
+    """One RK4 step of y' = f(y), on any framework's arrays."""
+    k1 = f(y)
+    k2 = f(y + H / 2 * k1)
+    k3 = f(y + H / 2 * k2)
+    k4 = f(y + H * k3)
+    return y + H / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+
 def tf_api_loss(api: Any, steps: int) -> Callable[..., Any]:
     """|y(T)|^2 against TensorFlow's API (`api` is tapeflow or TensorFlow)."""
     def loss(y0: Any, p: Any) -> Any:
@@ -99,11 +108,7 @@ def tf_api_loss(api: Any, steps: int) -> Callable[..., Any]:
 
         y = y0
         for _ in range(steps):
-            k1 = f(y)
-            k2 = f(y + H / 2 * k1)
-            k3 = f(y + H / 2 * k2)
-            k4 = f(y + H * k3)
-            y = y + H / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            y = step(f, y)
         return api.reduce_sum(y * y)
 
     return loss
@@ -135,15 +140,11 @@ def _jax(data: tuple, steps: int) -> Callable[[], Any]:
     def f(y: Any, p: Any) -> Any:
         return jnp.stack([p[0] * y[0] - p[1] * y[0] * y[1], p[2] * y[0] * y[1] - p[3] * y[1]])
 
-    def step(y: Any, p: Any) -> Any:
-        k1 = f(y, p)
-        k2 = f(y + H / 2 * k1, p)
-        k3 = f(y + H / 2 * k2, p)
-        k4 = f(y + H * k3, p)
-        return y + H / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    def one_step(y: Any, p: Any) -> Any:
+        return step(lambda z: f(z, p), y)
 
     def loss(y0: Any, p: Any) -> Any:
-        y, _ = jax.lax.scan(lambda y, _: (step(y, p), None), y0, None, length=steps)
+        y, _ = jax.lax.scan(lambda y, _: (one_step(y, p), None), y0, None, length=steps)
         return jnp.sum(y * y)
 
     grad = jax.jit(jax.grad(loss, argnums=(0, 1)))
@@ -162,11 +163,7 @@ def _torch(data: tuple, steps: int) -> Callable[[], Any]:
     def gradient() -> list:
         y = y0
         for _ in range(steps):
-            k1 = f(y)
-            k2 = f(y + H / 2 * k1)
-            k3 = f(y + H / 2 * k2)
-            k4 = f(y + H * k3)
-            y = y + H / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            y = step(f, y)
         return [g.numpy() for g in torch.autograd.grad(torch.sum(y * y), (y0, p))]
 
     return gradient
@@ -181,11 +178,7 @@ def _autograd(data: tuple, steps: int) -> Callable[[], Any]:
 
     def loss(y: Any, p: Any) -> Any:
         for _ in range(steps):
-            k1 = f(y, p)
-            k2 = f(y + H / 2 * k1, p)
-            k3 = f(y + H / 2 * k2, p)
-            k4 = f(y + H * k3, p)
-            y = y + H / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            y = step(lambda z: f(z, p), y)
         return anp.sum(y * y)
 
     g = grad(loss, argnum=(0, 1))
