@@ -56,15 +56,17 @@ def _tokens(g: Graph, known: dict) -> list[int]:
     intern = known.setdefault("intern", {})
     out = []
     for k, n in enumerate(g.nodes):
-        token = known.get(id(n))
-        if token is None:
+        seen = known.get(id(n))
+        if seen is not None and seen[0] is n:  # (an id outlives its node: kept with it)
+            token = seen[1]
+        else:
             if rollable(g, n):
                 key = (n.prim.name, tuple(_aval(g, s) for s in n.inputs),
                        tuple(_aval(g, s) for s in n.outputs))
                 token = intern.setdefault(key, len(intern))
             else:
                 token = -1
-            known[id(n)] = token
+            known[id(n)] = (n, token)
         out.append(token if token >= 0 else -1 - k)  # an unrollable node matches nothing
     return out
 

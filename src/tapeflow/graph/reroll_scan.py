@@ -132,6 +132,9 @@ class _Build:
         step: runs after it); None if some position is none of them."""
         kinds = []
         for j in range(self.period):
+            if any(self.node(k, j).prim is not self.node(0, j).prim
+                   for k in range(1, self.count)):
+                return None
             key = _hashable(self.node(0, j).params)
             same = all(_hashable(self.node(k, j).params) == key for k in range(1, self.count))
             kinds.append("core" if same else "varying")
