@@ -178,7 +178,8 @@ def _jax(data: tuple) -> Callable[[], Any]:
                 hs.append(x)
                 cs.append(cell)
             y = x * extra[1] + extra[2]
-            return (jnp.stack(hs), jnp.stack(cs)), jnp.sum(after * (y - jnp.log(jnp.sum(jnp.exp(y)))))
+            term = jnp.sum(after * (y - jnp.log(jnp.sum(jnp.exp(y)))))
+            return (jnp.stack(hs), jnp.stack(cs)), term
 
         _, terms = jax.lax.scan(step, (state[0::2], state[1::2]), (sequence[:-1], sequence[1:]))
         return -jnp.sum(terms) / ((sequence.shape[0] - 1) * sequence.shape[1])

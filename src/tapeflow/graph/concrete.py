@@ -16,11 +16,11 @@ from .. import nest
 from ..tensor import Tensor
 from .device import array_of
 from .executables import Executable, PerSize, plan
-from .replay import Replay
-from .xla import XlaReplay
 from .ir import Graph
 from .polymorphic import generic_key
+from .replay import Replay
 from .signature import TensorSpec, rebuild, walk
+from .xla import XlaReplay
 
 __all__ = ["ConcreteFunction", "AnyRank"]
 

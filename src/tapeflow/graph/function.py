@@ -659,10 +659,10 @@ def function(fn: Callable | None = None, *, input_signature: Sequence[TensorSpec
     ``jit_compile=True`` compiles each traced graph with XLA through JAX (the `xla` extra;
     graph/xla.py), a Python loop's repeated steps (and its gradient's) rolled back into
     one loop op first, so the compile grows with the loop's body, not its trip count
-    (NOTE(reroll) in graph/reroll.py); with ``keep_on_device=True`` too, its compiled calls return
-    `DeviceTensor`s, whose values stay JAX device arrays (copied to the host only when read,
-    and passed to other compiled functions as they are: chained compiled functions skip the
-    host round trip). With `reduce_retracing`, a call at new sizes of an earlier call's
+    (NOTE(reroll) in graph/reroll.py); with ``keep_on_device=True`` too, its compiled
+    calls return `DeviceTensor`s, whose values stay JAX device arrays (copied to the host
+    only when read, and passed to other compiled functions as they are: chained compiled
+    functions skip the host round trip). With `reduce_retracing`, a call at new sizes of an earlier call's
     shapes traces once for those shapes with None where the sizes differ, and later sizes
     reuse that trace where it serves every size (as an input_signature's would), as
     TensorFlow relaxes shapes; `get_concrete_function` of TensorSpecs (any rank, with
