@@ -129,3 +129,60 @@ def test_a_traced_gradient_of_repeated_work_is_smaller_and_right(monkeypatch):
 def test_forced_merging_runs_the_rule_once_eagerly(merging, sin_rule_calls):
     _gradient_of_repeats(tf.constant([0.3, -1.2]))
     assert len(sin_rule_calls) == 1
+
+
+def _expansion_gradient(n):
+    """A cofactor determinant that reads every entry as `m[i, j]` again each time (as
+    GradBench's det and the suite's `det` do): each read is a new tensor, so the minors
+    are copies only through copies of their entries."""
+    def minor(m, rows, cols):
+        if len(cols) == 1:
+            return m[rows[0], cols[0]]
+        total = None
+        for k, c in enumerate(cols):
+            term = m[rows[0], c] * minor(m, rows[1:], cols[:k] + cols[k + 1:])
+            total = term if total is None else (total - term if k % 2 else total + term)
+        return total
+
+    def primal(m):
+        return minor(m, tuple(range(n)), tuple(range(n)))
+
+    def gradient(m):
+        with tf.GradientTape() as tape:
+            tape.watch(m)
+            d = primal(m)
+        return tape.gradient(d, m)
+
+    return primal, gradient
+
+
+@pytest.mark.parametrize("n", [3, 5, 6])
+def test_copies_of_copies_merge_so_the_gradient_stays_within_4x_the_primal(n):
+    """An op on copies repeats the op on the firsts: the traced gradient of a 6 x 6
+    expansion has under 4x the primal graph's nodes (5,313 nodes before, 15x)."""
+    a = tf.constant(np.random.default_rng(n).standard_normal((n, n)) + n * np.eye(n) / 2)
+    primal, gradient = _expansion_gradient(n)
+    p = tf.function(primal).get_concrete_function(a).graph.count()
+    cf = tf.function(gradient).get_concrete_function(a)
+    assert cf.graph.count() <= 4 * p, (cf.graph.count(), p)
+    want = np.linalg.det(a.numpy()) * np.linalg.inv(a.numpy()).T
+    np.testing.assert_allclose(cf(a).numpy(), want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gradient(a).numpy(), want, rtol=1e-10, atol=1e-12)
+
+
+def test_an_op_on_a_source_copy_is_not_a_copy(merging):
+    """x[0] read twice; the second read is a source, so the product on it keeps its own
+    rule, and so does a product that is itself a source; x's gradient counts every path."""
+    x = tf.constant([1.5, -0.5])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        a1, a2 = x[0], x[0]
+        tape.watch(a2)
+        b1, b2 = a1 * a1, a2 * a2
+        c1, c2 = a1 * x[1], a1 * x[1]
+        tape.watch(c2)
+        y = b1 + 3.0 * b2 + 5.0 * c1 + 7.0 * c2
+    ga2, gx, gc2, gc1 = tape.gradient(y, [a2, x, c2, c1])
+    assert float(ga2) == 6 * 1.5
+    np.testing.assert_allclose(gx.numpy(), [2 * 1.5 + 6 * 1.5 + 12 * -0.5, 12 * 1.5])
+    assert float(gc2) == 7.0 and float(gc1) == 5.0

@@ -254,7 +254,7 @@ class GradientTape(Recorder):
         fixed = None
         if merge:
             # Variables may change between two reads; sources keep their own cotangents.
-            fixed = ({v._key for v in self._variables.values()}, set(reach))
+            fixed = ({v._key for v in self._variables.values()}, set(reach), {})
             seen: dict = {}
         plan = []
         for entry in self._entries:
@@ -529,9 +529,13 @@ class GradientTape(Recorder):
 # copies' backward passes would still run once each, on different cotangents, and a graph
 # pass cannot merge them. But a VJP is linear in the cotangent: the second copy's
 # cotangents can be added to the first copy's outputs and the rule run once. A copy is
-# the same primitive with equal params on the same input tensors (all watched: an
-# unwatched input has no key to compare), deterministic, with no variable input (a write
-# may lie between) and no source among its outputs (a source keeps its own cotangent).
+# the same primitive with equal params on the same input tensors or on their copies (all
+# watched: an unwatched input has no key to compare), deterministic, with no variable
+# input (a write may lie between) and no source among its outputs (a source keeps its own
+# cotangent). Copies of copies matter: `m[i, j]` read again makes a new tensor, so a
+# minor recomputed from fresh reads is a copy only through its entries' copies (a 6 x 6
+# cofactor determinant's traced gradient: 5,313 nodes with copies of the same tensors
+# alone, 1,113 with copies of copies, against the primal's 351).
 class _Repeat:
     """A recorded op that repeats an earlier one: its outputs' keys and the first's."""
 
@@ -544,13 +548,17 @@ class _Repeat:
 def _repeat_of(entry: tuple, seen: dict, fixed: tuple) -> tuple | None:
     """The earlier entry `entry` repeats, if any (NOTE(repeated-ops)); else None, and
     `entry` is remembered in `seen` when a later one may repeat it. `fixed`: the keys of
-    the variables (no input of a copy) and of the sources (no output of one)."""
+    the variables (no input of a copy) and of the sources (no output of one), and the map
+    from a copy's output keys to the first's, which it fills: an op on copies repeats the
+    same op on the firsts (`m[0, 0] * m[1, 1]` read twice)."""
     prim, in_keys, out_keys = entry[0], entry[1], entry[2]
-    variables, sources = fixed
+    variables, sources, firsts = fixed
     if (not prim.effects.isdisjoint(_NEVER_REPEATED) or None in in_keys or None in out_keys or not variables.isdisjoint(in_keys)
             or not sources.isdisjoint(out_keys)):
         return None
     params = entry[5]
+    if firsts:
+        in_keys = tuple([firsts.get(k, k) for k in in_keys])
     try:
         key = (prim, in_keys, tuple(sorted(params.items()))) if params else (prim, in_keys)
         first = seen.get(key)
@@ -558,6 +566,8 @@ def _repeat_of(entry: tuple, seen: dict, fixed: tuple) -> tuple | None:
         return None
     if first is None:
         seen[key] = entry
+    else:
+        firsts.update(zip(out_keys, first[2]))
     return first
 
 

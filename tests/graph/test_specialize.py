@@ -116,3 +116,99 @@ def test_traced_bias_add_replays_as_eager_with_reuse():
     g = traced.get_concrete_function(x).graph
     adds = [n for n in g.nodes if isinstance(n, Node) and n.prim.name == "add"]
     assert adds and any(node_impl(g, n) is not n.prim.impl for n in adds)
+
+
+_SPECIALS = [0.0, -0.0, 1.0, -2.5, 1e-310, 1e308, np.inf, -np.inf, np.nan]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("ufunc", [np.add, np.subtract, np.multiply, np.divide])
+def test_scalar_operators_equal_the_ufunc_bit_for_bit(ufunc, dtype):
+    """Every pair of special values (signed zeros, subnormals, overflow, inf, NaN), as
+    NumPy scalars and as rank-0 arrays (an input the replay did not make): the operator a
+    rank-0 float node runs by gives the ufunc's value, dtype and warnings."""
+    g = tf.function(_binary(ufunc))
+    spec = tf.TensorSpec((), dtype)
+    cf = g.get_concrete_function(spec, spec)
+    (node,) = [n for n in cf.graph.nodes if isinstance(n, Node)]
+    fast = node_impl(cf.graph, node)
+    assert fast is not ufunc
+    for x in _SPECIALS:
+        for y in _SPECIALS:
+            with np.errstate(all="ignore"):
+                pairs = ((dtype(x), dtype(y)), (np.array(x, dtype), np.array(y, dtype)))
+            for a, b in pairs:
+                with np.errstate(all="ignore"):
+                    want = ufunc(a, b)
+                    got = fast(a, b)
+                assert np.asarray(got).dtype == np.asarray(want).dtype
+                assert np.asarray(got).tobytes() == np.asarray(want).tobytes(), (x, y)
+    if ufunc is np.divide:
+        with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+            fast(dtype(1.0), dtype(0.0))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_scalar_negation_equals_the_ufunc_bit_for_bit(dtype):
+    cf = tf.function(tf.negative).get_concrete_function(tf.TensorSpec((), dtype))
+    (node,) = [n for n in cf.graph.nodes if isinstance(n, Node)]
+    fast = node_impl(cf.graph, node)
+    assert fast is not np.negative
+    for x in _SPECIALS:
+        with np.errstate(all="ignore"):
+            a = dtype(x)
+        got, want = fast(a), np.negative(a)
+        assert type(got) is type(want) and got.tobytes() == want.tobytes(), x
+
+
+def _binary(ufunc):
+    return {np.add: tf.add, np.subtract: tf.subtract, np.multiply: tf.multiply,
+            np.divide: tf.divide}[ufunc]
+
+
+@pytest.mark.parametrize("shapes", [((), (3,)), ((3,), ())])
+def test_scalar_operators_only_for_rank_0_floats_of_one_dtype(shapes):
+    """A broadcast against an array, an integer, a complex (whose scalar product signs a
+    NaN differently) or a bfloat16 keeps the ufunc."""
+    def first_node(fn, *specs):
+        cf = tf.function(fn).get_concrete_function(*specs)
+        (node,) = [n for n in cf.graph.nodes if isinstance(n, Node)]
+        return node_impl(cf.graph, node), node.prim.impl
+
+    fast, impl = first_node(tf.multiply, *(tf.TensorSpec(s, tf.float64) for s in shapes))
+    assert fast is impl
+    for dtype in (tf.int64, tf.int32, tf.complex128, tf.bfloat16):
+        fast, impl = first_node(tf.multiply, tf.TensorSpec((), dtype), tf.TensorSpec((), dtype))
+        assert fast is impl, dtype
+    fast, impl = first_node(tf.negative, tf.TensorSpec((), tf.float32))
+    assert fast is not impl
+
+
+def test_scalar_code_replays_as_eager():
+    """A cofactor determinant's gradient (scalar code, the case the operators serve)
+    replays bit for bit as the plan interpreter ran it, before and after compiling."""
+    rng = np.random.default_rng(4)
+    a = tf.constant(rng.standard_normal((4, 4)))
+
+    def det_gradient(m):
+        with tf.GradientTape() as tape:
+            tape.watch(m)
+            e = [[m[i, j] for j in range(4)] for i in range(4)]
+            d = sum(((-1) ** j) * e[0][j] * _minor3(e, j) for j in range(4))
+        return tape.gradient(d, m)
+
+    traced = tf.function(det_gradient)
+    first = traced(a).numpy()
+    for _ in range(COMPILE_AFTER + 2):
+        np.testing.assert_array_equal(traced(a).numpy(), first)
+    want = np.linalg.det(a.numpy()) * np.linalg.inv(a.numpy()).T
+    np.testing.assert_allclose(first, want, rtol=1e-12)
+    np.testing.assert_allclose(det_gradient(a).numpy(), first, rtol=1e-12)
+
+
+def _minor3(e, skip):
+    cols = [c for c in range(4) if c != skip]
+    r = [[e[i][c] for c in cols] for i in (1, 2, 3)]
+    return (r[0][0] * (r[1][1] * r[2][2] - r[1][2] * r[2][1])
+            - r[0][1] * (r[1][0] * r[2][2] - r[1][2] * r[2][0])
+            + r[0][2] * (r[1][0] * r[2][1] - r[1][1] * r[2][0]))

@@ -5,7 +5,13 @@ once per node, an implementation that NumPy's generic call would only find slowl
 choice computes exactly what the node's impl computes (the same ufunc on the same
 elements, bit for bit); it only changes how NumPy walks the memory.
 
-The one choice today: a binary ufunc that broadcasts a small operand over a large one
+Two choices today. First, an arithmetic ufunc on rank-0 floats (the scalar code of a
+cofactor determinant, GradBench's det) runs as the Python operator on NumPy scalars:
+`np.float64.__mul__` does the same IEEE operation and honours `np.errstate` as the
+ufunc does, in a tenth of the ufunc's dispatch cost (docs/performance-notes.md,
+#scalar-operators).
+
+Second, a binary ufunc that broadcasts a small operand over a large one
 along its trailing dims (a bias added to NHWC activations, [128, 24, 24, 6] + [6]).
 NumPy then runs its inner loop over the 6 elements of a row and pays its per-loop
 overhead every 6 elements: several times the cost of adding two whole arrays
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from typing import Any, Callable
 
 import numpy as np
@@ -39,11 +46,31 @@ def node_impl(g: Graph, n: Node, specialize: bool = True) -> Callable[..., Any]:
     the node's params bound, or (`specialize`) an equivalent specialized to the node's
     shapes."""
     impl = n.prim.impl
+    if (specialize and impl in _OPERATORS and not n.params
+            and not g.avals[n.outputs[0]][0] and _float_scalars(g, n)):
+        return _OPERATORS[impl]
     if specialize and isinstance(impl, np.ufunc) and impl.nin == 2 and impl.nout == 1 and not n.params:
         fast = tiled_broadcast(impl, g.avals[n.inputs[0]][0], g.avals[n.inputs[1]][0])
         if fast is not None:
             return fast
     return functools.partial(impl, **n.params) if n.params else impl
+
+
+# The ufuncs whose Python operator on NumPy scalars is the same operation, rounding and
+# signed zeros included.
+_OPERATORS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
+              np.divide: operator.truediv, np.negative: operator.neg}
+
+
+def _float_scalars(g: Graph, n: Node) -> bool:
+    """Whether every input and output of `n` is a rank-0 real float of one dtype. The
+    rest keep the ufunc: NumPy's integer scalar operators warn on overflow where the
+    ufunc wraps silently, its complex scalar product signs a NaN differently, and
+    bfloat16's scalar type (kind 'V') is not NumPy's."""
+    avals = [g.avals[s] for s in (*n.inputs, *n.outputs)]
+    dtype = np.dtype(avals[0][1])
+    return dtype.kind == "f" and all(shape == () and np.dtype(d) == dtype
+                                     for shape, d in avals)
 
 
 def tiled_broadcast(ufunc: np.ufunc, a_shape: tuple, b_shape: tuple) -> Callable | None:
