@@ -119,7 +119,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          "graph/xla.py", "compiled",
          "the impl called back on the host (jax.pure_callback)",
          "XLA lowering for function(jit_compile=True)"),
-    Kind("passes", "Hints(simplify, prune, swap, examples, elementwise)",
+    Kind("passes", "Hints(simplify, prune, swap, examples, elementwise, moves)",
          "graph/passes.py, graph/transposes.py", "",
          "no hints: the passes treat the node as opaque",
          "what the graph passes may do with a node"),
@@ -171,6 +171,10 @@ class Hints:
       broadcast as by an elementwise op). NOTE(example-grid) in graph/transposes.py.
     - ``elementwise``: each output element is the same function of the inputs' elements
       at its position (inputs broadcast together), so the passes may permute its axes.
+    - ``moves``: data movement: each output element is one element of the inputs (every
+      input is data) or a zero, and the impl moves the elements of arrays of any dtype
+      alike, so the passes may run it on numbered elements to see which goes where
+      (NOTE(scalarize) in graph/scalarize.py).
     """
 
     simplify: Callable[..., Any] | None = None
@@ -178,6 +182,7 @@ class Hints:
     swap: Callable[..., Any] | None = None
     examples: Callable[..., Any] | None = None
     elementwise: bool = False
+    moves: bool = False
 
 
 NO_HINTS = Hints()

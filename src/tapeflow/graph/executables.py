@@ -17,8 +17,8 @@ The executables:
   call (a tape, an accumulator, vmap, an outer trace), so they see every op;
 - `Fastest`: whichever of several executables of one graph runs its calls faster, timed
   on its first calls (NOTE(fastest));
-- `Rolling`: the NumPy replay, which at its first call looks for loops to roll and, if
-  it finds some, runs by `Fastest` of both replays.
+- `Rolling`: the NumPy replay, which at its first call looks for loops to roll and small
+  arrays to hold as scalars and, if it finds some, runs by `Fastest` of the replays.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from .lean import MISS
 from .polymorphic import resolved
 from .replay import Replay, interpret, plan_runner
 from .reroll import reroll
+from .scalarize import scalarize
 from .xla import XlaReplay, require_jax
 
 __all__ = ["Executable", "plan", "PerSize", "UnderRecorders", "Rolling", "Fastest",
@@ -89,8 +90,9 @@ def plan(graph: Graph, *, jit_compile: bool = False, keep_on_device: bool = Fals
                                                     below (NOTE(fastest))
     otherwise                                       the NumPy replay: the plan interpreter for
                                                     its first calls, then generated code; of
-                                                    a graph with loops to roll, `Fastest` of
-                                                    it and the replay of its loops rolled
+                                                    a graph with loops to roll or small arrays
+                                                    to hold as scalars, `Fastest` of it and
+                                                    the replays of those rewrites
     ============================================== ==========================================
 
     `graph` is the graph at the traced sizes; `generic`, where one serves every size, the
@@ -133,18 +135,22 @@ def plan(graph: Graph, *, jit_compile: bool = False, keep_on_device: bool = Fals
 
 
 def _numpy_ways(g: Graph, replay: Replay, rolled: Graph) -> list:
-    """The ways a graph replays with NumPy: as traced, and with its loops rolled."""
+    """The ways a graph replays with NumPy: as traced, with its small arrays held as
+    scalars (NOTE(scalarize)), and with its loops rolled."""
     ways: list = [("the NumPy replay", replay)]
+    scalars = scalarize(g)
+    if scalars is not g:
+        ways.append(("the NumPy replay, small arrays as scalars", Replay(scalars)))
     if rolled is not g:
         ways.append(("the NumPy replay, loops rolled", Replay(rolled)))
     return ways
 
 
 class Rolling(Executable):
-    """The NumPy replay of `graph`, which looks for loops to roll (NOTE(reroll)) at its
-    first call and, where it finds some, runs by `Fastest` of the replay and the replay
-    of the rolled graph: rolling waits for a replay, so a trace that is never replayed
-    costs no more than before."""
+    """The NumPy replay of `graph`, which looks for loops to roll (NOTE(reroll)) and small
+    arrays to hold as scalars (NOTE(scalarize)) at its first call and, where it finds
+    some, runs by `Fastest` of the replay and the replays of the rewritten graphs: the
+    rewrites wait for a replay, so a trace that is never replayed costs no more."""
 
     def __init__(self, graph: Graph, replay: Replay) -> None:
         self.graph = graph
@@ -231,14 +237,17 @@ class PerSize(Executable):
 # choice, `Fastest` runs the first calls by each way in turn: a first
 # untimed call each (XLA's compile, a NumPy replay's generated code made), then TRIALS
 # timed calls each; from then on the fastest runs every call (the first listed unless
-# another is faster by more than MARGIN). Every way gives the graph's values, so any
-# call may take any. `report` says which way runs and why.
+# another is faster by more than MARGIN). A way whose timed call took more than BEHIND
+# times the best of the others is timed no more: its remaining calls would each cost
+# what it is behind (an RK4 gradient's three replays: 23, 16 and 2 ms). Every way gives
+# the graph's values, so any call may take any. `report` says which way runs and why.
 class Fastest(Executable):
     """Whichever of `candidates` ((name, executable) pairs, of one graph) runs the calls
     faster, timed on the first calls (NOTE(fastest))."""
 
     TRIALS = 3
     MARGIN = 0.05
+    BEHIND = 2.0
 
     def __init__(self, graph: Graph, candidates: list[tuple[str, Executable]]) -> None:
         self.graph = graph
@@ -249,6 +258,7 @@ class Fastest(Executable):
         self.why = "the only way" if self.chosen is not None else "timing its first calls"
         self.name = candidates[0][0] if self.chosen is not None else ""
         self._turn = 0
+        self.behind: set[int] = set()  # ways timed no more
         self._lock = threading.Lock()
 
     def run(self, tensors: list) -> list:
@@ -257,7 +267,9 @@ class Fastest(Executable):
             return chosen.run(tensors)
         with self._lock:
             k = self._turn
-            self._turn = (k + 1) % len(self.candidates)
+            if k in self.behind:
+                k = self._next(k)
+            self._turn = self._next(k)
         executable = self.candidates[k][1]
         if not self.warm[k]:  # XLA's compile, the generated code of a NumPy replay
             if isinstance(executable, Replay):
@@ -270,18 +282,37 @@ class Fastest(Executable):
         elapsed = time.perf_counter() - start
         with self._lock:
             self.times[k].append(elapsed)
-            if self.chosen is None and all(len(t) >= self.TRIALS for t in self.times):
+            timed = [min(t) for t in self.times if t]
+            if len(timed) == len(self.times):
+                fastest = min(timed)
+                for j, t in enumerate(self.times):
+                    if min(t) > self.BEHIND * fastest:
+                        self.behind.add(j)
+            if self.chosen is None and all(len(t) >= self.TRIALS for j, t in
+                                           enumerate(self.times) if j not in self.behind):
                 self._choose()
         return out
 
+    def _next(self, k: int) -> int:
+        """The way after way k that is still timed."""
+        for step in range(1, len(self.candidates) + 1):
+            j = (k + step) % len(self.candidates)
+            if j not in self.behind:
+                return j
+        return k
+
     def _choose(self) -> None:
         best = [min(t) for t in self.times]
-        k = min(range(len(best)), key=best.__getitem__)
-        if best[k] > (1 - self.MARGIN) * best[0]:
+        ahead = [j for j in range(len(best)) if j not in self.behind]
+        k = min(ahead, key=best.__getitem__)
+        if 0 in ahead and best[k] > (1 - self.MARGIN) * best[0]:
             k = 0
         self.name = self.candidates[k][0]
-        others = "; ".join(f"{name} {1e3 * b:.3g} ms" for (name, _), b
-                           in zip(self.candidates, best) if name != self.name)
+        others = "; ".join(
+            f"{name} {1e3 * b:.3g} ms" + (f" (timed no more after {len(t)})" if j in
+                                          self.behind else "")
+            for j, ((name, _), b, t) in enumerate(zip(self.candidates, best, self.times))
+            if j != k)
         self.why = (f"{1e3 * best[k]:.3g} ms a call, against {others} (the fastest of "
                     f"{self.TRIALS} timed calls each)")
         self.chosen = self.candidates[k][1]

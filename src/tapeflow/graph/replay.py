@@ -17,12 +17,13 @@ differentiable from outside. Fast replay is checked against it in the tests.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, Callable
 
 import numpy as np
 
 from .. import dtypes as _dt
-from ..catalog import IDENTITY, READS_VARIABLE
+from ..catalog import CALLS_USER_CODE, HOST_CALLBACK, IDENTITY, READS_VARIABLE, STATEFUL
 from ..core import bind, reading_records
 from ..tensor import Tensor
 from .ir import Assign, Graph, Guard, Node, resolve
@@ -127,6 +128,13 @@ def _last_uses(g: Graph) -> dict[int, list[int]]:
     return drop
 
 
+_RERUN_NOT = frozenset((STATEFUL, HOST_CALLBACK, CALLS_USER_CODE))
+# The operators `specialize.node_impl` picks for arithmetic on NumPy scalars, written
+# inline in generated code: a Python call costs more than the operation.
+_INFIX = {operator.add: "{} + {}", operator.sub: "{} - {}", operator.mul: "{} * {}",
+          operator.truediv: "{} / {}", operator.neg: "-{}"}
+
+
 def compile_graph(g: Graph) -> Callable[..., list]:
     """A Python function: input arrays -> output arrays, with the graph's guards inline.
     Large intermediate buffers are dropped after their last use, so a replay's peak memory
@@ -147,37 +155,50 @@ def compile_graph(g: Graph) -> Callable[..., list]:
     written = set()
     reuse = _reusable_buffers(g)
     drop = _last_uses(g)
+    names = _Names(g, ns, lines, ref)
+    arr = names.numpy
     for k, n in enumerate(g.nodes):
         if k - 1 in drop:
             lines.append(f"    del {', '.join(ref[s] for s in drop[k - 1])}")
         if isinstance(n, Node):
-            args = ", ".join(ref[i] for i in n.inputs)
-            for o in n.outputs:
-                ref[o] = f"v{o}"
-            outs = ", ".join(ref[o] for o in n.outputs)
             if IDENTITY in n.prim.effects:
-                lines.append(f"    {outs} = {args}")
+                args = ", ".join(arr(i) for i in n.inputs)
+                lines.append(f"    {names.made(n.outputs)} = {args}")
                 continue
-            ns[f"f{k}"] = node_impl(g, n)
+            fn = ns[f"f{k}"] = node_impl(g, n)
             out_arg = f", out={ref[reuse[k]]}" if k in reuse else ""
+            infix = _INFIX.get(fn) if not out_arg else None
+            if infix is not None:  # NumPy scalars' arithmetic, spelled out (#scalar-operators)
+                read = names.python if names.floats(n) else arr
+                operands = [read(i) for i in n.inputs]
+                names.done(k, n.inputs)
+                lines.append(f"    {names.made(n.outputs, read is not arr)} = "
+                             f"{infix.format(*operands)}")
+                continue
+            args = ", ".join(arr(i) for i in n.inputs)
             if n.prim.multiple_results:
-                lines.append(f"    {outs}, = f{k}({args})")
+                lines.append(f"    {names.made(n.outputs)}, = f{k}({args})")
             else:
-                lines.append(f"    {outs} = f{k}({args}{out_arg})")
+                lines.append(f"    {names.made(n.outputs)} = f{k}({args}{out_arg})")
         elif isinstance(n, Guard):
             ns[f"g{k}"] = n
             if n.how == "bool":
-                lines.append(f"    if bool({ref[n.slot]}) is not {n.expected}: raise GuardFailed(g{k})")
+                lines.append(f"    if bool({arr(n.slot)}) is not {n.expected}: raise GuardFailed(g{k})")
             else:
-                lines.append(f"    if not g{k}.holds({ref[n.slot]}): raise GuardFailed(g{k})")
+                lines.append(f"    if not g{k}.holds({arr(n.slot)}): raise GuardFailed(g{k})")
         else:  # Assign: the variable's value from here on
-            lines.append(f"    w{n.var} = {ref[n.slot]}")
+            lines.append(f"    w{n.var} = {arr(n.slot)}")
             written.add(n.var)
     if len(g.nodes) - 1 in drop:
         lines.append(f"    del {', '.join(ref[s] for s in drop[len(g.nodes) - 1])}")
     for i in sorted(written):
         lines.append(f"    V{i}._value = np.array(w{i}, copy=True)")
-    lines.append(f"    return [{', '.join('None' if o is None else ref[o] for o in g.outputs)}]")
+    lines.append(f"    return [{', '.join('None' if o is None else arr(o) for o in g.outputs)}]")
+    if names.divides:  # NOTE(python-floats): x / 0. raises where NumPy gives inf
+        ns["exact"] = plan_runner(g)
+        params = ", ".join(f"v{s}" for s in g.inputs)
+        lines = lines[:1] + ["    try:"] + ["    " + line for line in lines[1:]] + [
+            "    except ZeroDivisionError:", f"        return exact({params})"]
     if written:
         ns["locks"] = VariableLocks(_written(g))
         lines = lines[:1] + ["    with locks:"] + ["    " + line for line in lines[1:]]
@@ -187,6 +208,83 @@ def compile_graph(g: Graph) -> Callable[..., list]:
     fn = ns[f"replay_{_ident(g.name)}"]
     fn.source = src
     return fn
+
+
+# NOTE(python-floats): generated code holds a float64 made by scalar arithmetic (an
+# operator of #scalar-operators) as a Python float, whose arithmetic is the same IEEE
+# double operation at a third of a NumPy scalar's cost. Every other reader gets it back
+# as np.float64 (converted once), so ufuncs, guards and outputs see what they saw before:
+# NumPy's promotion treats a Python float as weak, np.float64 not. Two differences
+# remain. Python raises ZeroDivisionError where NumPy divides by zero: generated code
+# with such a division reruns the call on the plan interpreter, which gives NumPy's inf
+# or NaN (and its warning); a graph that draws random numbers or calls back into Python,
+# whose rerun would repeat them, keeps NumPy scalars. And `np.errstate` no longer turns
+# an overflow or an invalid operation in that arithmetic into an error.
+class _Names:
+    """The names generated code gives a graph's values: each slot's as made (`ref`), its
+    Python float twin and its NumPy twin, each converted once where first read."""
+
+    def __init__(self, g: Graph, ns: dict, lines: list, ref: dict) -> None:
+        self.g, self.ns, self.lines, self.ref = g, ns, lines, ref
+        self.allowed = not any(type(n) is Node and not n.prim.effects.isdisjoint(_RERUN_NOT)
+                               for n in g.nodes)
+        self.pyfloat: set[int] = set()   # slots made as Python floats
+        self.twin: dict[int, str] = {}
+        self.divides = False
+        # A Python float's name is given to the next one once its value is read for the
+        # last time: the float is freed there and its memory reused, where 36,000 floats
+        # alive to the end cost twice the arithmetic (an RK4 gradient's scalar code).
+        self.last: dict[int, int] = {}
+        for k, n in enumerate(g.nodes):
+            for s in (n.inputs if type(n) is Node else (n.slot,)):
+                self.last[s] = k
+        for o in g.outputs:
+            self.last[o] = len(g.nodes)
+        self.free: list[str] = []
+
+    def floats(self, n: Node) -> bool:
+        """Whether node n (scalar arithmetic) computes on Python floats."""
+        if not self.allowed or self.g.avals[n.outputs[0]][1] != np.float64:
+            return False
+        if n.prim.impl is np.divide:
+            self.divides = True
+        return True
+
+    def made(self, outputs: list, pyfloat: bool = False) -> str:
+        for o in outputs:
+            self.ref[o] = self.free.pop() if pyfloat and self.free else f"v{o}"
+        if pyfloat:
+            self.pyfloat.update(outputs)
+        return ", ".join(self.ref[o] for o in outputs)
+
+    def done(self, k: int, inputs: list) -> None:
+        """Node k has read `inputs`: the Python floats it read last free their names."""
+        for s in set(inputs):
+            if s in self.pyfloat and self.last.get(s) == k and s not in self.twin:
+                self.free.append(self.ref[s])
+
+    def python(self, s: int) -> str:
+        if s in self.pyfloat:
+            return self.ref[s]
+        if s in self.g.var_slots:  # a variable's read: an assignment may change it
+            return f"float({self.ref[s]})"
+        name = self.twin.get(s)
+        if name is None:
+            name = self.twin[s] = f"p{s}"
+            if s in self.g.constants:
+                self.ns[name] = float(self.g.constants[s])
+            else:
+                self.lines.append(f"    {name} = float({self.ref[s]})")
+        return name
+
+    def numpy(self, s: int) -> str:
+        if s not in self.pyfloat:
+            return self.ref[s]
+        name = self.twin.get(s)
+        if name is None:
+            name = self.twin[s] = f"n{s}"
+            self.lines.append(f"    {name} = np.float64({self.ref[s]})")
+        return name
 
 
 # Step codes of the plan interpreter.

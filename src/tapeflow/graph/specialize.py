@@ -46,9 +46,9 @@ def node_impl(g: Graph, n: Node, specialize: bool = True) -> Callable[..., Any]:
     the node's params bound, or (`specialize`) an equivalent specialized to the node's
     shapes."""
     impl = n.prim.impl
-    if (specialize and impl in _OPERATORS and not n.params
+    if (specialize and impl in OPERATORS and not n.params
             and not g.avals[n.outputs[0]][0] and _float_scalars(g, n)):
-        return _OPERATORS[impl]
+        return OPERATORS[impl]
     if specialize and isinstance(impl, np.ufunc) and impl.nin == 2 and impl.nout == 1 and not n.params:
         fast = tiled_broadcast(impl, g.avals[n.inputs[0]][0], g.avals[n.inputs[1]][0])
         if fast is not None:
@@ -58,7 +58,7 @@ def node_impl(g: Graph, n: Node, specialize: bool = True) -> Callable[..., Any]:
 
 # The ufuncs whose Python operator on NumPy scalars is the same operation, rounding and
 # signed zeros included.
-_OPERATORS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
+OPERATORS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
               np.divide: operator.truediv, np.negative: operator.neg}
 
 

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes as _dt
-from ..catalog import NO_DERIVATIVE, Lowering, define
+from ..catalog import NO_DERIVATIVE, Hints, Lowering, define
 from ..core import Primitive, bind
 from ..errors import InvalidArgumentError
 from ..hessian_patterns import LINEAR
@@ -75,7 +75,8 @@ getitem_p = define(
     # Batched: the batch axis goes first and the key gets a leading `:`.
     batch=lambda vals, dims, key: (
         bind(getitem_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key), 0),
-    lower=lambda jax, x, key: jax.numpy.asarray(x)[key], curvature=LINEAR)
+    lower=lambda jax, x, key: jax.numpy.asarray(x)[key], passes=Hints(moves=True),
+    curvature=LINEAR)
 # getitem_transpose(g) puts g into zeros at `key`: the transpose of slicing.
 getitem_transpose_p = define(
     Primitive("getitem_transpose", _scatter_into_zeros),
@@ -84,7 +85,7 @@ getitem_transpose_p = define(
         bind(getitem_transpose_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key,
              shape=(shape_of(vals[0])[dims[0]],) + shape), 0),
     sparsity=scatter_deps(lambda numbered, vals, key, shape: numbered[key]),
-    lower=_getitem_transpose_lower, curvature=LINEAR)
+    lower=_getitem_transpose_lower, passes=Hints(moves=True), curvature=LINEAR)
 
 
 # The same with the zeros' shape read when the graph runs (NOTE(dynamic-shapes) in

@@ -77,7 +77,7 @@ concat_p = define(Primitive("concat", lambda *xs, axis: np.concatenate(xs, axis=
                   moved_deps(),  # every input is data
                   jvp=_concat_jvp, vjp=_concat_vjp, batch=_concat_batch,
                   lower=lambda jax, *xs, axis: jax.numpy.concatenate(xs, axis=axis),
-                  curvature=LINEAR)
+                  passes=Hints(moves=True), curvature=LINEAR)
 
 
 # ------------------------------------------------------------------ split (multiple results)
@@ -115,7 +115,7 @@ split_p = define(Primitive("split", _split_impl, multiple_results=True),
                  moved_deps(0), jvp=_split_jvp, vjp=_split_vjp, batch=_split_batch,
                  lower=lambda jax, x, sizes, axis: tuple(
                      jax.numpy.split(x, np.cumsum(sizes[:-1]).tolist(), axis=axis)),
-                     curvature=LINEAR)
+                 passes=Hints(moves=True), curvature=LINEAR)
 
 
 # ================================================================== public ops

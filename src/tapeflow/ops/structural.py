@@ -568,7 +568,7 @@ reshape_p = define(
     moved_deps(0), lower=lambda jax, x, shape: jax.numpy.reshape(x, shape),
     batch=lambda vals, dims, shape: (bind(reshape_p, move_to_front(vals[0], dims[0]),
                                           shape=(shape_of(vals[0])[dims[0]],) + shape), 0),
-    passes=Hints(simplify=same_as_input), curvature=LINEAR)
+    passes=Hints(simplify=same_as_input, moves=True), curvature=LINEAR)
 
 # ------------------------------------------------------------------ transpose: linear
 transpose_p = define(
@@ -578,7 +578,7 @@ transpose_p = define(
     batch=lambda vals, dims, perm: (bind(transpose_p, move_to_front(vals[0], dims[0]),
                                          perm=(0,) + tuple(p + 1 for p in perm)), 0),
     passes=Hints(simplify=lambda consts, same, perm: (
-        0 if tuple(perm) == tuple(range(len(perm))) else None)), curvature=LINEAR)
+        0 if tuple(perm) == tuple(range(len(perm))) else None), moves=True), curvature=LINEAR)
 
 
 # ------------------------------------------------------------------ broadcast_to: linear, summed back
@@ -592,7 +592,7 @@ broadcast_to_p = define(
     linear(lambda g, x, shape: unbroadcast(g, shape_of(x))),
     moved_deps(0), batch=_broadcast_to_batch,
     lower=lambda jax, x, shape: jax.numpy.broadcast_to(x, shape),
-    passes=Hints(simplify=same_as_input), curvature=LINEAR)
+    passes=Hints(simplify=same_as_input, moves=True), curvature=LINEAR)
 
 
 # ------------------------------------------------------------------ fill: a constant of a shape
