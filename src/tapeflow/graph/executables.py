@@ -38,7 +38,7 @@ from .lean import MISS
 from .polymorphic import resolved
 from .replay import Replay, interpret, plan_runner
 from .reroll import reroll
-from .scalarize import scalarize
+from .scalarize import replay_cost, scalarize
 from .xla import XlaReplay, require_jax
 
 __all__ = ["Executable", "plan", "PerSize", "UnderRecorders", "Rolling", "Fastest",
@@ -119,13 +119,13 @@ def plan(graph: Graph, *, jit_compile: bool = False, keep_on_device: bool = Fals
         try:
             require_jax()
         except ImportError:
-            ways[0] = ("the NumPy replay (JAX is not installed)", replay)
+            ways[0] = (f"{ways[0][0]} (JAX is not installed)", ways[0][1])
         else:
             compiled = XlaReplay(rolled, fallback=replay)
             if compiled.compiled:
                 ways.insert(0, ("XLA", compiled))
             else:  # warned: a primitive without a lowering
-                ways[0] = ("the NumPy replay (a primitive cannot compile)", replay)
+                ways[0] = (f"{ways[0][0]} (a primitive cannot compile)", ways[0][1])
         return Fastest(g, ways)
 
     inner = make(graph)
@@ -134,13 +134,24 @@ def plan(graph: Graph, *, jit_compile: bool = False, keep_on_device: bool = Fals
     return UnderRecorders(graph if generic is None else generic, inner)
 
 
-def _numpy_ways(g: Graph, replay: Replay, rolled: Graph) -> list:
+# A graph whose small values held as scalars cost less than this share of its NumPy
+# calls replays that way alone: the ops it leaves are the graph's own, so neither the
+# graph as traced nor its loops rolled (the same NumPy calls, stepped) can be faster,
+# and timing them would cost each a compile and a few slow calls (the suite's RK4
+# gradient: 0.09 of its calls; 5 s of first calls with them, 1.5 s without).
+ALONE = 0.25
+
+
+def _numpy_ways(g: Graph, replay: Replay, rolled: Graph | None = None) -> list:
     """The ways a graph replays with NumPy: as traced, with its small arrays held as
-    scalars (NOTE(scalarize)), and with its loops rolled."""
-    ways: list = [("the NumPy replay", replay)]
+    scalars (NOTE(scalarize)), and with its loops rolled (`rolled`, else rolled here)."""
     scalars = scalarize(g)
+    if scalars is not g and replay_cost(scalars) < ALONE * replay_cost(g):
+        return [("the NumPy replay, small arrays as scalars", Replay(scalars))]
+    ways: list = [("the NumPy replay", replay)]
     if scalars is not g:
         ways.append(("the NumPy replay, small arrays as scalars", Replay(scalars)))
+    rolled = reroll(g) if rolled is None else rolled
     if rolled is not g:
         ways.append(("the NumPy replay, loops rolled", Replay(rolled)))
     return ways
@@ -165,7 +176,7 @@ class Rolling(Executable):
     def _inner(self) -> Executable:
         inner = self.inner
         if inner is None:
-            ways = _numpy_ways(self.graph, self.replay, reroll(self.graph))
+            ways = _numpy_ways(self.graph, self.replay)
             inner = self.inner = ways[0][1] if len(ways) == 1 else Fastest(self.graph, ways)
         return inner
 
@@ -177,7 +188,12 @@ class Rolling(Executable):
         inner = self.inner
         if inner is None:
             return "the NumPy replay (not replayed yet)"
-        return inner.report() if isinstance(inner, Fastest) else "the NumPy replay"
+        if isinstance(inner, Fastest):
+            return inner.report()
+        if inner is self.replay:
+            return "the NumPy replay"
+        return ("the NumPy replay, small arrays as scalars: the only way worth timing "
+                f"(under {ALONE} of the calls)")
 
 
 class UnderRecorders(Executable):

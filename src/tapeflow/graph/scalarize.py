@@ -25,7 +25,7 @@ from .ir import Graph, Node
 from .passes import _dce, _fold_simplify_cse, _hashable
 from .specialize import OPERATORS
 
-__all__ = ["scalarize", "MAX_ELEMENTS", "MIN_SPLIT", "OPERATOR_COST", "PAYS"]
+__all__ = ["scalarize", "replay_cost", "MAX_ELEMENTS", "MIN_SPLIT", "OPERATOR_COST", "PAYS"]
 
 MAX_ELEMENTS = 4   # a value this small is held as scalars (#scalar-operators)
 MIN_SPLIT = 16     # nodes a graph needs to split for the rewrite to be worth a replay
@@ -56,7 +56,7 @@ PAYS = 0.8
 # the same IEEE operation as before, so the replay's values are the graph's bit for bit
 # (but for which NaN an operation on two NaNs passes on: NumPy's vector loops may swap
 # the operands); folding, simplification and CSE then run on the scalars. A rewrite that
-# would not pay (`_cost`) is dropped. Only the NumPy replay runs the
+# would not pay (`replay_cost`) is dropped. Only the NumPy replay runs the
 # result, offered to `Fastest` beside the graph as traced (graph/executables.py).
 
 
@@ -85,11 +85,20 @@ def scalarize(g: Graph) -> Graph:
     if len(how) - how.count(None) < MIN_SPLIT:
         return g
     out = _Rewrite(g).run(how)
-    return out if _cost(out) < PAYS * _cost(g) else g
+    return out if replay_cost(out) < PAYS * replay_cost(g) else g
 
 
-def _cost(g: Graph) -> float:
-    """A replay's cost in NumPy calls, a scalar operator counted as OPERATOR_COST."""
+def replay_cost(g: Graph) -> float:
+    """A replay's estimated cost in NumPy calls, a scalar operator counted as
+    OPERATOR_COST.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> from tapeflow.graph.scalarize import replay_cost
+        >>> f = tf.function(lambda x: tf.sin(x * 2.0) + x)
+        >>> replay_cost(f.get_concrete_function(tf.constant([1.0, 2.0])).graph)
+        3.0
+    """
     return sum(OPERATOR_COST if n.prim.impl in OPERATORS and not g.avals[n.outputs[0]][0]
                and np.dtype(g.avals[n.outputs[0]][1]).kind == "f" else 1.0
                for n in g.nodes if type(n) is Node)
