@@ -180,6 +180,33 @@ def test_a_variable_written_between_scalar_reads():
         _same(want, Replay(scalarize(g))(x.numpy())[0])
 
 
+def test_a_small_variable_written_between_its_element_reads():
+    """Elements of a (2,) variable taken apart before an assignment are not reused after
+    it: the reads after it see the new value."""
+    v = tf.Variable([1.25, -0.5], dtype=tf.float64)
+
+    def f(x):
+        for _ in range(MIN_SPLIT):
+            x = x * v + v[0]
+        v.assign(v * 2.0 + 1.0)
+        for _ in range(MIN_SPLIT):
+            x = x * v - v[1]
+        return x
+
+    x = tf.constant([0.5, -1.0], tf.float64)
+    g = tf.function(f).get_concrete_function(x).graph
+    assert scalarize(g) is not g
+    for _ in range(2):
+        v.assign([1.25, -0.5])
+        want = Replay(g)(x.numpy())[0]
+        assert v.numpy().tolist() == [3.5, 0.0]
+        v.assign([1.25, -0.5])
+        _same(want, Replay(scalarize(g))(x.numpy())[0])
+        assert v.numpy().tolist() == [3.5, 0.0]
+    v.assign([1.25, -0.5])
+    _same(want, f(x).numpy())
+
+
 def test_what_is_left_alone():
     """Arrays above MAX_ELEMENTS, integers, graphs with fewer than MIN_SPLIT nodes to split
     and rewrites that would not pay come back as they are."""

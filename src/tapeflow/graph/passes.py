@@ -12,6 +12,7 @@ back into it (graph/transposes.py, NOTE(swapped-layout)).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from ..catalog import READS_VARIABLE, STATEFUL
 from .ir import Assign, Graph, Guard, Node, SizeExpr, SizeOf, renamed_sizes, size_slots
 from .transposes import swap_transposes
 
-__all__ = ["optimize", "eliminate_dead_code"]
+__all__ = ["optimize", "eliminate_dead_code", "merge_variable_reads"]
 
 def _is_effectful(node: Node) -> bool:
     """Stateful primitives (random draws): skipping or merging two draws changes the sequence."""
@@ -180,3 +181,39 @@ def optimize(g: Graph) -> dict[str, int]:
         _dce(g)
     _dce(g)
     return {"before": before, "after": g.count()}
+
+
+def merge_variable_reads(g: Graph) -> None:
+    """Each variable read where no write lies between it and an earlier read of the same
+    variable made that one, in place (a loop body reading its weights at each step reads
+    them once): the reads are equal (a compiled call reads every variable once, at its
+    start). For the rewrites of graph/reroll.py and graph/scalarize.py, not `optimize`:
+    a traced graph as replayed keeps its reads."""
+    alias: dict = {}
+    reads: dict = {}
+    kept = []
+    for n in g.nodes:
+        if type(n) is not Node:
+            if alias and alias.get(n.slot, n.slot) != n.slot:
+                n = dataclasses.replace(n, slot=alias[n.slot])
+            if hasattr(n, "var"):  # a write: later reads read again
+                reads.clear()
+            kept.append(n)
+            continue
+        if alias and (not alias.keys().isdisjoint(n.inputs) or n.sized or
+                      n.backward is not None):
+            n = dataclasses.replace(
+                n, inputs=[alias.get(i, i) for i in n.inputs],
+                params=renamed_sizes(n.params, alias) if n.sized else n.params,
+                backward=None if n.backward is None else dataclasses.replace(
+                    n.backward, refs=[alias.get(r, r) for r in n.backward.refs]))
+        if READS_VARIABLE in n.prim.effects:
+            key = (n.prim, tuple(n.inputs), _hashable(n.params))
+            first = reads.setdefault(key, n)
+            if first is not n:
+                alias.update(zip(n.outputs, first.outputs, strict=True))
+                continue
+        kept.append(n)
+    g.nodes = kept
+    if alias:
+        g.outputs = [alias.get(o, o) if o is not None else None for o in g.outputs]

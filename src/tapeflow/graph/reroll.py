@@ -13,9 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..catalog import READS_VARIABLE
-from .ir import Graph, Node, renamed_sizes
-from .passes import _hashable, eliminate_dead_code
+from .ir import Graph, Node
+from .passes import _hashable, eliminate_dead_code, merge_variable_reads
 from .reroll_edges import peel_after, peel_before
 from .reroll_scan import _aval, build_scan, join_rows, rollable
 
@@ -114,7 +113,7 @@ def reroll(g: Graph) -> Graph:
         return g
     out = dataclasses.replace(g, nodes=list(g.nodes), avals=dict(g.avals),
                               constants=dict(g.constants))
-    _one_read(out)
+    merge_variable_reads(out)
     rolled = False
     begin = 0
     known: dict = {}
@@ -132,40 +131,6 @@ def reroll(g: Graph) -> Graph:
     join_rows(out)
     eliminate_dead_code(out)
     return out
-
-
-def _one_read(g: Graph) -> None:
-    """Each variable read where no write lies between it and an earlier read of the same
-    variable made that one (a loop body reading its weights at each step reads them
-    once): the reads are equal (a compiled call reads every variable once, at its start)."""
-    alias: dict = {}
-    reads: dict = {}
-    kept = []
-    for n in g.nodes:
-        if type(n) is not Node:
-            if alias and alias.get(n.slot, n.slot) != n.slot:
-                n = dataclasses.replace(n, slot=alias[n.slot])
-            if hasattr(n, "var"):  # a write: later reads read again
-                reads.clear()
-            kept.append(n)
-            continue
-        if alias and (not alias.keys().isdisjoint(n.inputs) or n.sized or
-                      n.backward is not None):
-            n = dataclasses.replace(
-                n, inputs=[alias.get(i, i) for i in n.inputs],
-                params=renamed_sizes(n.params, alias) if n.sized else n.params,
-                backward=None if n.backward is None else dataclasses.replace(
-                    n.backward, refs=[alias.get(r, r) for r in n.backward.refs]))
-        if READS_VARIABLE in n.prim.effects:
-            key = (n.prim, tuple(n.inputs), _hashable(n.params))
-            first = reads.setdefault(key, n)
-            if first is not n:
-                alias.update(zip(n.outputs, first.outputs, strict=True))
-                continue
-        kept.append(n)
-    g.nodes = kept
-    if alias:
-        g.outputs = [alias.get(o, o) if o is not None else None for o in g.outputs]
 
 
 class _Run:

@@ -21,8 +21,8 @@ from ..catalog import STATEFUL
 from ..ops.indexing import getitem_p
 from ..ops.shape import concat_p
 from ..ops.structural import reshape_p
-from .ir import Graph, Node
-from .passes import _dce, _fold_simplify_cse, _hashable
+from .ir import Assign, Graph, Node
+from .passes import _dce, _fold_simplify_cse, _hashable, merge_variable_reads
 from .specialize import OPERATORS
 
 __all__ = ["scalarize", "replay_cost", "MAX_ELEMENTS", "MIN_SPLIT", "OPERATOR_COST", "PAYS"]
@@ -81,10 +81,12 @@ def scalarize(g: Graph) -> Graph:
     """
     if g.sized:
         return g
-    how = [_split(g, n) if type(n) is Node else None for n in g.nodes]
+    one = dataclasses.replace(g, nodes=list(g.nodes))
+    merge_variable_reads(one)  # a (2,) weight read at each step is taken apart once
+    how = [_split(one, n) if type(n) is Node else None for n in one.nodes]
     if len(how) - how.count(None) < MIN_SPLIT:
         return g
-    out = _Rewrite(g).run(how)
+    out = _Rewrite(one).run(how)
     return out if replay_cost(out) < PAYS * replay_cost(g) else g
 
 
@@ -186,6 +188,10 @@ class _Rewrite:
         for n, how in zip(g.nodes, split, strict=True):
             if type(n) is not Node:  # a guard or a write reads the value as an array
                 out.nodes.append(dataclasses.replace(n, slot=self.array(n.slot)))
+                if type(n) is Assign:  # the variable's reads see its new value from here
+                    for slot, var in g.var_slots.items():
+                        if var == n.var:
+                            self.elems.pop(slot, None)
                 continue
             if how == "operator":
                 self._operator(n)
