@@ -105,12 +105,18 @@ def test_the_rewritten_graph_gives_the_graphs_values_bit_for_bit(name, fn, make)
 @pytest.mark.parametrize("special", [np.inf, -np.inf, np.nan, -0.0, 1e308, 5e-324])
 def test_special_values_pass_through_the_scalars_as_through_numpy(special):
     args = (tf.constant([[special, -1.2], [2.0, -0.0]]), tf.constant(0.7))
-    g = _graph(mixed_shapes, args)
+    _replays_agree(_graph(mixed_shapes, args), args)
+
+
+def _replays_agree(g, args):
+    """The graph's replay and its rewrite's, twice (the compiled tier's second call runs
+    generated code), NumPy's warnings off."""
     arrays = [a.numpy() for a in args]
     with np.errstate(all="ignore"):
         for _ in range(2):
             want, got = _replay_both(g, arrays)
             _same(want[0], got[0])
+    return arrays
 
 
 def _divides(x, d):
@@ -123,13 +129,10 @@ def _divides(x, d):
 def test_a_division_by_zero_gives_numpys_inf_and_nan(d):
     """Python floats raise ZeroDivisionError where NumPy gives inf or NaN: the generated
     code then reruns the call on NumPy scalars (NOTE(python-floats))."""
-    args = (tf.constant([1.5, 0.0, -2.0]), tf.constant(d))
+    args = (tf.constant([1.5, 0.0, -2.0], tf.float64), tf.constant(d, tf.float64))
     g = _graph(_divides, args)
-    arrays = [a.numpy() for a in args]
-    with np.errstate(all="ignore"):
-        for _ in range(2):
-            want, got = _replay_both(g, arrays)
-            _same(want[0], got[0])
+    arrays = _replays_agree(g, args)
+    assert "except ZeroDivisionError" in Replay(scalarize(g)).compiled().source
     if d == 0.0:
         s = Replay(scalarize(g))
         s.compiled()
@@ -239,3 +242,31 @@ def test_a_traced_function_gives_its_values_on_every_call():
             np.testing.assert_allclose(v.numpy(), w, rtol=1e-13)
     (line,) = traced.experimental_execution_report()
     assert "small arrays as scalars" in line
+
+
+def test_a_division_by_zero_in_a_graph_that_writes_a_variable():
+    """The rerun on NumPy scalars takes the variables' locks again (they are reentrant)
+    and writes each variable once, as the graph does."""
+    v = tf.Variable([0.5, 2.0], dtype=tf.float64)
+
+    def f(x, d):
+        for _ in range(MIN_SPLIT):
+            x = x / d + x * 0.5
+        v.assign(v + x)
+        return x
+
+    args = (tf.constant([1.5, -2.0], tf.float64), tf.constant(0.0, tf.float64))
+    traced = tf.function(f)
+    with np.errstate(all="ignore"):
+        v.assign([0.5, 2.0])
+        want, after = f(*args).numpy(), v.numpy()
+        for _ in range(3):
+            v.assign([0.5, 2.0])
+            _same(want, traced(*args).numpy())
+            _same(after, v.numpy())
+        g = traced.get_concrete_function(*args).graph
+        assert "except ZeroDivisionError" in Replay(scalarize(g)).compiled().source
+        for _ in range(2):
+            v.assign([0.5, 2.0])
+            _same(want, Replay(scalarize(g))(*[a.numpy() for a in args])[0])
+            _same(after, v.numpy())

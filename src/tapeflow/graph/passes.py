@@ -188,7 +188,19 @@ def merge_variable_reads(g: Graph) -> None:
     variable made that one, in place (a loop body reading its weights at each step reads
     them once): the reads are equal (a compiled call reads every variable once, at its
     start). For the rewrites of graph/reroll.py and graph/scalarize.py, not `optimize`:
-    a traced graph as replayed keeps its reads."""
+    a traced graph as replayed keeps its reads.
+
+    Example:
+        >>> import dataclasses
+        >>> import tapeflow as tf
+        >>> from tapeflow.graph.passes import merge_variable_reads
+        >>> v = tf.Variable([1.0, 2.0])
+        >>> g = tf.function(lambda x: x * v + v).get_concrete_function(tf.ones(2)).graph
+        >>> h = dataclasses.replace(g, nodes=list(g.nodes))
+        >>> merge_variable_reads(h)
+        >>> [n.prim.name for n in g.nodes], [n.prim.name for n in h.nodes]
+        (['read_variable', 'multiply', 'read_variable', 'add'], ['read_variable', 'multiply', 'add'])
+    """
     alias: dict = {}
     reads: dict = {}
     kept = []
