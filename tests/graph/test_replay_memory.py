@@ -29,10 +29,17 @@ def inputs():
 
 
 def test_a_traced_jvp_peaks_as_low_as_eager_forward_mode(inputs):
+    """Every way the graph may replay (NOTE(fastest): which one the first calls' timing
+    picks varies with the machine's load), within a tenth of an array of eager: the
+    Python objects of a replay (a scan's lists), not an array."""
     x, v = inputs
     eager = steady_arrays(jvp_of_chain, x, v)
-    replayed = steady_arrays(tf.function(jvp_of_chain), x, v)
-    assert replayed <= max(eager, 5.5), (replayed, eager)
+    f = tf.function(jvp_of_chain)
+    replayed = [steady_arrays(f, x, v)]
+    for way in f.get_concrete_function(x, v).executable.inner.ways():
+        replayed.append(steady_arrays(lambda: way.run([x, v])))
+    assert len(replayed) == 3  # the chain as traced and rolled
+    assert max(replayed) <= max(eager, 5.5) + 0.1, (replayed, eager)
 
 
 def test_a_traced_gradient_holds_only_what_the_backward_pass_reads(inputs):

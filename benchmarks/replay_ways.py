@@ -1,0 +1,145 @@
+"""The NumPy replay's ways, timed on one graph each: as traced, its small values held as
+scalars (NOTE(scalarize) in tapeflow/graph/scalarize.py) and its loops rolled
+(NOTE(reroll)). Figures for docs/performance-notes.md, #scalarize and #rolled-replay.
+
+`Fastest` (graph/executables.py) makes this choice at run time for each graph; this
+script shows the figures behind it. Every way's generated code is made first, then the
+ways are called in turn, `--repeats` rounds of `--number` calls each; reported: the
+fastest round per call, and each way against the graph as traced. The graphs:
+
+- rk4: the suite's RK4 gradient (200 steps of a 2-element state, float64): scalar code;
+- rnn: 50 steps of h = tanh(h W + x_t U), hidden 32, batch 16 (float32): a loop on
+  arrays, where rolling may pay and scalars do not apply;
+- chain3: a 200-op sin/multiply chain's gradient on 3 elements (float64);
+- chain100k: the same on 100,000 elements.
+
+Run: python benchmarks/replay_ways.py [--repeats N] [--number N] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import tapeflow as tf  # noqa: E402
+from tapeflow.graph.replay import Replay  # noqa: E402
+from tapeflow.graph.reroll import reroll  # noqa: E402
+from tapeflow.graph.scalarize import replay_cost, scalarize  # noqa: E402
+
+
+def _rk4() -> tuple[Callable, tuple]:
+    from suite import rk4
+
+    loss = rk4.tf_api_loss(tf, 200)
+
+    def gradient(y0: Any, p: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch([y0, p])
+            value = loss(y0, p)
+        return tape.gradient(value, [y0, p])
+
+    return gradient, tuple(tf.constant(a) for a in rk4.problem())
+
+
+def _rnn() -> tuple[Callable, tuple]:
+    rng = np.random.default_rng(0)
+    w = tf.constant(rng.standard_normal((32, 32)).astype(np.float32) * 0.2)
+    u = tf.constant(rng.standard_normal((8, 32)).astype(np.float32) * 0.2)
+    xs = tf.constant(rng.standard_normal((50, 16, 8)).astype(np.float32))
+
+    def gradient(w: Any, u: Any, xs: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch([w, u])
+            h = tf.zeros([16, 32])
+            for t in range(50):
+                h = tf.tanh(tf.matmul(h, w) + tf.matmul(xs[t], u))
+            loss = tf.reduce_sum(h * h)
+        return tape.gradient(loss, [w, u])
+
+    return gradient, (w, u, xs)
+
+
+def _chain(n: int) -> tuple[Callable, tuple]:
+    def gradient(x: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = x
+            for _ in range(100):
+                y = tf.sin(y) * 1.0001
+            total = tf.reduce_sum(y)
+        return tape.gradient(total, x)
+
+    return gradient, (tf.constant(np.linspace(-1.0, 1.0, n)),)
+
+
+GRAPHS = {"rk4": _rk4, "rnn": _rnn, "chain3": lambda: _chain(3),
+          "chain100k": lambda: _chain(100_000)}
+
+
+def measure(name: str, repeats: int, number: int) -> dict:
+    fn, args = GRAPHS[name]()
+    g = tf.function(fn).get_concrete_function(*args).graph
+    arrays = [a.numpy() for a in args]
+    ways, rewrite_s = {"as traced": g}, {"as traced": 0.0}
+    for way, rewrite in (("small values as scalars", scalarize), ("loops rolled", reroll)):
+        start = time.perf_counter()
+        h = rewrite(g)
+        if h is not g:
+            ways[way], rewrite_s[way] = h, time.perf_counter() - start
+    replays: dict = {}
+    for way, h in ways.items():
+        start = time.perf_counter()
+        run = Replay(h).compiled()
+        replays[way] = (run, time.perf_counter() - start)
+        want, got = replays["as traced"][0](*arrays), run(*arrays)
+        for a, b in zip(want, got, strict=True):
+            np.testing.assert_allclose(b, a, rtol=1e-12)
+    best = {way: float("inf") for way in ways}
+    for _ in range(repeats):
+        for way, (run, _) in replays.items():
+            start = time.perf_counter()
+            for _ in range(number):
+                run(*arrays)
+            best[way] = min(best[way], (time.perf_counter() - start) / number)
+    rows = []
+    for way, h in ways.items():
+        rows.append({"way": way, "nodes": h.count(), "estimated_calls": replay_cost(h),
+                     "ms": best[way] * 1e3, "x_traced": best[way] / best["as traced"],
+                     "rewrite_s": rewrite_s[way],
+                     "compile_s": replays[way][1]})
+    return {"graph": name, "rows": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--number", type=int, default=10)
+    parser.add_argument("--only", default=",".join(GRAPHS))
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    results = [measure(name, args.repeats, args.number) for name in args.only.split(",")]
+    print(f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print("| graph | way | nodes | ms a call | x as traced | rewrite s | compile s |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for r in results:
+        for row in r["rows"]:
+            print(f"| {r['graph']} | {row['way']} | {row['nodes']:,} | "
+                  f"{row['ms']:.3g} | {row['x_traced']:.2f}x | "
+                  f"{row['rewrite_s']:.2f} | {row['compile_s']:.2f} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
