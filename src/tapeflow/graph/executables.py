@@ -38,7 +38,7 @@ from .lean import MISS
 from .polymorphic import resolved
 from .replay import Replay, interpret, plan_runner
 from .reroll import reroll
-from .scalarize import replay_cost, scalarize
+from .scalarize import scalar_rewrite
 from .xla import XlaReplay, require_jax
 
 __all__ = ["Executable", "plan", "PerSize", "UnderRecorders", "Rolling", "Fastest",
@@ -145,8 +145,8 @@ ALONE = 0.25
 def _numpy_ways(g: Graph, replay: Replay, rolled: Graph | None = None) -> list:
     """The ways a graph replays with NumPy: as traced, with its small arrays held as
     scalars (NOTE(scalarize)), and with its loops rolled (`rolled`, else rolled here)."""
-    scalars = scalarize(g)
-    if scalars is not g and replay_cost(scalars) < ALONE * replay_cost(g):
+    scalars, share = scalar_rewrite(g)
+    if share < ALONE:
         return [("the NumPy replay, small arrays as scalars", Replay(scalars))]
     ways: list = [("the NumPy replay", replay)]
     if scalars is not g:

@@ -260,14 +260,12 @@ class _Names:
     def done(self, k: int, inputs: list) -> None:
         """Node k has read `inputs`: the Python floats it read last free their names."""
         for s in set(inputs):
-            if s in self.pyfloat and self.last.get(s) == k and s not in self.twin:
+            if s in self.pyfloat and self.last[s] == k:
                 self.free.append(self.ref[s])
 
     def python(self, s: int) -> str:
         if s in self.pyfloat:
             return self.ref[s]
-        if s in self.g.var_slots:  # a variable's read: an assignment may change it
-            return f"float({self.ref[s]})"
         name = self.twin.get(s)
         if name is None:
             name = self.twin[s] = f"p{s}"

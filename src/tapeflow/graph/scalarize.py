@@ -21,11 +21,11 @@ from ..catalog import STATEFUL
 from ..ops.indexing import getitem_p
 from ..ops.shape import concat_p
 from ..ops.structural import reshape_p
-from .ir import Assign, Graph, Node
+from .ir import Graph, Node
 from .passes import _dce, _fold_simplify_cse, _hashable, merge_variable_reads
 from .specialize import OPERATORS
 
-__all__ = ["scalarize", "replay_cost", "MAX_ELEMENTS", "MIN_SPLIT", "OPERATOR_COST", "PAYS"]
+__all__ = ["scalarize", "scalar_rewrite", "replay_cost", "MAX_ELEMENTS", "MIN_SPLIT", "OPERATOR_COST", "PAYS"]
 
 MAX_ELEMENTS = 4   # a value this small is held as scalars (#scalar-operators)
 MIN_SPLIT = 16     # nodes a graph needs to split for the rewrite to be worth a replay
@@ -79,15 +79,30 @@ def scalarize(g: Graph) -> Graph:
         >>> s.avals[s.nodes[5].outputs[0]][0]
         ()
     """
+    return scalar_rewrite(g)[0]
+
+
+def scalar_rewrite(g: Graph) -> tuple[Graph, float]:
+    """`scalarize(g)` and the share of `g`'s replay cost (`replay_cost`) it costs: 1.0
+    where it is `g` itself.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> from tapeflow.graph.scalarize import scalar_rewrite
+        >>> g = tf.function(lambda x: x * 2.0).get_concrete_function(tf.ones(2)).graph
+        >>> scalar_rewrite(g)[1]
+        1.0
+    """
     if g.sized:
-        return g
+        return g, 1.0
     one = dataclasses.replace(g, nodes=list(g.nodes))
     merge_variable_reads(one)  # a (2,) weight read at each step is taken apart once
     how = [_split(one, n) if type(n) is Node else None for n in one.nodes]
     if len(how) - how.count(None) < MIN_SPLIT:
-        return g
+        return g, 1.0
     out = _Rewrite(one).run(how)
-    return out if replay_cost(out) < PAYS * replay_cost(g) else g
+    share = replay_cost(out) / max(replay_cost(g), 1.0)
+    return (out, share) if share < PAYS else (g, 1.0)
 
 
 def replay_cost(g: Graph) -> float:
@@ -188,10 +203,6 @@ class _Rewrite:
         for n, how in zip(g.nodes, split, strict=True):
             if type(n) is not Node:  # a guard or a write reads the value as an array
                 out.nodes.append(dataclasses.replace(n, slot=self.array(n.slot)))
-                if type(n) is Assign:  # the variable's reads see its new value from here
-                    for slot, var in g.var_slots.items():
-                        if var == n.var:
-                            self.elems.pop(slot, None)
                 continue
             if how == "operator":
                 self._operator(n)
