@@ -154,3 +154,76 @@ def test_long_inner_products_with_a_large_result_or_integers_are_one_product(mon
     blas.matmul(np.ones((8, 9000)), np.ones(9000))              # a matrix-vector product
     blas.matmul(np.ones((9, 10816)), np.ones((10816, 8)))       # a result of 72: too small
     assert len(calls) == 5
+
+
+needs_any_openblas = pytest.mark.skipif(not CONTROLS, reason="NumPy's BLAS is not OpenBLAS")
+
+
+def _spy_products(monkeypatch):
+    calls = []
+    real = np.matmul
+
+    def spy(x, y, **kwargs):
+        calls.append((x.shape, y.shape))
+        return real(x, y, **kwargs)
+
+    monkeypatch.setattr(blas.np, "matmul", spy)
+    return calls
+
+
+@needs_any_openblas
+@pytest.mark.parametrize("shapes", [((4096, 256), (256, 8)), ((1001, 250), (250, 4)),
+                                    ((4097, 64), (64, 12)), ((3000, 700), (700, 2))], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("b_order", ["C", "F"])
+def test_narrow_products_run_as_row_blocks_under_the_small_kernel_limit(monkeypatch, shapes,
+                                                                        dtype, b_order):
+    """NOTE(row-blocks): a product with 2..12 columns above OpenBLAS's small-kernel limit
+    runs as blocks of rows, each at most 10^6 multiply-adds, each block NumPy's product of
+    those rows into a C-ordered buffer bit for bit (NumPy may call BLAS in another form
+    for an array of its own: an F-ordered `b` rounds differently then); the whole within
+    rounding of a float64 product."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal(shapes[0]).astype(dtype)
+    b = np.asarray(rng.standard_normal(shapes[1]).astype(dtype), order=b_order)
+    calls = _spy_products(monkeypatch)
+    got = blas.matmul(a, b)
+    monkeypatch.undo()
+    (m, k), n = a.shape, b.shape[1]
+    assert got.shape == (m, n) and got.dtype == dtype
+    assert len(calls) >= -(-m * n * k // blas._SMALL_KERNEL) > 1
+    assert sum(x[0] for x, _ in calls) == m
+    assert all(x[0] * x[1] * n <= blas._SMALL_KERNEL for x, _ in calls)
+    get, put = CONTROLS
+    before, start = get(), 0
+    put(1)  # the blocks ran on one thread, as the whole product would (NOTE(blas-threads))
+    try:
+        for x, _ in calls:
+            block = np.matmul(a[start:start + x[0]], b, out=np.empty((x[0], n), dtype))
+            np.testing.assert_array_equal(got[start:start + x[0]], block)
+            start += x[0]
+    finally:
+        put(before)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(k))
+
+
+@needs_any_openblas
+def test_other_products_are_one_product(monkeypatch):
+    """One column (a matrix-vector product), more than 12, a product under the limit or
+    above the one-thread bound, a transposed `a`, mixed or integer dtypes: one call."""
+    calls = _spy_products(monkeypatch)
+    f32 = np.float32
+    blas.matmul(np.ones((4096, 256), f32), np.ones((256, 1), f32))
+    blas.matmul(np.ones((4096, 256), f32), np.ones((256, 13), f32))
+    blas.matmul(np.ones((1000, 250), f32), np.ones((250, 4), f32))      # 10^6 exactly
+    blas.matmul(np.ones((1 << 16, 256), f32), np.ones((256, 2), f32))   # over 2^24
+    blas.matmul(np.ones((256, 4096), f32).T, np.ones((256, 8), f32))
+    blas.matmul(np.ones((4096, 256), f32), np.ones((256, 8)))
+    blas.matmul(np.ones((4096, 256), np.int64), np.ones((256, 8), np.int64))
+    blas.matmul(np.ones((2, 4096, 256), f32), np.ones((256, 8), f32))
+    assert len(calls) == 8
+    monkeypatch.setattr(blas, "_controls", False)  # another BLAS: left alone
+    blas.matmul(np.ones((4096, 256), f32), np.ones((256, 8), f32))
+    assert len(calls) == 9

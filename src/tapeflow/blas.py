@@ -96,6 +96,10 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if (k >= 4 * _K_CHUNK and 128 <= m * n <= _SMALL_RESULT and a.ndim > 1 and b.ndim > 1
             and a.dtype.kind in "fc" and b.dtype.kind in "fc"):
         return _long_k(a, b)
+    if (2 <= n <= _NARROW and _SMALL_KERNEL < m * n * k <= ONE_THREAD_UP_TO and a.ndim == 2
+            and b.ndim == 2 and a.dtype == b.dtype and a.dtype in _REAL_BLAS
+            and a.flags.c_contiguous and _thread_controls()):
+        return sized(m * n * k, _row_blocks, a, b)
     return sized(m * n * k, np.matmul, a, b)
 
 
@@ -118,6 +122,32 @@ def _long_k(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         stop = min(k, start + _K_CHUNK)
         np.add(acc, np.matmul(a[..., start:stop], b[..., start:stop, :]), out=acc)
     return acc
+
+
+# NOTE(row-blocks): OpenBLAS (x86-64 builds since 0.3.17) takes a product of at most
+# 100^3 = 10^6 multiply-adds through unpacked small-matrix kernels, and a larger one through
+# its packed GEMM. For a product with a few columns (n = 2..12: a forward-mode Jacobian's
+# W @ [k, n] tangents, a reverse-mode one's cotangents as matmul_rows turns them) the packed
+# path is the slower, by 2x near the threshold (float32 [1001, 250] @ [250, 4]: 69 us,
+# against 30 us for [1000, 250]), and stays so above it: [4096, 256] @ [256, 8] runs in
+# 344 us whole, 205 us as blocks of rows under the threshold. Row blocks of a C-ordered `a`
+# are separate products with the same `b`: the same values a row's product gets from the
+# small kernels, a different rounding from the packed path's, never a less accurate one.
+# Only where NumPy's BLAS is OpenBLAS (whose thread controls blas.py finds) and the
+# product runs on one thread (docs/performance-notes.md, #row-blocks).
+_SMALL_KERNEL = 10 ** 6
+_NARROW = 12
+_REAL_BLAS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _row_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    m, k = a.shape
+    n = b.shape[1]
+    rows = max(16, _SMALL_KERNEL // (k * n) // 16 * 16)
+    out = np.empty((m, n), a.dtype)
+    for start in range(0, m, rows):
+        np.matmul(a[start:start + rows], b, out=out[start:start + rows])
+    return out
 
 
 def sized(work: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
