@@ -33,6 +33,42 @@ def test_cse_merges_repeated_subexpression():
     _close(traced(_c(3.0, 4.0)), 3 * np.sin([3.0, 4.0]))
 
 
+def test_ops_on_equal_python_numbers_are_merged():
+    """NOTE(equal-constants): `1 - y` written twice reads two constants of equal bits; the
+    subtractions are one. 0.0 and -0.0 differ in their bits: those products stay two, and
+    a tensor from outside that is still alive keeps its own slot (a tape may watch it)."""
+    def f(x):
+        y = tf.tanh(x)
+        return (1.0 - y) * x + (1.0 - y) + x * 0.0 - x * -0.0
+
+    types = _op_types(f, _c(1.0, 2.0))
+    assert types.count("subtract") == 2  # the two `1 - y` as one, and the last `-`
+    assert types.count("multiply") == 3
+    traced = tf.function(f)
+    traced(_c(1.0, 2.0))
+    x = np.array([3.0, -4.0])
+    want = (1.0 - np.tanh(x)) * x + (1.0 - np.tanh(x)) + x * 0.0 - x * -0.0
+    got = traced(_c(3.0, -4.0)).numpy()
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+    one_a, one_b = tf.constant(1.0, tf.float64), tf.constant(1.0, tf.float64)
+
+    def g(x):
+        return (one_a - x) * (one_b - x)
+
+    assert _op_types(g, _c(1.0, 2.0)).count("subtract") == 2
+    traced_g = tf.function(g)
+    x = _c(0.5, 2.0)
+    traced_g(x)
+    with tf.GradientTape() as tape:
+        tape.watch([one_a, one_b])
+        out = tf.reduce_sum(traced_g(x))
+    ga, gb = tape.gradient(out, [one_a, one_b])
+    # d/da = sum(b - x), d/db = sum(a - x): merged, a would get both and b None
+    np.testing.assert_allclose([ga.numpy(), gb.numpy()], [-0.5, -0.5], rtol=1e-12)
+
+
 def test_dce_removes_unused_computation():
     def f(x):
         unused = tf.exp(x) * tf.cos(x)  # noqa: F841

@@ -147,7 +147,7 @@ def int_and_float_carries(x):
 def init_also_read(h0):  # the first carry is also a constant every step reads
     h = h0
     for _ in range(20):
-        h = tf.sin(h) + h0 * 0.5
+        h = tf.sin(h) * 0.5 + h0
     return h
 
 

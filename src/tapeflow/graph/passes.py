@@ -2,7 +2,8 @@
 
 Derivative rules and vectorized Jacobians leave much that a graph need not
 recompute: ops on constants only (a Jacobian's basis reshaped and transposed),
-identity reshapes and casts, products with ones, repeated subexpressions, and
+identity reshapes and casts, products with ones, repeated subexpressions (on Python
+numbers too: NOTE(equal-constants)), and
 values nobody uses. Each pass keeps the graph's meaning exactly, NaNs and signed
 zeros included: a node is dropped for one of its inputs only where its primitive's
 `simplify` rule says the output always equals that input (x * 1 is x; x + 0. is
@@ -57,6 +58,9 @@ def _simplified(g: Graph, n: Node) -> int | None:
     return None if k is None else n.inputs[k]
 
 
+_BY_VALUE = 16  # elements of a constant compared by value when ops are merged
+
+
 def _fold_simplify_cse(g: Graph) -> None:
     """One walk over the nodes: fold ops on constants, drop ops whose `simplify` rule says
     the output is an input, merge repeated (primitive, inputs, params). `alias` maps a
@@ -66,7 +70,25 @@ def _fold_simplify_cse(g: Graph) -> None:
     seen: dict[Any, list[int]] = {}
     constants = g.constants
     linked = set(g.captured).union(*(n.outputs for n in g.prelude))  # NOTE(captures)
+    by_value: dict[int, Any] = {}
     kept = []
+
+    def by_bits(i: int) -> Any:
+        # NOTE(equal-constants): each Python number in a program is a constant of its own
+        # (a backward pass's `1 - y * y` repeats its forward's with another 1.0): small
+        # constants are compared by their bits (so 0.0 and -0.0 stay apart), the same
+        # op on equal ones merged. A tensor captured from outside that is still alive
+        # keeps its slot: a tape may watch it in a replay under recorders (NOTE(captures)).
+        if i in linked and not (i in g.captured and g.captured[i]() is None):
+            return i
+        v = constants[i]
+        try:
+            if v.size > _BY_VALUE:
+                return i
+        except AttributeError:  # a Python number
+            v = np.asarray(v)
+        return v.dtype.str, v.shape, v.tobytes()
+
     for n in g.nodes:
         if type(n) is Node:
             if alias:
@@ -103,7 +125,17 @@ def _fold_simplify_cse(g: Graph) -> None:
             # A variable read is not merged with an earlier one: a write may lie between.
             if READS_VARIABLE not in prim.effects:
                 params = n.params
-                key = (prim, tuple(n.inputs), _hashable(params) if params else ())
+                ins = n.inputs
+                for i in ins:
+                    if i in constants:  # no call for a node that reads no constant
+                        ins = list(ins)
+                        for j, c in enumerate(ins):
+                            if c in constants:
+                                if c not in by_value:
+                                    by_value[c] = by_bits(c)
+                                ins[j] = by_value[c]
+                        break
+                key = (prim, tuple(ins), _hashable(params) if params else ())
                 prev = seen.get(key)
                 if prev is not None:
                     for o, p in zip(n.outputs, prev, strict=True):
