@@ -97,9 +97,12 @@ def test_outer_products_equal_numpys_matmul(shapes):
 
 
 def test_a_mismatched_product_still_raises():
-    """[5,1] @ [5,4] is not an outer product: matmul's error, not a broadcast."""
+    """[5,1] @ [5,4] is not an outer product: matmul's error, not a broadcast; a narrow
+    product with mismatched inner sizes is NumPy's error for the whole product."""
     with pytest.raises(ValueError):
         blas.matmul(np.ones((5, 1)), np.ones((5, 4)))
+    with pytest.raises(ValueError, match="300 is different from 256"):
+        blas.matmul(np.ones((4096, 256), np.float32), np.ones((300, 8), np.float32))
 
 
 @needs_openblas

@@ -97,7 +97,7 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             and a.dtype.kind in "fc" and b.dtype.kind in "fc"):
         return _long_k(a, b)
     if (2 <= n <= _NARROW and _SMALL_KERNEL < m * n * k <= ONE_THREAD_UP_TO and a.ndim == 2
-            and b.ndim == 2 and a.dtype == b.dtype and a.dtype in _REAL_BLAS
+            and b.ndim == 2 and b.shape[0] == k and a.dtype == b.dtype and a.dtype in _REAL_BLAS
             and a.flags.c_contiguous and _thread_controls()):
         return sized(m * n * k, _row_blocks, a, b)
     return sized(m * n * k, np.matmul, a, b)

@@ -82,12 +82,12 @@ def _fold_simplify_cse(g: Graph) -> None:
         if i in linked and not (i in g.captured and g.captured[i]() is None):
             return i
         v = constants[i]
-        try:
-            if v.size > _BY_VALUE:
-                return i
-        except AttributeError:  # a Python number
+        if not hasattr(v, "tobytes"):  # a Python number, a device array
             v = np.asarray(v)
-        return v.dtype.str, v.shape, v.tobytes()
+        if v.size > _BY_VALUE or v.dtype.kind == "O":
+            return i
+        # the dtype itself: extension types (bfloat16, the float8s) share a `str`
+        return v.dtype, v.shape, v.tobytes()
 
     for n in g.nodes:
         if type(n) is Node:
