@@ -215,7 +215,8 @@ def test_narrow_products_run_as_row_blocks_under_the_small_kernel_limit(monkeypa
 @needs_any_openblas
 def test_other_products_are_one_product(monkeypatch):
     """One column (a matrix-vector product), more than 12, a product under the limit or
-    above the one-thread bound, a transposed `a`, mixed or integer dtypes: one call."""
+    above the one-thread bound, a transposed `a`, mixed or integer dtypes, an inner size
+    so long that 16 rows pass the limit: one call."""
     calls = _spy_products(monkeypatch)
     f32 = np.float32
     blas.matmul(np.ones((4096, 256), f32), np.ones((256, 1), f32))
@@ -226,7 +227,8 @@ def test_other_products_are_one_product(monkeypatch):
     blas.matmul(np.ones((4096, 256), f32), np.ones((256, 8)))
     blas.matmul(np.ones((4096, 256), np.int64), np.ones((256, 8), np.int64))
     blas.matmul(np.ones((2, 4096, 256), f32), np.ones((256, 8), f32))
-    assert len(calls) == 8
+    blas.matmul(np.ones((50, 40000), f32), np.ones((40000, 2), f32))  # 16 rows over 10^6
+    assert len(calls) == 9
     monkeypatch.setattr(blas, "_controls", False)  # another BLAS: left alone
     blas.matmul(np.ones((4096, 256), f32), np.ones((256, 8), f32))
-    assert len(calls) == 9
+    assert len(calls) == 10

@@ -97,8 +97,9 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             and a.dtype.kind in "fc" and b.dtype.kind in "fc"):
         return _long_k(a, b)
     if (2 <= n <= _NARROW and _SMALL_KERNEL < m * n * k <= ONE_THREAD_UP_TO and a.ndim == 2
-            and b.ndim == 2 and b.shape[0] == k and a.dtype == b.dtype and a.dtype in _REAL_BLAS
-            and a.flags.c_contiguous and _thread_controls()):
+            and b.ndim == 2 and b.shape[0] == k and _MIN_ROWS * k * n <= _SMALL_KERNEL
+            and a.dtype == b.dtype and a.dtype in _REAL_BLAS and a.flags.c_contiguous
+            and _thread_controls()):
         return sized(m * n * k, _row_blocks, a, b)
     return sized(m * n * k, np.matmul, a, b)
 
@@ -137,13 +138,14 @@ def _long_k(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # product runs on one thread (docs/performance-notes.md, #row-blocks).
 _SMALL_KERNEL = 10 ** 6
 _NARROW = 12
+_MIN_ROWS = 16  # rows of the smallest block: a longer inner size leaves the product whole
 _REAL_BLAS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _row_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     m, k = a.shape
     n = b.shape[1]
-    rows = max(16, _SMALL_KERNEL // (k * n) // 16 * 16)
+    rows = _SMALL_KERNEL // (k * n) // _MIN_ROWS * _MIN_ROWS
     out = np.empty((m, n), a.dtype)
     for start in range(0, m, rows):
         np.matmul(a[start:start + rows], b, out=out[start:start + rows])
