@@ -21,8 +21,8 @@ from tapeflow import cli
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(REPO, "benchmarks")
 WORKLOADS = ["seed", "hvp", "chains", "memory", "jacobians", "lenet", "lstm", "rk4", "det",
-             "char_lstm"]
-CHEAP = ["chains", "hvp", "lstm", "memory", "rk4", "det", "char_lstm"]  # tiny sizes: quick
+             "char_lstm", "hand"]
+CHEAP = ["chains", "hvp", "lstm", "memory", "rk4", "det", "char_lstm", "hand"]  # tiny sizes: quick
 
 
 @pytest.fixture(scope="module")
