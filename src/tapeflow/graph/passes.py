@@ -7,7 +7,8 @@ numbers too: NOTE(equal-constants)), and
 values nobody uses. Each pass keeps the graph's meaning exactly, NaNs and signed
 zeros included: a node is dropped for one of its inputs only where its primitive's
 `simplify` rule says the output always equals that input (x * 1 is x; x + 0. is
-not, at x = -0., so only x + (-0.) folds). A transpose that ends a chain is moved
+not, at x = -0., so only x + (-0.) folds). A weighted sum of matrix products becomes
+one product (graph/contractions.py, NOTE(weighted-products)). A transpose that ends a chain is moved
 back into it (graph/transposes.py, NOTE(swapped-layout)).
 """
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from ..catalog import READS_VARIABLE, STATEFUL
 from .ir import Assign, Graph, Guard, Node, SizeExpr, SizeOf, renamed_sizes, size_slots
+from .contractions import fold_weighted_products
 from .transposes import swap_transposes
 
 __all__ = ["optimize", "eliminate_dead_code", "merge_variable_reads"]
@@ -203,6 +205,9 @@ def optimize(g: Graph) -> dict[str, int]:
     """Run the passes in place; returns the node counts before and after."""
     before = g.count()
     _fold_simplify_cse(g)
+    if fold_weighted_products(g):  # NOTE(weighted-products): weights that are constants
+        _fold_simplify_cse(g)     # are taken into a constant X once
+        _dce(g)
     # A rewritten chain may leave a transpose further up (a product's operand), which the
     # next round moves once the chain it replaced is dropped; each round folds the
     # constants it transposed.
