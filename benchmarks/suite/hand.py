@@ -14,11 +14,15 @@ move only its own residual, so the first 2 n columns are block-diagonal). float6
 The model is synthetic (rigid bone transforms, skinning weights concentrated on a few
 bones, seeded), with ADBench's sizes: GradBench's model files are not needed.
 
+The skinning's weighted sum of products is what tapeflow's graph passes turn into one
+product (NOTE(weighted-products) in tapeflow/graph/contractions.py).
+
 tapeflow runs jacfwd eager, traced and compiled (function(jit_compile=True) and
 jit_compile="auto"), and on the complicated problem also SparseJacobian, which colors
-the columns (with SciPy) so that the block-diagonal ones share products; TensorFlow tape.jacobian under tf.function; JAX jit(jacfwd);
-torch.func.jacfwd. The reference is a central difference of the NumPy residual, which
-is also the NumPy row (not differentiation: 2 (26 + 2 n) residuals).
+the columns (with SciPy) so that the block-diagonal ones share products; TensorFlow
+tape.jacobian under tf.function; JAX jit(jacfwd); torch.func.jacfwd. The reference is
+a central difference of the NumPy residual, which is also the NumPy row (not
+differentiation: 2 (26 + 2 n) residuals).
 """
 
 from __future__ import annotations
@@ -174,16 +178,19 @@ def central_jacobian(n: int, complicated: bool, data: tuple) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- frameworks
+def _tf_ops(api: Any) -> _Ops:
+    """The residual's ops in TensorFlow's API (`api` is tapeflow or TensorFlow)."""
+    return _Ops(sin=api.sin, cos=api.cos, sqrt=api.sqrt, stack=api.stack, concat=api.concat,
+                take=api.gather, transpose=api.transpose, sum=api.reduce_sum,
+                reshape=api.reshape, const=lambda a: api.constant(a, api.float64))
+
+
 def _tf_api(api_name: str, how: str, n: int, complicated: bool,
             data: tuple) -> Callable[[], Any]:
     import importlib
 
     api = importlib.import_module(api_name)
-    ops = _Ops(sin=api.sin, cos=api.cos, sqrt=api.sqrt, stack=api.stack, concat=api.concat,
-               take=api.gather, transpose=api.transpose, sum=api.reduce_sum,
-               reshape=api.reshape, const=lambda a: api.constant(a, api.float64))
-    hand = _hand_as(model(), lambda a: api.constant(a))
-    f = residual_of(ops, hand, n, complicated)
+    f = residual_of(_tf_ops(api), _hand_as(model(), api.constant), n, complicated)
     params, points, corr = (api.constant(a) for a in data)
 
     def tape_jacobian(p: Any, x: Any, c: Any) -> Any:
@@ -211,10 +218,7 @@ def _sparse(n: int, data: tuple) -> Callable[[], Any]:
     (a point's two barycentric coordinates and another point's) share one product."""
     import tapeflow as tf
 
-    ops = _Ops(sin=tf.sin, cos=tf.cos, sqrt=tf.sqrt, stack=tf.stack, concat=tf.concat,
-               take=tf.gather, transpose=tf.transpose, sum=tf.reduce_sum, reshape=tf.reshape,
-               const=lambda a: tf.constant(a, tf.float64))
-    f = residual_of(ops, _hand_as(model(), tf.constant), n, True)
+    f = residual_of(_tf_ops(tf), _hand_as(model(), tf.constant), n, True)
     params, points, corr = data
     points, corr = tf.constant(points), tf.constant(corr)
     jac = tf.SparseJacobian(lambda p: f(p, points, corr))

@@ -4,12 +4,13 @@ Derivative rules and vectorized Jacobians leave much that a graph need not
 recompute: ops on constants only (a Jacobian's basis reshaped and transposed),
 identity reshapes and casts, products with ones, repeated subexpressions (on Python
 numbers too: NOTE(equal-constants)), and
-values nobody uses. Each pass keeps the graph's meaning exactly, NaNs and signed
-zeros included: a node is dropped for one of its inputs only where its primitive's
+values nobody uses. These keep the graph's meaning exactly, NaNs and signed zeros
+included: a node is dropped for one of its inputs only where its primitive's
 `simplify` rule says the output always equals that input (x * 1 is x; x + 0. is
-not, at x = -0., so only x + (-0.) folds). A weighted sum of matrix products becomes
-one product (graph/contractions.py, NOTE(weighted-products)). A transpose that ends a chain is moved
-back into it (graph/transposes.py, NOTE(swapped-layout)).
+not, at x = -0., so only x + (-0.) folds). Two more change only the order in which a
+sum adds its terms: a weighted sum of matrix products becomes one product
+(graph/contractions.py, NOTE(weighted-products)), and a transpose that ends a chain is
+moved back into it (graph/transposes.py, NOTE(swapped-layout)).
 """
 
 from __future__ import annotations
