@@ -37,7 +37,7 @@ import numpy as np
 
 from ..ops.linalg import matmul_p
 from ..ops.structural import multiply_p, reduce_sum_p, reshape_p, transpose_p
-from .ir import Assign, Graph, Guard, Node
+from .ir import Graph, Node, readers
 
 __all__ = ["fold_weighted_products"]
 
@@ -54,17 +54,7 @@ def fold_weighted_products(g: Graph) -> bool:
     sums = [n for n in g.nodes if n.__class__ is Node and n.prim is reduce_sum_p]
     if not sums:
         return False
-    uses: Counter = Counter(o for o in g.outputs if o is not None)
-    producer: dict[int, Node] = {}
-    for n in g.nodes:
-        if type(n) is Node:
-            uses.update(n.inputs)
-            if n.backward is not None:
-                uses.update(n.backward.refs)
-            for o in n.outputs:
-                producer[o] = n
-        elif isinstance(n, (Guard, Assign)):
-            uses[n.slot] += 1
+    uses, producer = readers(g)
     replaced: dict[int, list] = {}
     for n in sums:
         new = _rewritten(g, n, uses, producer)

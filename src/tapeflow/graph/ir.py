@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,7 @@ from ..core import Primitive
 
 __all__ = ["Graph", "Node", "CustomBackward", "Guard", "Assign", "Operation", "SizeOf", "SizeExpr",
            "SIZE_OPS", "resolve",
-           "size_slots", "renamed_sizes"]
+           "size_slots", "renamed_sizes", "readers"]
 
 
 @dataclass
@@ -303,6 +304,33 @@ class Graph:
 
     def _source(self, slot: int) -> str:
         return f"s{slot}"
+
+
+def readers(g: Graph) -> tuple[Counter, dict[int, Node]]:
+    """How often each slot of `g` is read (by nodes, custom backward functions, guards,
+    assigns and the outputs) and the node that makes each slot: what a rewriting pass
+    checks before it drops a value it replaces.
+
+    Example:
+        >>> import tapeflow as tf
+        >>> f = tf.function(lambda x: tf.sin(x) * tf.sin(x))
+        >>> g = f.get_concrete_function(tf.constant([1.0])).graph
+        >>> uses, producer = readers(g)
+        >>> [producer[s].prim.name for s in g.outputs], uses[g.outputs[0]]
+        (['multiply'], 1)
+    """
+    uses: Counter = Counter(o for o in g.outputs if o is not None)
+    producer: dict[int, Node] = {}
+    for n in g.nodes:
+        if type(n) is Node:
+            uses.update(n.inputs)
+            if n.backward is not None:
+                uses.update(n.backward.refs)
+            for o in n.outputs:
+                producer[o] = n
+        elif isinstance(n, (Guard, Assign)):
+            uses[n.slot] += 1
+    return uses, producer
 
 
 # Forward (primal) work in blue, a tape's backward pass in orange, guards in yellow.

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..catalog import rule
 from ..ops.structural import elementwise_deps, reshape_p, transpose_p
-from .ir import Assign, Graph, Guard, Node
+from .ir import Graph, Node, readers
 
 __all__ = ["swap_transposes"]
 
@@ -266,17 +266,7 @@ def swap_transposes(g: Graph) -> bool:
     roots = [n for n in g.nodes if n.__class__ is Node and n.prim is transpose_p]
     if not any(_rewritable(n.params["perm"], tuple(g.avals[n.inputs[0]][0])) for n in roots):
         return False
-    uses: Counter = Counter(o for o in g.outputs if o is not None)
-    producer: dict[int, Node] = {}
-    for n in g.nodes:
-        if type(n) is Node:
-            uses.update(n.inputs)
-            if n.backward is not None:
-                uses.update(n.backward.refs)
-            for o in n.outputs:
-                producer[o] = n
-        elif isinstance(n, (Guard, Assign)):
-            uses[n.slot] += 1
+    uses, producer = readers(g)
     nodes, changed = [], False
     for n in g.nodes:
         if type(n) is Node and n.prim is transpose_p:
