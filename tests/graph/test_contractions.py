@@ -184,3 +184,21 @@ def test_compiled_agrees_with_eager():
         want = f(*args).numpy()
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
 
+
+
+def test_one_trace_serves_every_size_of_a_kept_batch():
+    """A signature whose kept batch is None: the rewritten graph holds no size that the
+    batch decides (NOTE(two-sizes)), so two traces serve every size, at the right values."""
+    x, w = _normal(544, 4), _normal(22, 544, 1)
+
+    def f(t):
+        return tf.reduce_sum(tf.matmul(x, t) * w, axis=1)
+
+    fn = tf.function(f, input_signature=[tf.TensorSpec([None, 22, 4, 4], tf.float64)])
+    for batch in (8, 16, 24, 40, 9):
+        t = _normal(batch, 22, 4, 4)
+        want = f(t).numpy()
+        np.testing.assert_allclose(fn(t).numpy(), want, rtol=1e-12,
+                                   atol=1e-12 * np.abs(want).max())
+    assert fn.experimental_get_tracing_count() == 2
+    assert "reduce_sum" not in _names(fn, t)

@@ -120,10 +120,13 @@ def _rewritten(g: Graph, total: Node, uses: Counter, producer: dict) -> list | N
     # T with the summed axes and k first, the kept axes and n after: [bones * k, rest * n]
     perm = tuple(summed) + (rank - 2,) + tuple(kept) + (rank - 1,)
     tt = emit(transpose_p, [t], tuple(st[a] for a in perm), {"perm": perm})
-    tt = emit(reshape_p, [tt], (bones * k, rest * n), {"shape": (bones * k, rest * n)})
+    # -1 for the kept axes' product: the params then hold no size a size-generic trace
+    # would see change (NOTE(two-sizes) in graph/polymorphic.py; the final reshape's
+    # target holds the kept axes' own sizes, which it reads as sizes)
+    tt = emit(reshape_p, [tt], (bones * k, rest * n), {"shape": (bones * k, -1)})
     out = emit(matmul_p, [xw, tt], (m, rest * n), {})
     if rest > 1:
-        out = emit(reshape_p, [out], (m, rest, n), {"shape": (m, rest, n)})
+        out = emit(reshape_p, [out], (m, rest, n), {"shape": (m, -1, n)})
         out = emit(transpose_p, [out], (rest, m, n), {"perm": (1, 0, 2)})
     target = shape(total.outputs[0])
     emit(reshape_p, [out], target, {"shape": target}, slot=total.outputs[0])
