@@ -492,23 +492,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     (NOTE(strict-nesting)).
     """
     stack = _state.stack
-    if stack:
-        if "form" in prim.rules:
-            # The differentiation form (catalog): the one place that asks whether a recorder
-            # takes derivatives here; the op itself binds the same primitive everywhere.
-            takers = [rec for rec in stack if rec.differentiates]
-            if takers:
-                out = prim.rules["form"](args, params, any(rec.reverse for rec in takers))
-                if out is not None:
-                    return out
-    if stack and dynamic_traces[0] and params:
-        # An impl computes with the traced sizes; the recorders keep what they stand for.
-        recorded, params = params, _plain_sizes(params)
-    else:
-        recorded = params
-    if not stack or (len(stack) == 1 and not stack[0].batching):
-        # No recorder, or one that does not batch (an eager tape or accumulator): the
-        # impl on the values, without the claiming loop below.
+    if not stack:  # the hot path: the impl on the values, one wrapper
         n = len(args)
         if n == 1:
             out = prim.impl(args[0]._value, **params)
@@ -516,8 +500,30 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
             out = prim.impl(args[0]._value, args[1]._value, **params)
         else:
             out = prim.impl(*[a._value for a in args], **params)
-        if not stack:
-            return [Tensor(o) for o in out] if prim.multiple_results else Tensor(out)
+        return [Tensor(o) for o in out] if prim.multiple_results else Tensor(out)
+    if "form" in prim.rules:
+        # The differentiation form (catalog): the one place that asks whether a recorder
+        # takes derivatives here; the op itself binds the same primitive everywhere.
+        takers = [rec for rec in stack if rec.differentiates]
+        if takers:
+            out = prim.rules["form"](args, params, any(rec.reverse for rec in takers))
+            if out is not None:
+                return out
+    if dynamic_traces[0] and params:
+        # An impl computes with the traced sizes; the recorders keep what they stand for.
+        recorded, params = params, _plain_sizes(params)
+    else:
+        recorded = params
+    if len(stack) == 1 and not stack[0].batching:
+        # One recorder that does not batch (an eager tape or accumulator): the impl on the
+        # values, without the claiming loop below.
+        n = len(args)
+        if n == 1:
+            out = prim.impl(args[0]._value, **params)
+        elif n == 2:
+            out = prim.impl(args[0]._value, args[1]._value, **params)
+        else:
+            out = prim.impl(*[a._value for a in args], **params)
         outs = tuple([Tensor(o) for o in out]) if prim.multiple_results else (Tensor(out),)
         stack[0].process(prim, args, outs, recorded, 0)
         return list(outs) if prim.multiple_results else outs[0]

@@ -36,6 +36,7 @@ _NEVER_REPEATED = frozenset((STATEFUL, CUSTOM_GRADIENT, READS_VARIABLE, IDENTITY
 
 # Ops whose inputs and outputs are all smaller than this keep them all (NOTE(saved-values)).
 HUSK_AT_BYTES = 64 * 1024
+_NO_PARAMS: dict = {}  # the params of every entry without any (one dict, never written)
 
 
 class UnconnectedGradients(enum.Enum):
@@ -191,8 +192,10 @@ class GradientTape(Recorder):
         if not hit:
             return
         out_keys = []
+        large = False
         for o in outputs:
-            if (d := o._value.dtype).kind in "fc" or _dt.kind(d) == "f":
+            v = o._value
+            if (d := v.dtype).kind in "fc" or _dt.kind(d) == "f":
                 k = o._key
                 if k is None:  # a fresh output: no other thread can see it yet
                     k = o._key = new_key()
@@ -200,27 +203,21 @@ class GradientTape(Recorder):
                 out_keys.append(k)
             else:
                 out_keys.append(None)
-        reads = prim.rules.get("reads")
-        large = False
-        if not self._keep_all and reads is not None:
+            if v.nbytes >= HUSK_AT_BYTES:
+                large = True
+        if not large:
             for t in inputs:
                 if t._value.nbytes >= HUSK_AT_BYTES:
                     large = True
                     break
-            else:
-                for t in outputs:
-                    if t._value.nbytes >= HUSK_AT_BYTES:
-                        large = True
-                        break
-        if not large:
-            saved_in, saved_out = inputs, outputs
-        else:
+        if large and not self._keep_all and (reads := prim.rules.get("reads")) is not None:
             keep_in, keep_out = _kept(prim, reads, tuple(k is not None for k in keys),
                                       len(outputs))
             name = prim.name
-            saved_in = tuple(x if keep else Husk(x, name) for x, keep in zip(inputs, keep_in))
-            saved_out = tuple(o if keep else Husk(o, name) for o, keep in zip(outputs, keep_out))
-        self._entries.append((prim, tuple(keys), tuple(out_keys), saved_in, saved_out, params))
+            inputs = tuple(x if keep else Husk(x, name) for x, keep in zip(inputs, keep_in))
+            outputs = tuple(o if keep else Husk(o, name) for o, keep in zip(outputs, keep_out))
+        self._entries.append((prim, tuple(keys), tuple(out_keys), inputs, outputs,
+                              params or _NO_PARAMS))
 
     # ---------------------------------------------------------------- backward
     def _check_usable(self, what: str) -> None:
@@ -286,6 +283,12 @@ class GradientTape(Recorder):
             if k is not None and k in reach:
                 acc[k] = add_any(acc.get(k), ct)
         in_reach = reach.__contains__
+        # Nothing records this pass: rules seen often run as compiled code
+        # (NOTE(replayed-rules)).
+        if recording():
+            compiled = None
+        else:
+            from .graph.replayed_rules import compiled_vjp as compiled  # noqa: PLC0415 - the tracer imports this module (through custom)
         for entry in reversed(plan):
             if type(entry) is _Repeat:  # its cotangents go to the first computation's outputs
                 for k, first in zip(entry.keys, entry.first, strict=True):
@@ -306,7 +309,7 @@ class GradientTape(Recorder):
                     continue
                 out_cts = tuple(Zero.like(o) if c is None else c
                                 for o, c in zip(outputs, found, strict=True))
-            needs = tuple(map(in_reach, in_keys))
+            needs = (in_keys[0] in reach,) if len(in_keys) == 1 else tuple(map(in_reach, in_keys))
             try:
                 vjp = prim.rules["vjp"]
             except KeyError:
@@ -314,10 +317,16 @@ class GradientTape(Recorder):
                                           "no reverse-mode rule (its `vjp`, tapeflow.extend."
                                           "define): it cannot be differentiated in reverse "
                                           "mode.") from None
+            if compiled is not None:
+                run = compiled(prim, vjp, out_cts, outputs, inputs, needs, params)
+                if run is not None:
+                    run(acc, out_cts, outputs, inputs, in_keys)
+                    continue
             in_cts = vjp(out_cts, outputs, inputs, needs, **params)
             for k, c, need in zip(in_keys, in_cts, needs, strict=True):
                 if need and c is not None:
-                    acc[k] = add_any(acc.get(k), c)
+                    prev = acc.get(k)
+                    acc[k] = c if prev is None else add_any(prev, c)
         return [None if k is None else acc.get(k) for k in source_keys]
 
     def _flat_sources(self, sources: Any) -> list:
