@@ -492,41 +492,42 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     (NOTE(strict-nesting)).
     """
     stack = _state.stack
-    if not stack:  # the hot path: the impl on the values, one wrapper
-        n = len(args)
-        if n == 1:
-            out = prim.impl(args[0]._value, **params)
-        elif n == 2:
-            out = prim.impl(args[0]._value, args[1]._value, **params)
+    if stack:
+        if "form" in prim.rules:
+            # The differentiation form (catalog): the one place that asks whether a recorder
+            # takes derivatives here; the op itself binds the same primitive everywhere.
+            takers = [rec for rec in stack if rec.differentiates]
+            if takers:
+                out = prim.rules["form"](args, params, any(rec.reverse for rec in takers))
+                if out is not None:
+                    return out
+        if dynamic_traces[0] and params:
+            # An impl computes with the traced sizes; the recorders keep what they stand for.
+            recorded, params = params, _plain_sizes(params)
         else:
-            out = prim.impl(*[a._value for a in args], **params)
-        return [Tensor(o) for o in out] if prim.multiple_results else Tensor(out)
-    if "form" in prim.rules:
-        # The differentiation form (catalog): the one place that asks whether a recorder
-        # takes derivatives here; the op itself binds the same primitive everywhere.
-        takers = [rec for rec in stack if rec.differentiates]
-        if takers:
-            out = prim.rules["form"](args, params, any(rec.reverse for rec in takers))
-            if out is not None:
-                return out
-    if dynamic_traces[0] and params:
-        # An impl computes with the traced sizes; the recorders keep what they stand for.
-        recorded, params = params, _plain_sizes(params)
+            recorded = params
+        if len(stack) > 1 or stack[0].batching:
+            return _bind_stacked(prim, args, params, recorded, stack)
+    # No recorder (the hot path), or one that does not batch (an eager tape or
+    # accumulator): the impl on the values, one wrapper per output.
+    n = len(args)
+    if n == 1:
+        out = prim.impl(args[0]._value, **params)
+    elif n == 2:
+        out = prim.impl(args[0]._value, args[1]._value, **params)
     else:
-        recorded = params
-    if len(stack) == 1 and not stack[0].batching:
-        # One recorder that does not batch (an eager tape or accumulator): the impl on the
-        # values, without the claiming loop below.
-        n = len(args)
-        if n == 1:
-            out = prim.impl(args[0]._value, **params)
-        elif n == 2:
-            out = prim.impl(args[0]._value, args[1]._value, **params)
-        else:
-            out = prim.impl(*[a._value for a in args], **params)
-        outs = tuple([Tensor(o) for o in out]) if prim.multiple_results else (Tensor(out),)
-        stack[0].process(prim, args, outs, recorded, 0)
-        return list(outs) if prim.multiple_results else outs[0]
+        out = prim.impl(*[a._value for a in args], **params)
+    if not stack:
+        return [Tensor(o) for o in out] if prim.multiple_results else Tensor(out)
+    outs = tuple([Tensor(o) for o in out]) if prim.multiple_results else (Tensor(out),)
+    stack[0].process(prim, args, outs, recorded, 0)
+    return list(outs) if prim.multiple_results else outs[0]
+
+
+def _bind_stacked(prim: Primitive, args: tuple, params: dict, recorded: dict,
+                  stack: tuple) -> Any:
+    """`bind` under several recorders, or a batching one: the innermost batching recorder
+    that claims the op computes it, and the recorders after it see it."""
     start = 0
     for level in range(len(stack) - 1, -1, -1):
         rec = stack[level]

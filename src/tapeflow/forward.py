@@ -20,6 +20,7 @@ from . import nest
 from .catalog import NO_DERIVATIVE
 from .core import Primitive, Recorder, Zero, call_below
 from .errors import DTypeMismatchError
+from .graph.replayed_rules import compiled_jvp
 from .tape import UnconnectedGradients, _unconnected
 from .tensor import Tensor, TensorBase, convert_to_tensor
 from .ops.structural import zeros_of
@@ -107,8 +108,13 @@ class ForwardAccumulator(Recorder):
                                       "forward-mode rule (its `jvp`, tapeflow.extend.define): "
                                       "it cannot be differentiated in forward mode.") from None
         tans = tuple(Zero.like(x) if t is None else t for x, t in zip(inputs, found, strict=True))
-        # NOTE(strict-nesting): the rule is seen only by the recorders below this one.
-        out_tangents = call_below(level, jvp, tans, outputs, inputs, **params)
+        # With no recorder below this one, nobody sees the rule's ops: a rule seen often
+        # runs as compiled code (NOTE(replayed-rules)).
+        run = compiled_jvp(prim, jvp, tans, outputs, inputs, params) if level == 0 else None
+        if run is not None:
+            out_tangents = run(tans, outputs, inputs)
+        else:  # NOTE(strict-nesting): the rule is seen only by the recorders below this one.
+            out_tangents = call_below(level, jvp, tans, outputs, inputs, **params)
         for o, t in zip(outputs, out_tangents, strict=True):
             if type(t) is not Zero and t is not None and ((d := o._value.dtype).kind in "fc" or _dt.kind(d) == "f"):
                 self._store(o, t)

@@ -288,7 +288,7 @@ class GradientTape(Recorder):
         if recording():
             compiled = None
         else:
-            from .graph.replayed_rules import compiled_vjp as compiled  # noqa: PLC0415 - the tracer imports this module (through custom)
+            from .graph.replayed_rules import compiled_vjp as compiled  # cycle: trace, custom, tape
         for entry in reversed(plan):
             if type(entry) is _Repeat:  # its cotangents go to the first computation's outputs
                 for k, first in zip(entry.keys, entry.first, strict=True):

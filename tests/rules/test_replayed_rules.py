@@ -59,11 +59,12 @@ def _gradients(row, xs, watched):
     return tape.gradient(total, [ts[i] for i in watched])
 
 
-def _plain_gradients(monkeypatch, row, xs, watched):
+def _plain(monkeypatch, fn, *args):
+    """fn(*args) with every rule run as it is, then compiling at once again."""
     monkeypatch.setattr(replayed_rules, "COMPILE_AFTER", 10 ** 9)
     replayed_rules.forget()
     try:
-        return _gradients(row, xs, watched)
+        return fn(*args)
     finally:
         monkeypatch.setattr(replayed_rules, "COMPILE_AFTER", 1)
         replayed_rules.forget()
@@ -86,7 +87,7 @@ def test_replayed_rules_give_the_rules_gradients_at_new_values(row, husked, monk
                                             if len(first) > 1 else [])
     compiled = 0
     for watched in choices:
-        want = _plain_gradients(monkeypatch, row, second, watched)
+        want = _plain(monkeypatch, _gradients, row, second, watched)
         _gradients(row, first, watched)  # compiles every signature it meets
         compiled += _compiled_count(row.covers())
         got = _gradients(row, second, watched)
@@ -101,11 +102,42 @@ def test_replayed_rules_give_the_rules_gradients_at_new_values(row, husked, monk
         assert compiled > 0, f"{row.name}: none of {row.covers()} has a compiled rule"
 
 
+def _jvps(row, xs, tangents, watched):
+    ts = [tf.constant(x) for x in xs]
+    with tf.autodiff.ForwardAccumulator([ts[i] for i in watched],
+                                        [tf.constant(tangents[i]) for i in watched]) as acc:
+        out = row.fn(*ts) ** 2  # a tangent of the output that changes with the values
+    return acc.jvp(out)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_replayed_jvp_rules_give_the_rules_tangents_at_new_values(row, monkeypatch,
+                                                                  compile_at_once):
+    first, second = _inputs(row, 7), _inputs(row, 8)
+    tangents = _inputs(row, 9)
+    choices = [tuple(range(len(first)))] + ([(i,) for i in range(len(first))]
+                                            if len(first) > 1 else [])
+    compiled = 0
+    for watched in choices:
+        want = _plain(monkeypatch, _jvps, row, second, tangents, watched)
+        _jvps(row, first, tangents, watched)  # compiles every signature it meets
+        compiled += _compiled_count(row.covers())
+        got = _jvps(row, second, tangents, watched)
+        if want is None:
+            assert got is None
+        else:
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    if row.name in KEPT_PLAIN:
+        assert compiled == 0
+    else:
+        assert compiled > 0, f"{row.name}: none of {row.covers()} has a compiled rule"
+
+
 @pytest.mark.parametrize("row", ROWS[::7], ids=lambda r: r.name)
 def test_replayed_rules_in_float32(row, monkeypatch, compile_at_once):
     first, second = _inputs(row, 7, np.float32), _inputs(row, 8, np.float32)
     watched = tuple(range(len(first)))
-    want = _plain_gradients(monkeypatch, row, second, watched)
+    want = _plain(monkeypatch, _gradients, row, second, watched)
     _gradients(row, first, watched)
     got = _gradients(row, second, watched)
     for w, g in zip(want, got, strict=True):
