@@ -256,3 +256,12 @@ def test_a_replaced_rule_is_never_served_from_the_cache(monkeypatch, compile_at_
     assert not np.allclose(_chain_gradient(x).numpy(), want)
     monkeypatch.setitem(sin_p.rules, "vjp", rule)
     np.testing.assert_array_equal(_chain_gradient(x).numpy(), want)
+
+
+def test_rules_on_large_arrays_stay_as_they_are(compile_at_once):
+    # NumPy's work outweighs the Python there, and a trace would compute the rule once
+    # more at the backward pass's peak
+    x = tf.constant(np.linspace(0.1, 1.3, 1 << 14))  # 128 KiB of float64
+    want = _chain_gradient(x, n=6).numpy()
+    assert _compiled_count() == 0
+    np.testing.assert_array_equal(_chain_gradient(x, n=6).numpy(), want)

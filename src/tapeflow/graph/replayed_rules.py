@@ -19,12 +19,14 @@ traced into a graph and compiled to straight-line NumPy code (`compile_graph`: t
 in order, bit for bit, no graph passes), which each later use calls on the arrays. A
 trace that reads a value (a guard) or a Husk, a rule that calls user code (a custom
 gradient, a py_function, a host callback), a stateful primitive, an output shape that
-is a value (DATA_SHAPE), params that are not plain data, and primitives defined outside
-tapeflow keep the rule as it is, for that signature, for good.
+is a value (DATA_SHAPE), params that are not plain data, arrays over 64 KiB (where
+NumPy's work outweighs the Python) and primitives defined outside tapeflow keep the
+rule as it is, for that signature, for good.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from typing import Any, Callable
@@ -60,6 +62,11 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _PLAIN_TYPES = (type(None), type(Ellipsis), bool, int, float, complex, str, bytes, np.dtype,
                 np.generic)
 
+# Rules on arrays up to this size are compiled. Above it NumPy's work outweighs the Python
+# around a rule, and a trace computes the rule once more, on the arrays: at the peak of a
+# backward pass, two more arrays alive (the suite's memory workload: 1,648 MB against
+# 1,616 with large rules compiled).
+_SMALL_BYTES = 1 << 16
 # Constants a compiled rule may hold (a fill of zeros its rule made, say): the cache keeps
 # them for as long as it keeps the rule, so _MOST rules hold 16 MiB of them at most.
 _CONSTANT_BYTES = 1 << 12
@@ -99,7 +106,7 @@ def compiled_vjp(prim: Primitive, vjp: Callable, cts: tuple, outs: tuple, ins: t
         ...              (True,), {})
     """
     try:
-        if len(cts) == 1 and len(ins) <= 2 and type(g := cts[0]) is not Zero:
+        if len(cts) == 1 and 0 < len(ins) <= 2 and type(g := cts[0]) is not Zero:
             # one output and one or two inputs (most ops), without signature()'s loops
             v, o, x = g._value, outs[0]._value, ins[0]._value
             if len(ins) == 1:
@@ -210,6 +217,13 @@ def _frozen(value: Any) -> Any:
     return value
 
 
+def _nbytes(t: Any) -> int:
+    """The size of a tensor's, Zero's or Husk's value in bytes (its metadata only)."""
+    if type(t) is Zero or type(t) is Husk:
+        return math.prod(t.shape) * t.dtype.itemsize
+    return t._value.nbytes
+
+
 def _plain(value: Any) -> bool:
     """Whether a param is data a signature can compare (not a function, graph or array)."""
     if isinstance(value, (tuple, list, frozenset)):
@@ -264,7 +278,8 @@ def _trace(prim: Primitive, call: Callable, groups: tuple, params: dict) -> tupl
     (a Husk's value is an error there too, which keeps the rule plain). The structure has
     one item per result: None, a Zero, or its index among the replay's results."""
     if (not prim.effects.isdisjoint(_KEEP_PLAIN) or not prim.defined_at.startswith(_PACKAGE)
-            or not all(_plain(v) for v in params.values())):
+            or not all(_plain(v) for v in params.values())
+            or any(_nbytes(t) > _SMALL_BYTES for group in groups for t in group)):
         return None
     placed = [[None if type(t) is Zero or type(t) is Husk else Tensor(t._value) for t in group]
               for group in groups]
