@@ -76,21 +76,20 @@ def _compiled_count(names: tuple = ()) -> int:
                for key, run in replayed_rules._compiled.items())
 
 
-@pytest.mark.parametrize("husked", [True, False], ids=["husked", "kept"])
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
-def test_replayed_rules_give_the_rules_gradients_at_new_values(row, husked, monkeypatch,
-                                                               compile_at_once):
-    if not husked:  # the tape keeps small values whole, as outside the tests
-        monkeypatch.setattr(tape_module, "HUSK_AT_BYTES", HUSK_AT_BYTES)
+def _check_compiled_against_plain(row, monkeypatch, derive):
+    """``derive(xs, watched)``, a list of derivatives, with rules compiled on one set of
+    values and replayed on another, against the rules run as they are; watching every
+    input and each alone. Some primitive of the row must have been compiled (or none, for
+    the rows KEPT_PLAIN)."""
     first, second = _inputs(row, 7), _inputs(row, 8)
     choices = [tuple(range(len(first)))] + ([(i,) for i in range(len(first))]
                                             if len(first) > 1 else [])
     compiled = 0
     for watched in choices:
-        want = _plain(monkeypatch, _gradients, row, second, watched)
-        _gradients(row, first, watched)  # compiles every signature it meets
+        want = _plain(monkeypatch, derive, second, watched)
+        derive(first, watched)  # compiles every signature it meets
         compiled += _compiled_count(row.covers())
-        got = _gradients(row, second, watched)
+        got = derive(second, watched)
         for w, g in zip(want, got, strict=True):
             if w is None:
                 assert g is None
@@ -100,6 +99,16 @@ def test_replayed_rules_give_the_rules_gradients_at_new_values(row, husked, monk
         assert compiled == 0
     else:
         assert compiled > 0, f"{row.name}: none of {row.covers()} has a compiled rule"
+
+
+@pytest.mark.parametrize("husked", [True, False], ids=["husked", "kept"])
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_replayed_rules_give_the_rules_gradients_at_new_values(row, husked, monkeypatch,
+                                                               compile_at_once):
+    if not husked:  # the tape keeps small values whole, as outside the tests
+        monkeypatch.setattr(tape_module, "HUSK_AT_BYTES", HUSK_AT_BYTES)
+    _check_compiled_against_plain(row, monkeypatch,
+                                  lambda xs, watched: _gradients(row, xs, watched))
 
 
 def _jvps(row, xs, tangents, watched):
@@ -113,24 +122,9 @@ def _jvps(row, xs, tangents, watched):
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
 def test_replayed_jvp_rules_give_the_rules_tangents_at_new_values(row, monkeypatch,
                                                                   compile_at_once):
-    first, second = _inputs(row, 7), _inputs(row, 8)
     tangents = _inputs(row, 9)
-    choices = [tuple(range(len(first)))] + ([(i,) for i in range(len(first))]
-                                            if len(first) > 1 else [])
-    compiled = 0
-    for watched in choices:
-        want = _plain(monkeypatch, _jvps, row, second, tangents, watched)
-        _jvps(row, first, tangents, watched)  # compiles every signature it meets
-        compiled += _compiled_count(row.covers())
-        got = _jvps(row, second, tangents, watched)
-        if want is None:
-            assert got is None
-        else:
-            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-    if row.name in KEPT_PLAIN:
-        assert compiled == 0
-    else:
-        assert compiled > 0, f"{row.name}: none of {row.covers()} has a compiled rule"
+    _check_compiled_against_plain(row, monkeypatch,
+                                  lambda xs, watched: [_jvps(row, xs, tangents, watched)])
 
 
 @pytest.mark.parametrize("row", ROWS[::7], ids=lambda r: r.name)
