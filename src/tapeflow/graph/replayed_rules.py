@@ -99,11 +99,13 @@ def compiled_vjp(prim: Primitive, vjp: Callable, cts: tuple, outs: tuple, ins: t
     Example:
         >>> import tapeflow as tf
         >>> from tapeflow.core import registry
-        >>> from tapeflow.graph.replayed_rules import compiled_vjp
+        >>> from tapeflow.graph.replayed_rules import compiled_vjp, forget
+        >>> forget()
         >>> x = tf.constant([1.0, 2.0])
         >>> sin_p = registry()["sin"]
         >>> compiled_vjp(sin_p, sin_p.rules["vjp"], (tf.ones([2]),), (tf.sin(x),), (x,),
-        ...              (True,), {})
+        ...              (True,), {}) is None  # a first use: the rule runs as it is
+        True
     """
     try:
         if len(cts) == 1 and 0 < len(ins) <= 2 and type(g := cts[0]) is not Zero:
@@ -120,18 +122,16 @@ def compiled_vjp(prim: Primitive, vjp: Callable, cts: tuple, outs: tuple, ins: t
         else:
             key = signature(prim, vjp, cts, outs, ins, needs, params)
         return _compiled[key]
-    except KeyError:  # not compiled (yet)
-        return _miss(key, params, _compile_vjp, prim, vjp, cts, outs, ins, needs, params)
+    except (KeyError, TypeError):  # not compiled (yet), or a param without a hash
+        pass
     except RuntimeError:  # a Husk's value (NOTE(saved-values) in tape.py): the long way
         try:
             key = signature(prim, vjp, cts, outs, ins, needs, params)
         except AttributeError:
             return None
-        return _miss(key, params, _compile_vjp, prim, vjp, cts, outs, ins, needs, params)
-    except TypeError:  # a param without a hash: a slice (Python < 3.12), a list
-        return _miss(key, params, _compile_vjp, prim, vjp, cts, outs, ins, needs, params)
     except AttributeError:  # not a tensor: the rule knows what to do with it
         return None
+    return _miss(key, params, _compile_vjp, prim, vjp, cts, outs, ins, needs, params)
 
 
 def compiled_jvp(prim: Primitive, jvp: Callable, tangents: tuple, outs: tuple, ins: tuple,
@@ -144,19 +144,20 @@ def compiled_jvp(prim: Primitive, jvp: Callable, tangents: tuple, outs: tuple, i
     Example:
         >>> import tapeflow as tf
         >>> from tapeflow.core import registry
-        >>> from tapeflow.graph.replayed_rules import compiled_jvp
+        >>> from tapeflow.graph.replayed_rules import compiled_jvp, forget
+        >>> forget()
         >>> x = tf.constant([1.0, 2.0])
         >>> sin_p = registry()["sin"]
-        >>> compiled_jvp(sin_p, sin_p.rules["jvp"], (tf.ones([2]),), (tf.sin(x),), (x,), {})
+        >>> compiled_jvp(sin_p, sin_p.rules["jvp"], (tf.ones([2]),), (tf.sin(x),), (x,),
+        ...              {}) is None  # a first use: the rule runs as it is
+        True
     """
     try:
         key = signature(prim, jvp, tangents, outs, ins, (), params)
         return _compiled[key]
-    except KeyError:
+    except (KeyError, TypeError):  # not compiled (yet), or a param without a hash
         return _miss(key, params, _compile_jvp, prim, jvp, tangents, outs, ins, params)
-    except TypeError:
-        return _miss(key, params, _compile_jvp, prim, jvp, tangents, outs, ins, params)
-    except AttributeError:
+    except AttributeError:  # not a tensor: the rule knows what to do with it
         return None
 
 
