@@ -57,6 +57,19 @@ ROWS: list = [
                                                 dilations=(1, 1), pads=((1, 1), (0, 1)),
                                                 filter_shape=(3, 2, 3, 4)),
         args(normal(2, 6, 5, 3), normal(2, 3, 5, 4)), None),
+    # banded products (NOTE(banded-conv)): one channel, and the transposes with padding
+    Row("conv2d_banded", lambda x, w: tf.nn.conv2d(x, w, strides=1, padding="VALID"),
+        args(normal(2, 8, 10, 1), normal(5, 5, 1, 6)),
+        lambda x, w: conv_reference(x, w), prims=("conv2d",)),
+    Row("conv2d_input_grad_banded", lambda g, w: bind(conv2d_input_grad_p, g, w, strides=(1, 1),
+                                                      dilations=(1, 1), pads=((2, 2), (1, 1)),
+                                                      input_shape=(2, 6, 7, 2)),
+        args(normal(2, 6, 7, 4), normal(5, 3, 2, 4)), None, prims=("conv2d_input_grad",)),
+    Row("conv2d_filter_grad_banded", lambda x, g: bind(conv2d_filter_grad_p, x, g,
+                                                       strides=(1, 1), dilations=(1, 1),
+                                                       pads=((2, 2), (1, 1)),
+                                                       filter_shape=(5, 3, 2, 4)),
+        args(normal(2, 6, 7, 2), normal(2, 6, 7, 4)), None, prims=("conv2d_filter_grad",)),
 ]
 
 NONDIFF_ROWS: list = []

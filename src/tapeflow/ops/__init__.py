@@ -8,6 +8,8 @@ one block, and the public ops (the TensorFlow functions) built on them.
 - simplify: the graph passes' simplify rules (x * 1 is x; x + 0. is not, at -0.).
 - convert: argument conversion for public ops (as_tensor, binary_args, static_shape).
 - windows: window geometry conv and pooling share (sizes, padding, strides).
+- conv_banded: conv's three implementations as banded products, for unstrided
+  convolutions of few channels (NOTE(banded-conv)).
 - sizes: shapes as tensors (shape, size) and the ops that take their shape from one
   (broadcast_dyn, sum_dyn, reshape_dyn), NOTE(dynamic-shapes).
 - elementwise: arithmetic, comparison, logic, cast, where, rounding.

@@ -31,6 +31,7 @@ from ..errors import InvalidArgumentError
 from ..hessian_patterns import MULTILINEAR
 from ..patterns import Pattern
 from ..tensor import Tensor
+from . import conv_banded
 from .convert import binary_args, check_dtype
 from .structural import (dense_deps, move_axis, move_to_front, per_example_deps, per_input,
                          reshape_p, shape_of)
@@ -85,6 +86,9 @@ def _conv_impl(x: np.ndarray, w: np.ndarray, strides: tuple, dilations: tuple,
     wm = np.ascontiguousarray(w).reshape(w.shape[:-4] + (kh * kw * c, o))
     lead = np.broadcast_shapes(x.shape[:-4], w.shape[:-4])
     out = np.empty(lead + (n, oh, ow, o), np.result_type(x, w))
+    q = conv_banded.band_width(ow, (kh, kw, c, o), strides, dilations, (x, w))
+    if q:  # NOTE(banded-conv)
+        return conv_banded.conv(xp, w, q, out)
     step = block_size(n, oh * ow * kh * kw * c * x.itemsize)
     for start in range(0, n, step):
         stop = min(n, start + step)
@@ -104,6 +108,9 @@ def _filter_grad_impl(x: np.ndarray, g: np.ndarray, strides: tuple, dilations: t
     kh, kw, c, o = filter_shape
     n, oh, ow = g.shape[-4], g.shape[-3], g.shape[-2]
     xp = pad(x, pads)
+    q = conv_banded.band_width(ow, filter_shape, strides, dilations, (x, g))
+    if q:  # NOTE(banded-conv)
+        return conv_banded.filter_grad(xp, g, q, filter_shape)
     out = None
     step = block_size(n, oh * ow * kh * kw * c * x.itemsize)
     for start in range(0, n, step):
@@ -132,6 +139,10 @@ def _input_grad_impl(g: np.ndarray, w: np.ndarray, strides: tuple, dilations: tu
     hp, wp = h + sum(pads[0]), wd + sum(pads[1])
     lead = np.broadcast_shapes(g.shape[:-4], w.shape[:-4])
     out = np.zeros(lead + (n, hp, wp, c), dtype=np.result_type(g, w))
+    q = conv_banded.band_width(ow, (kh, kw, c, o), strides, dilations, (g, w), transposed=True)
+    if q:  # NOTE(banded-conv)
+        conv_banded.input_grad(g, w, q, out)
+        return out[..., pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd, :]
     # The weights as [..., KH*KW, O, C] (C > 1) or [..., KH*KW, O] (C = 1), made once.
     if c > 1:
         wt = np.ascontiguousarray(np.swapaxes(w.reshape(w.shape[:-4] + (kh * kw, c, o)), -1, -2))
