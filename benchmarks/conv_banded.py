@@ -7,9 +7,10 @@ the table gives the medians and their ratio. The shapes: LeNet's two layers (the
 lenet workload), users' shapes (one channel, batch 640, odd sizes, SAME padding), and a
 few where the rule declines the band (ratio 1.00 by construction: the same code runs).
 
-With --sweep: the grid the rule was set from (batch 32 and 128; images 8-28 wide; 1, 3
-and 6 channels; 3x3 and 5x5 kernels; 6, 16 and 32 filters; VALID), the shapes that take a
-band, each implementation's ratio and the layer's (the three together).
+With --sweep: the grid the rule was checked on (batch 32 and 128; square images 8, 11, 12,
+16, 23 and 28 wide; 1, 3 and 6 channels; 3x3 and 5x5 kernels; 6, 16 and 32 filters;
+VALID), the shapes that take a band, each implementation's ratio and the layer's (the
+three together).
 
 Run:  python benchmarks/conv_banded.py [--quick] [--sweep]
 """
@@ -46,7 +47,7 @@ SHAPES = [
     ("RGB 32x32, 5x5", 64, 32, 32, 3, 5, 6, False),
     ("3 channels, 8 wide", 128, 8, 8, 3, 3, 6, False),
     ("declined: 16 channels", 32, 16, 16, 16, 3, 32, True),
-    ("declined: prime width", 64, 27, 27, 1, 5, 6, False),
+    ("a prime width (23 columns)", 64, 27, 27, 1, 5, 6, False),
 ]
 
 
@@ -74,7 +75,8 @@ def _time(fn: Callable, rounds: int) -> float:
     return min(timeit.repeat(fn, number=number, repeat=3)) / number / rounds
 
 
-SWEEP = list(itertools.product([32, 128], [8, 12, 16, 28], [1, 3, 6], [3, 5], [6, 16, 32]))
+SWEEP = list(itertools.product([32, 128], [8, 11, 12, 16, 23, 28], [1, 3, 6], [3, 5],
+                                [6, 16, 32]))
 
 
 def _both(fn: Callable, rounds: int) -> tuple[float, float]:
@@ -93,21 +95,21 @@ def _both(fn: Callable, rounds: int) -> tuple[float, float]:
 
 
 def sweep(rounds: int) -> None:
-    print("| [N, H, W, C], kernel, filters | Q (forward, input grad) | forward | input grad "
+    print("| [N, H, W, C], kernel, filters | Q (forward, input, filter) | forward | input grad "
           "| filter grad | layer |")
     print("|---|---|---:|---:|---:|---:|")
     layers = []
     for n, h, c, k, o in SWEEP:
         ow = h - k + 1
-        qs = [conv_banded.band_width(ow, (k, k, c, o), ONE, ONE, (), transposed=t)
-              for t in (False, True)]
+        qs = [conv_banded.band_width(ow, (k, k, c, o), ONE, ONE, (), kind)
+              for kind in ("forward", "input grad", "filter grad")]
         if h <= k or not any(qs):
             continue
         calls, _ = _calls(n, h, h, c, k, o, False)
         pairs = [_both(fn, rounds) for fn in calls.values()]
         layer = sum(b for _, b in pairs) / sum(a for a, _ in pairs)
         layers.append(layer)
-        print(f"| [{n}, {h}, {h}, {c}], {k}x{k}, {o} | {qs[0]}, {qs[1]} | "
+        print(f"| [{n}, {h}, {h}, {c}], {k}x{k}, {o} | {qs[0]}, {qs[1]}, {qs[2]} | "
               + " | ".join(f"{b / a:.2f}" for a, b in pairs) + f" | {layer:.2f} |", flush=True)
     print(f"\n{len(layers)} of {len(SWEEP)} shapes take a band; layers "
           f"{min(layers):.2f}-{max(layers):.2f}x im2col")
@@ -129,7 +131,7 @@ def main() -> None:
     for label, n, h, w, c, k, o, same in SHAPES:
         calls, (x, f, g) = _calls(n, h, w, c, k, o, same)
         for name, fn in calls.items():
-            q = chosen(g.shape[2], f.shape, ONE, ONE, (x, f), transposed=name == "input grad")
+            q = chosen(g.shape[2], f.shape, ONE, ONE, (x, f), name)
             want = fn()
             conv_banded.band_width = lambda *a, **kw: 0
             try:

@@ -15,7 +15,8 @@ from table_conv import conv_reference
 ONE = ((1, 1), (1, 1), ((0, 0), (0, 0)))
 
 # (batch, height, width, channels, kernel h, kernel w, filters, pads): odd sizes, one
-# channel, several bands (ow / q > 1), asymmetric padding, a single example.
+# channel, several bands (ow / q > 1), bands overhanging the image's edge, asymmetric
+# padding, a single example.
 CASES = [
     (3, 8, 10, 1, 5, 5, 6, ((0, 0), (0, 0))),    # LeNet-like first layer, q = 6
     (2, 28, 28, 1, 5, 5, 6, ((0, 0), (0, 0))),   # LeNet's first layer: q = 8, three bands
@@ -23,6 +24,9 @@ CASES = [
     (1, 7, 10, 3, 3, 3, 4, ((1, 1), (1, 1))),    # SAME padding, one example
     (4, 6, 7, 2, 5, 3, 4, ((2, 2), (1, 1))),     # non-square kernel and padding
     (2, 9, 12, 5, 3, 5, 3, ((0, 1), (2, 0))),    # asymmetric padding, odd filters
+    (3, 9, 27, 1, 5, 5, 6, ((0, 0), (0, 0))),    # 23 columns: three bands of 8, one over
+    (1, 7, 11, 3, 3, 3, 4, ((1, 1), (1, 1))),    # 11 columns (SAME): two bands of 6
+    (2, 6, 25, 6, 3, 3, 6, ((0, 0), (0, 0))),    # 23 columns: three bands of 8, one over
 ]
 
 
@@ -46,10 +50,15 @@ def _three(x, w, g, pads):
 
 
 def _assert_banded(x, w, g):
+    """The forward takes a band; the gradients too unless that band overhangs (ow not a
+    multiple of it), which only the forward's may."""
     kernel = w.shape
     ow = g.shape[2]
-    assert conv_banded.band_width(ow, kernel, (1, 1), (1, 1), (x, w)) > 0
-    assert conv_banded.band_width(ow, kernel, (1, 1), (1, 1), (g, w), transposed=True) > 0
+    q = conv_banded.band_width(ow, kernel, (1, 1), (1, 1), (x, w))
+    assert q > 0
+    for kind in ("input grad", "filter grad"):
+        assert (conv_banded.band_width(ow, kernel, (1, 1), (1, 1), (g, w), kind) > 0) \
+            == (ow % q == 0), kind
 
 
 def _im2col(monkeypatch):
@@ -117,6 +126,20 @@ def test_banded_float32_complex_and_strided_views(monkeypatch):
                                    err_msg=name)
 
 
+@pytest.mark.parametrize("q", [4, 8])
+def test_overhanging_bands_of_the_gradients(q):
+    """The rule gives the gradients no overhanging band (their operands' zero columns,
+    copied, cost more than they save); called with one, they are still right."""
+    x, w, g, pads = _operands(CASES[6])
+    assert g.shape[2] % q and pads == ((0, 0), (0, 0))
+    got = conv_banded.input_grad(g, w, q, x.shape, g.dtype)
+    want = conv._input_grad_impl(g, w, (1, 1), (1, 1), pads, x.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    got = conv_banded.filter_grad(x, g, q, w.shape)
+    want = conv._filter_grad_impl(x, g, (1, 1), (1, 1), pads, w.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
 def test_an_empty_batch_takes_the_band_too():
     x, w, g, pads = _operands(CASES[1])
     x, g = x[:0], g[:0]
@@ -130,7 +153,7 @@ def test_an_empty_batch_takes_the_band_too():
     ("strided", (24, (5, 5, 1, 6), (2, 1), (1, 1))),
     ("dilated", (24, (5, 5, 1, 6), (1, 1), (1, 2))),
     ("many channels", (24, (5, 5, 7, 6), (1, 1), (1, 1))),
-    ("a prime width, no band divides it", (23, (5, 5, 1, 6), (1, 1), (1, 1))),
+    ("overhanging by more than an eighth", (5, (3, 3, 3, 16), (1, 1), (1, 1))),
     ("a band too shallow", (24, (3, 3, 1, 6), (1, 1), (1, 1))),
     ("wide filters, the band's columns over the limit", (24, (5, 5, 1, 64), (1, 1), (1, 1))),
 ])
@@ -141,9 +164,22 @@ def test_im2col_serves_where_no_band_pays(why, args):
 def test_batched_operands_and_many_bands_of_a_transpose_take_im2col():
     four, five = np.empty((1,) * 4), np.empty((1,) * 5)
     assert conv_banded.band_width(24, (5, 5, 1, 6), (1, 1), (1, 1), (five, four)) == 0
-    # 26 columns with 3x3 kernels of 6 channels: a band of 2, so 13 bands to add back
-    assert conv_banded.band_width(26, (3, 3, 6, 6), (1, 1), (1, 1), (four,)) == 2
-    assert conv_banded.band_width(26, (3, 3, 6, 6), (1, 1), (1, 1), (four,), transposed=True) == 0
+    # 70 columns: ten bands of 7, too many for the input gradient to add back
+    assert conv_banded.band_width(70, (3, 3, 3, 6), (1, 1), (1, 1), (four,)) == 7
+    assert conv_banded.band_width(70, (3, 3, 3, 6), (1, 1), (1, 1), (four,), "input grad") == 0
+
+
+def test_the_widest_dividing_band_else_one_overhanging_by_at_most_an_eighth():
+    four = (np.empty((1,) * 4),)
+    assert conv_banded.band_width(24, (5, 5, 1, 6), (1, 1), (1, 1), four) == 8   # divides
+    assert conv_banded.band_width(20, (5, 5, 1, 6), (1, 1), (1, 1), four) == 5   # divides
+    assert conv_banded.band_width(23, (5, 5, 1, 6), (1, 1), (1, 1), four) == 8   # 1 over
+    for kind in ("input grad", "filter grad"):  # the forward's alone
+        assert conv_banded.band_width(23, (5, 5, 1, 6), (1, 1), (1, 1), four, kind) == 0
+    assert conv_banded.band_width(22, (5, 5, 1, 6), (1, 1), (1, 1), four) == 8   # 2 over
+    assert conv_banded.band_width(13, (5, 5, 1, 6), (1, 1), (1, 1), four) == 7   # 1 over
+    assert conv_banded.band_width(10, (3, 3, 6, 16), (1, 1), (1, 1), four) == 2  # divides
+    assert conv_banded.band_width(9, (5, 5, 1, 6), (1, 1), (1, 1), four) == 5    # 1 over
 
 
 def test_banded_gradients_against_finite_differences():

@@ -108,7 +108,7 @@ def _filter_grad_impl(x: np.ndarray, g: np.ndarray, strides: tuple, dilations: t
     kh, kw, c, o = filter_shape
     n, oh, ow = g.shape[-4], g.shape[-3], g.shape[-2]
     xp = pad(x, pads)
-    q = conv_banded.band_width(ow, filter_shape, strides, dilations, (x, g))
+    q = conv_banded.band_width(ow, filter_shape, strides, dilations, (x, g), "filter grad")
     if q:  # NOTE(banded-conv)
         return conv_banded.filter_grad(xp, g, q, filter_shape)
     out = None
@@ -138,11 +138,11 @@ def _input_grad_impl(g: np.ndarray, w: np.ndarray, strides: tuple, dilations: tu
     h, wd = input_shape[-3], input_shape[-2]
     hp, wp = h + sum(pads[0]), wd + sum(pads[1])
     lead = np.broadcast_shapes(g.shape[:-4], w.shape[:-4])
-    out = np.zeros(lead + (n, hp, wp, c), dtype=np.result_type(g, w))
-    q = conv_banded.band_width(ow, (kh, kw, c, o), strides, dilations, (g, w), transposed=True)
+    q = conv_banded.band_width(ow, (kh, kw, c, o), strides, dilations, (g, w), "input grad")
     if q:  # NOTE(banded-conv)
-        conv_banded.input_grad(g, w, q, out)
+        out = conv_banded.input_grad(g, w, q, (n, hp, wp, c), np.result_type(g, w))
         return out[..., pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd, :]
+    out = np.zeros(lead + (n, hp, wp, c), dtype=np.result_type(g, w))
     # The weights as [..., KH*KW, O, C] (C > 1) or [..., KH*KW, O] (C = 1), made once.
     if c > 1:
         wt = np.ascontiguousarray(np.swapaxes(w.reshape(w.shape[:-4] + (kh * kw, c, o)), -1, -2))

@@ -33,14 +33,19 @@ _MOST_BAND = 8       # Q
 _MOST_COLUMNS = {False: 48, True: 64}
 _LEAST_DEPTH = {False: 40, True: 48}
 _MOST_BANDS = 8
+# Where no band in range divides the width, the forward's last band may overhang the image
+# by up to 1/_MOST_OVERHANG of its width (the zero columns it reads cost that much more).
+_MOST_OVERHANG = 8
 
 
 def band_width(ow: int, kernel: tuple, strides: tuple, dilations: tuple, operands: tuple,
-               transposed: bool = False) -> int:
-    """The band's width Q for a convolution of `ow` output columns and `kernel` (KH, KW,
-    C, O), or 0 where im2col serves better: strided, dilated or batched (leading dims)
-    operands, many channels, or no divisor of `ow` giving a band in range (for the input
-    gradient, `transposed`, also few enough bands).
+               kind: str = "forward") -> int:
+    """The band's width Q for the `kind` ("forward", "input grad", "filter grad") of a
+    convolution of `ow` output columns and `kernel` (KH, KW, C, O), or 0 where im2col
+    serves better: strided, dilated or batched (leading dims) operands, many channels, or
+    no band in range. The widest band that divides `ow`, else, for the forward alone, the
+    widest that overhangs it by little (the gradients would copy zero columns of their
+    operands, which cost them more than the band saves).
 
     Example:
         >>> from tapeflow.ops.conv_banded import band_width
@@ -52,14 +57,15 @@ def band_width(ow: int, kernel: tuple, strides: tuple, dilations: tuple, operand
         return 0
     if any(np.ndim(a) != 4 for a in operands):
         return 0
-    best = 0
-    for q in range(2, min(ow, _MOST_BAND) + 1):
-        if ow % q or (transposed and ow // q > _MOST_BANDS):
-            continue
-        if q * o <= _MOST_COLUMNS[transposed] and \
-                kh * (q + kw - 1) * c >= _LEAST_DEPTH[transposed]:
-            best = q
-    return best
+    transposed = kind == "input grad"
+    fits = [q for q in range(2, min(ow, _MOST_BAND) + 1)
+            if q * o <= _MOST_COLUMNS[transposed]
+            and kh * (q + kw - 1) * c >= _LEAST_DEPTH[transposed]
+            and not (transposed and -(-ow // q) > _MOST_BANDS)]
+    exact = [q for q in fits if ow % q == 0]
+    over = [q for q in fits if (-(-ow // q) * q - ow) * _MOST_OVERHANG <= ow] \
+        if kind == "forward" else []
+    return max(exact or over or [0])
 
 
 def banded_filter(w: np.ndarray, q: int) -> np.ndarray:
@@ -72,10 +78,18 @@ def banded_filter(w: np.ndarray, q: int) -> np.ndarray:
     return band.reshape(kh * (q + kw - 1) * c, q * o)
 
 
-def _rows(xp: np.ndarray, kh: int, kw: int, q: int, oh: int) -> np.ndarray:
-    """[n*OH*(OW/Q), KH*(Q+KW-1)*C]: for each output band, the input rows under it."""
-    n, _, wp, c = xp.shape
-    nq = (wp - kw + 1) // q
+def _widened(a: np.ndarray, cols: int) -> np.ndarray:
+    """`a` [N, H, W, C] with `cols` zero columns on the right (itself when none)."""
+    if not cols:
+        return a
+    out = np.zeros(a.shape[:2] + (a.shape[2] + cols, a.shape[3]), a.dtype)
+    out[:, :, :a.shape[2]] = a
+    return out
+
+
+def _rows(xp: np.ndarray, kh: int, kw: int, q: int, oh: int, nq: int) -> np.ndarray:
+    """[n*OH*NQ, KH*(Q+KW-1)*C]: for each of the NQ output bands, the input rows under it."""
+    n, _, _, c = xp.shape
     sb, sh, sw, sc = xp.strides
     span = q + kw - 1
     view = np.lib.stride_tricks.as_strided(
@@ -85,26 +99,34 @@ def _rows(xp: np.ndarray, kh: int, kw: int, q: int, oh: int) -> np.ndarray:
 
 def conv(xp: np.ndarray, w: np.ndarray, q: int, out: np.ndarray) -> np.ndarray:
     """The convolution of the padded images `xp` [N, HP, WP, C] with `w`, into `out`
-    [N, OH, OW, O]."""
+    [N, OH, OW, O]. A last band that overhangs the image reads zero columns, and its
+    outputs there are dropped."""
     kh, kw, c, o = w.shape
     n, oh, ow, _ = out.shape
+    nq = -(-ow // q)
+    xp = _widened(xp, nq * q - ow)
     band = banded_filter(w, q)
-    step = block_size(n, oh * (ow // q) * kh * (q + kw - 1) * c * xp.itemsize)
+    step = block_size(n, oh * nq * kh * (q + kw - 1) * c * xp.itemsize)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        res = blas.matmul(_rows(xp[start:stop], kh, kw, q, oh), band)
-        out[start:stop] = res.reshape(stop - start, oh, ow, o)
+        res = blas.matmul(_rows(xp[start:stop], kh, kw, q, oh, nq), band)
+        out[start:stop] = res.reshape(stop - start, oh, nq * q, o)[:, :, :ow]
     return out
 
 
-def input_grad(g: np.ndarray, w: np.ndarray, q: int, out: np.ndarray) -> np.ndarray:
-    """Add the input gradient of `g` [N, OH, OW, O] through `w` into the zeroed, padded
-    `out` [N, HP, WP, C]."""
+def input_grad(g: np.ndarray, w: np.ndarray, q: int, padded_shape: tuple,
+               dtype: np.dtype) -> np.ndarray:
+    """The input gradient [N, HP, WP, C] (of the padded image) of `g` [N, OH, OW, O]
+    through `w`: each band's product added back at its place. An overhanging last band
+    reads zero cotangents and adds past the image's edge, into columns dropped after."""
     kh, kw, c, o = w.shape
     n, oh, ow, _ = g.shape
-    nq, span = ow // q, q + kw - 1
+    nq, span = -(-ow // q), q + kw - 1
+    g = _widened(g, nq * q - ow)
     band_t = np.ascontiguousarray(banded_filter(w, q).T)  # a transposed operand runs slower
-    rows = out.reshape(n, out.shape[1], out.shape[2] * c)
+    hp, wp = padded_shape[1], padded_shape[2]
+    out = np.zeros((n, hp, nq * q + kw - 1, c), dtype)
+    rows = out.reshape(n, hp, out.shape[2] * c)
     step = block_size(n, oh * nq * kh * span * c * g.itemsize)
     for start in range(0, n, step):
         stop = min(n, start + step)
@@ -113,20 +135,22 @@ def input_grad(g: np.ndarray, w: np.ndarray, q: int, out: np.ndarray) -> np.ndar
         for i in range(kh):  # one add per kernel row and band: contiguous runs
             for k in range(nq):
                 rows[start:stop, i:i + oh, k * q * c:(k * q + span) * c] += taps[:, :, k, i]
-    return out
+    return out[:, :, :wp]
 
 
 def filter_grad(xp: np.ndarray, g: np.ndarray, q: int, filter_shape: tuple) -> np.ndarray:
-    """The filter gradient [KH, KW, C, O] of `g` [N, OH, OW, O] for padded images `xp`."""
+    """The filter gradient [KH, KW, C, O] of `g` [N, OH, OW, O] for padded images `xp`
+    (an overhanging last band: zero columns of both)."""
     kh, kw, c, o = filter_shape
     n, oh, ow, _ = g.shape
-    span = q + kw - 1
+    nq, span = -(-ow // q), q + kw - 1
+    xp, g = _widened(xp, nq * q - ow), _widened(g, nq * q - ow)
     acc = None
-    step = block_size(n, oh * (ow // q) * kh * span * c * xp.itemsize)
+    step = block_size(n, oh * nq * kh * span * c * xp.itemsize)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        rows = _rows(xp[start:stop], kh, kw, q, oh)
-        gm = g[start:stop].reshape((stop - start) * oh * (ow // q), q * o)
+        rows = _rows(xp[start:stop], kh, kw, q, oh, nq)
+        gm = g[start:stop].reshape((stop - start) * oh * nq, q * o)
         part = blas.matmul(rows.T, gm)
         acc = part if acc is None else np.add(acc, part, out=acc)
     if acc is None:  # no examples
