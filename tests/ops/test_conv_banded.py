@@ -61,21 +61,23 @@ def _assert_banded(x, w, g):
             == (ow % q == 0), kind
 
 
-def _im2col(monkeypatch):
-    monkeypatch.setattr(conv_banded, "band_width", lambda *a, **k: 0)
+def _banded_equal_to_im2col(x, w, g, pads, monkeypatch):
+    """The three implementations as the rule chooses, checked against im2col forced."""
+    banded = _three(x, w, g, pads)
+    with monkeypatch.context() as m:
+        m.setattr(conv_banded, "band_width", lambda *a, **k: 0)
+        plain = _three(x, w, g, pads)
+    for name in plain:
+        np.testing.assert_allclose(banded[name], plain[name], rtol=1e-12, atol=1e-12,
+                                   err_msg=name)
+    return banded
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_banded_equals_im2col_and_the_reference(case, monkeypatch):
     x, w, g, pads = _operands(case)
     _assert_banded(x, w, g)
-    banded = _three(x, w, g, pads)
-    with monkeypatch.context() as m:
-        _im2col(m)
-        plain = _three(x, w, g, pads)
-    for name in plain:
-        np.testing.assert_allclose(banded[name], plain[name], rtol=1e-12, atol=1e-12,
-                                   err_msg=name)
+    banded = _banded_equal_to_im2col(x, w, g, pads, monkeypatch)
     padded = np.pad(x, [(0, 0), pads[0], pads[1], (0, 0)])
     np.testing.assert_allclose(banded["forward"], conv_reference(padded, w), rtol=1e-12,
                                atol=1e-12)
@@ -100,7 +102,7 @@ def test_banded_blocks_equal_one_block(case, monkeypatch):
 def test_banded_float32_complex_and_strided_views(monkeypatch):
     case = CASES[1]
     x, w, g, pads = _operands(case)
-    want = {k: v for k, v in _three(x, w, g, pads).items()}
+    want = _three(x, w, g, pads)
     got32 = _three(*(a.astype(np.float32) for a in (x, w, g)), pads)
     for name in want:
         assert got32[name].dtype == np.float32
@@ -117,13 +119,7 @@ def test_banded_float32_complex_and_strided_views(monkeypatch):
     xc = x + 1j * rng.standard_normal(x.shape)
     wc = w - 1j * rng.standard_normal(w.shape)
     gc = g + 0.5j * rng.standard_normal(g.shape)
-    banded = _three(xc, wc, gc, pads)
-    with monkeypatch.context() as m:
-        _im2col(m)
-        plain = _three(xc, wc, gc, pads)
-    for name in plain:
-        np.testing.assert_allclose(banded[name], plain[name], rtol=1e-12, atol=1e-12,
-                                   err_msg=name)
+    _banded_equal_to_im2col(xc, wc, gc, pads, monkeypatch)
 
 
 @pytest.mark.parametrize("q", [4, 8])

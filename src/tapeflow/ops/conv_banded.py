@@ -5,16 +5,16 @@ NOTE(banded-conv): im2col multiplies an [N*OH*OW, KH*KW*C] window matrix by the
 dimensions of that product are small: it runs far below the BLAS's peak, bound by
 reading a window matrix KH*KW times the size of the image, which it first had to write.
 A band of Q adjacent output columns instead reads the KH rows of Q+KW-1 input columns
-under it (a matrix about KW times smaller) and multiplies it by the *banded filter*: a
-[KH*(Q+KW-1)*C, Q*O] matrix holding the filter at Q shifts, zeros elsewhere. The zeros
-cost (Q+KW-1)/KW times the multiply-adds, in a product whose inner dimensions are large
-enough to run near peak. The band's output rows are an [N, OH, OW, O] image already;
-the input gradient is the same product transposed, added back band by band; the filter
-gradient sums the product's diagonals. So the three primitives of ops/conv.py use it
-alike, where `band_width` finds a band that pays: unstrided, undilated, up to
-`_MOST_CHANNELS` input channels, and a width whose band keeps the product's inner
-dimensions in the range timed to win (docs/performance-notes.md, #banded-conv). Blocks
-of examples keep each block's rows in cache, as im2col's blocks do.
+under it ((Q+KW-1)/(Q*KW) the size of im2col's matrix) and multiplies it by the
+*banded filter*: a [KH*(Q+KW-1)*C, Q*O] matrix holding the filter at Q shifts, zeros
+elsewhere. The zeros cost (Q+KW-1)/KW times the multiply-adds, in a product whose inner
+dimensions are large enough to run near peak. The bands' products are an [N, OH, OW, O]
+image already; the input gradient is the same product transposed, added back band by
+band; the filter gradient sums the product's diagonals. So the three primitives of
+ops/conv.py use it alike, where `band_width` finds a band that pays: unstrided,
+undilated, up to `_MOST_CHANNELS` input channels, and a width whose band keeps the
+product's inner dimensions in the range timed to win (docs/performance-notes.md,
+#banded-conv). Blocks of examples keep each block's rows in cache, as im2col's blocks do.
 """
 
 from __future__ import annotations
