@@ -16,5 +16,8 @@ MODULES = sorted(m.name for m in pkgutil.walk_packages(tapeflow.__path__, "tapef
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False)
+    # An example's classes are the user's, not the module's: under the module's own
+    # __name__ a Layer subclass would join tapeflow's built-in layers for later tests.
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False,
+                             extraglobs={"__name__": f"__doctest__.{name}"})
     assert result.failed == 0, f"{result.failed} docstring example(s) failed in {name}"
