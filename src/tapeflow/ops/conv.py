@@ -81,14 +81,14 @@ def _conv_impl(x: np.ndarray, w: np.ndarray, strides: tuple, dilations: tuple,
     oh = out_size(x.shape[-3], kh, strides[0], dilations[0], pads[0])
     ow = out_size(x.shape[-2], kw, strides[1], dilations[1], pads[1])
     xp = pad(x, pads)
-    # contiguous: the GEMM's rounding would follow the filter's memory layout (a grouped
-    # filter is a transposed view in eager, contiguous when a saved graph is loaded)
-    wm = np.ascontiguousarray(w).reshape(w.shape[:-4] + (kh * kw * c, o))
     lead = np.broadcast_shapes(x.shape[:-4], w.shape[:-4])
     out = np.empty(lead + (n, oh, ow, o), np.result_type(x, w))
     q = conv_banded.band_width(ow, (kh, kw, c, o), strides, dilations, (x, w))
     if q:  # NOTE(banded-conv)
         return conv_banded.conv(xp, w, q, out)
+    # contiguous: the GEMM's rounding would follow the filter's memory layout (a grouped
+    # filter is a transposed view in eager, contiguous when a saved graph is loaded)
+    wm = np.ascontiguousarray(w).reshape(w.shape[:-4] + (kh * kw * c, o))
     step = block_size(n, oh * ow * kh * kw * c * x.itemsize)
     for start in range(0, n, step):
         stop = min(n, start + step)

@@ -78,15 +78,6 @@ def banded_filter(w: np.ndarray, q: int) -> np.ndarray:
     return band.reshape(kh * (q + kw - 1) * c, q * o)
 
 
-def _widened(a: np.ndarray, cols: int) -> np.ndarray:
-    """`a` [N, H, W, C] with `cols` zero columns on the right (itself when none)."""
-    if not cols:
-        return a
-    out = np.zeros(a.shape[:2] + (a.shape[2] + cols, a.shape[3]), a.dtype)
-    out[:, :, :a.shape[2]] = a
-    return out
-
-
 def _rows(xp: np.ndarray, kh: int, kw: int, q: int, oh: int, nq: int) -> np.ndarray:
     """[n*OH*NQ, KH*(Q+KW-1)*C]: for each of the NQ output bands, the input rows under it."""
     n, _, _, c = xp.shape
@@ -104,7 +95,10 @@ def conv(xp: np.ndarray, w: np.ndarray, q: int, out: np.ndarray) -> np.ndarray:
     kh, kw, c, o = w.shape
     n, oh, ow, _ = out.shape
     nq = -(-ow // q)
-    xp = _widened(xp, nq * q - ow)
+    if nq * q > ow:  # the last band overhangs: zero columns past the image's edge
+        wide = np.zeros(xp.shape[:2] + (nq * q + kw - 1, c), xp.dtype)
+        wide[:, :, :xp.shape[2]] = xp
+        xp = wide
     band = banded_filter(w, q)
     step = block_size(n, oh * nq * kh * (q + kw - 1) * c * xp.itemsize)
     for start in range(0, n, step):
@@ -117,16 +111,14 @@ def conv(xp: np.ndarray, w: np.ndarray, q: int, out: np.ndarray) -> np.ndarray:
 def input_grad(g: np.ndarray, w: np.ndarray, q: int, padded_shape: tuple,
                dtype: np.dtype) -> np.ndarray:
     """The input gradient [N, HP, WP, C] (of the padded image) of `g` [N, OH, OW, O]
-    through `w`: each band's product added back at its place. An overhanging last band
-    reads zero cotangents and adds past the image's edge, into columns dropped after."""
+    through `w`, for a band `q` that divides OW: each band's product added back at its
+    place."""
     kh, kw, c, o = w.shape
     n, oh, ow, _ = g.shape
-    nq, span = -(-ow // q), q + kw - 1
-    g = _widened(g, nq * q - ow)
+    nq, span = ow // q, q + kw - 1
     band_t = np.ascontiguousarray(banded_filter(w, q).T)  # a transposed operand runs slower
-    hp, wp = padded_shape[1], padded_shape[2]
-    out = np.zeros((n, hp, nq * q + kw - 1, c), dtype)
-    rows = out.reshape(n, hp, out.shape[2] * c)
+    out = np.zeros(padded_shape, dtype)
+    rows = out.reshape(n, padded_shape[1], padded_shape[2] * c)
     step = block_size(n, oh * nq * kh * span * c * g.itemsize)
     for start in range(0, n, step):
         stop = min(n, start + step)
@@ -135,16 +127,15 @@ def input_grad(g: np.ndarray, w: np.ndarray, q: int, padded_shape: tuple,
         for i in range(kh):  # one add per kernel row and band: contiguous runs
             for k in range(nq):
                 rows[start:stop, i:i + oh, k * q * c:(k * q + span) * c] += taps[:, :, k, i]
-    return out[:, :, :wp]
+    return out
 
 
 def filter_grad(xp: np.ndarray, g: np.ndarray, q: int, filter_shape: tuple) -> np.ndarray:
-    """The filter gradient [KH, KW, C, O] of `g` [N, OH, OW, O] for padded images `xp`
-    (an overhanging last band: zero columns of both)."""
+    """The filter gradient [KH, KW, C, O] of `g` [N, OH, OW, O] for padded images `xp`,
+    for a band `q` that divides OW."""
     kh, kw, c, o = filter_shape
     n, oh, ow, _ = g.shape
-    nq, span = -(-ow // q), q + kw - 1
-    xp, g = _widened(xp, nq * q - ow), _widened(g, nq * q - ow)
+    nq, span = ow // q, q + kw - 1
     acc = None
     step = block_size(n, oh * nq * kh * span * c * xp.itemsize)
     for start in range(0, n, step):
