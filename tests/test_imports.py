@@ -129,7 +129,7 @@ def test_import_graph_is_acyclic():
 
 def test_each_ops_family_builds_only_on_earlier_ones():
     order = ["tapeflow.ops.simplify", "tapeflow.ops.structural", "tapeflow.ops.convert",
-             "tapeflow.ops.windows", "tapeflow.ops.conv_banded"] + \
+             "tapeflow.ops.windows", "tapeflow.ops.conv_banded", "tapeflow.ops.conv_phases"] + \
         [f.__name__ for f in ops.FAMILIES]
     assert sorted(order) == sorted(m for m in MODULES if m.startswith("tapeflow.ops."))
     for i, module in enumerate(order):

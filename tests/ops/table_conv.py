@@ -70,6 +70,18 @@ ROWS: list = [
                                                        pads=((2, 2), (1, 1)),
                                                        filter_shape=(5, 3, 2, 4)),
         args(normal(2, 6, 7, 2), normal(2, 6, 7, 4)), None, prims=("conv2d_filter_grad",)),
+    # a strided input gradient over output phases (NOTE(phase-conv)): 3x3 at stride 2 with
+    # SAME padding; and 3x2 at strides (3, 2), whose blocks overhang an odd-sized image
+    Row("conv2d_input_grad_phases", lambda g, w: bind(conv2d_input_grad_p, g, w,
+                                                      strides=(2, 2), dilations=(1, 1),
+                                                      pads=((0, 1), (1, 1)),
+                                                      input_shape=(2, 7, 6, 3)),
+        args(normal(2, 3, 3, 5), normal(3, 3, 3, 5)), None, prims=("conv2d_input_grad",)),
+    Row("conv2d_input_grad_phases_odd", lambda g, w: bind(conv2d_input_grad_p, g, w,
+                                                          strides=(3, 2), dilations=(1, 1),
+                                                          pads=((1, 0), (0, 0)),
+                                                          input_shape=(1, 8, 7, 2)),
+        args(normal(1, 3, 3, 3), normal(3, 2, 2, 3)), None, prims=("conv2d_input_grad",)),
 ]
 
 NONDIFF_ROWS: list = []

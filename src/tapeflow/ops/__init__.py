@@ -10,6 +10,8 @@ one block, and the public ops (the TensorFlow functions) built on them.
 - windows: window geometry conv and pooling share (sizes, padding, strides).
 - conv_banded: conv's three implementations as banded products, for unstrided
   convolutions of few channels (NOTE(banded-conv)).
+- conv_phases: conv's input gradient as one product over output phases, for strided
+  convolutions of few channels (NOTE(phase-conv)).
 - sizes: shapes as tensors (shape, size) and the ops that take their shape from one
   (broadcast_dyn, sum_dyn, reshape_dyn), NOTE(dynamic-shapes).
 - elementwise: arithmetic, comparison, logic, cast, where, rounding.

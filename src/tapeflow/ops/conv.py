@@ -31,7 +31,7 @@ from ..errors import InvalidArgumentError
 from ..hessian_patterns import MULTILINEAR
 from ..patterns import Pattern
 from ..tensor import Tensor
-from . import conv_banded
+from . import conv_banded, conv_phases
 from .convert import binary_args, check_dtype
 from .structural import (dense_deps, move_axis, move_to_front, per_example_deps, per_input,
                          reshape_p, shape_of)
@@ -103,8 +103,25 @@ def _conv_impl(x: np.ndarray, w: np.ndarray, strides: tuple, dilations: tuple,
     return out
 
 
+def _check_transpose(op: str, image: tuple, grad: tuple, kernel: tuple, strides: tuple,
+                     dilations: tuple, pads: tuple) -> None:
+    """Raise unless `grad` [..., OH, OW, O] is the shape a convolution with `kernel` (KH,
+    KW, C, O) gives images [..., H, W, C]: a transpose's result would be wrong, not fail."""
+    kh, kw, c, o = kernel
+    want = (out_size(image[-3], kh, strides[0], dilations[0], pads[0]),
+            out_size(image[-2], kw, strides[1], dilations[1], pads[1]), o)
+    if tuple(grad[-3:]) != want or image[-1] != c:
+        raise InvalidArgumentError(
+            f"{op}: a convolution of images [..., {image[-3]}, {image[-2]}, {image[-1]}] with "
+            f"a {kh}x{kw} kernel of {c} channels and {o} filters (strides {strides}, "
+            f"dilations {dilations}, pads {pads}) gives [..., {want[0]}, {want[1]}, {o}]; "
+            f"the gradient has shape {tuple(grad)}.")
+
+
 def _filter_grad_impl(x: np.ndarray, g: np.ndarray, strides: tuple, dilations: tuple,
                       pads: tuple, filter_shape: tuple) -> np.ndarray:
+    _check_transpose("conv2d_filter_grad", x.shape, g.shape, filter_shape, strides,
+                     dilations, pads)
     kh, kw, c, o = filter_shape
     n, oh, ow = g.shape[-4], g.shape[-3], g.shape[-2]
     xp = pad(x, pads)
@@ -133,6 +150,8 @@ def _filter_grad_impl(x: np.ndarray, g: np.ndarray, strides: tuple, dilations: t
 
 def _input_grad_impl(g: np.ndarray, w: np.ndarray, strides: tuple, dilations: tuple,
                      pads: tuple, input_shape: tuple) -> np.ndarray:
+    _check_transpose("conv2d_input_grad", input_shape, g.shape, w.shape[-4:], strides,
+                     dilations, pads)
     kh, kw, c, o = w.shape[-4:]
     n, oh, ow = g.shape[-4], g.shape[-3], g.shape[-2]
     h, wd = input_shape[-3], input_shape[-2]
@@ -142,6 +161,8 @@ def _input_grad_impl(g: np.ndarray, w: np.ndarray, strides: tuple, dilations: tu
     if q:  # NOTE(banded-conv)
         out = conv_banded.input_grad(g, w, q, (n, hp, wp, c), np.result_type(g, w))
         return out[..., pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd, :]
+    if conv_phases.phase_split((kh, kw, c, o), strides, dilations, (g, w)):  # NOTE(phase-conv)
+        return conv_phases.input_grad(g, w, strides, pads, input_shape, np.result_type(g, w))
     out = np.zeros(lead + (n, hp, wp, c), dtype=np.result_type(g, w))
     # The weights as [..., KH*KW, O, C] (C > 1) or [..., KH*KW, O] (C = 1), made once.
     if c > 1:
