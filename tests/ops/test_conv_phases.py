@@ -26,7 +26,8 @@ CASES = [
     (2, 10, 11, 3, 3, 3, 7, (3, 3), ((0, 0), (1, 0))),     # 3x3 at stride 3
     (2, 8, 6, 2, 3, 2, 3, (2, 1), ((1, 1), (0, 1))),       # stride 1 along the width
     (1, 6, 7, 5, 2, 2, 4, (2, 2), ((3, 0), (0, 3))),       # padding no window reaches
-    (4, 5, 5, 32, 2, 2, 64, (2, 2), ((0, 1), (0, 1))),     # the most channels and filters
+    (4, 5, 5, 64, 4, 4, 8, (2, 2), ((1, 2), (1, 2))),      # the most channels
+    (2, 6, 6, 8, 2, 2, 64, (2, 2), ((0, 0), (0, 0))),      # the most filters: no zero taps
 ]
 
 
@@ -137,10 +138,10 @@ def test_the_result_owns_no_operand():
     ("unstrided", (3, 3, 8, 16), (1, 1), (1, 1)),
     ("dilated", (3, 3, 8, 16), (2, 2), (1, 2)),
     ("one channel: the product's s*s columns too few", (3, 3, 1, 8), (2, 2), (1, 1)),
-    ("many channels", (3, 3, 64, 16), (2, 2), (1, 1)),
+    ("more channels than swept", (2, 2, 65, 4), (2, 2), (1, 1)),
     ("many filters, with zero taps", (3, 3, 8, 64), (2, 2), (1, 1)),
     ("channels times filters, with zero taps", (3, 3, 32, 32), (2, 2), (1, 1)),
-    ("many filters, without zero taps", (2, 2, 8, 128), (2, 2), (1, 1)),
+    ("channels times filters, without zero taps", (2, 2, 8, 128), (2, 2), (1, 1)),
     ("a kernel smaller than the stride", (1, 1, 8, 16), (2, 2), (1, 1)),
     ("mostly zero taps", (5, 5, 8, 16), (4, 4), (1, 1)),
 ])

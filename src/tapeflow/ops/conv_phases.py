@@ -12,8 +12,8 @@ pixels of the block come out of one product: the M x M windows of the output gra
 phase) place and zeros where a phase has fewer taps. It does (M*s)^2 / K^2 times the
 multiply-adds (16/9 for 3x3 at stride 2), with no adds after it: the product's rows are
 the blocks, which one copy interleaves into the image. `phase_split` takes it where that
-was timed to win: strided, undilated, 2 to 32 input channels and not many filters
-(docs/performance-notes.md, #phase-conv). Blocks of examples keep each block's windows
+was timed to win: strided, undilated, 2 to 64 input channels and not many more
+multiply-adds than im2col's (docs/performance-notes.md, #phase-conv). Blocks of examples keep each block's windows
 in cache, as im2col's do.
 """
 
@@ -24,21 +24,20 @@ import numpy as np
 from .. import blas
 from .windows import block_size
 
-# Set from a sweep of 1,000 shapes (benchmarks/conv_phases.py): one input channel makes
-# the product's s*s output columns too few; many channels and filters make im2col's
-# product and adds efficient enough that the zeros' multiply-adds no longer pay.
+# Set from sweeps of 1,260 shapes (benchmarks/conv_phases.py): one input channel makes
+# the product's s*s columns too few; where the channels and filters are many, im2col's
+# product and adds run efficiently and the zero taps' multiply-adds no longer pay.
 _LEAST_CHANNELS = 2
-_MOST_CHANNELS = 32
-_MOST_FILTERS = {True: 64, False: 32}   # O, with no zeros / with zeros in the phase filter
-_MOST_PRODUCT = 512                     # C*O where the phase filter holds zeros
-_MOST_WASTE = 16 / 9                    # (MH*SH*MW*SW) / (KH*KW): 3x3 at stride 2
+_MOST_CHANNELS = 64
+_MOST_WASTE = 16 / 9   # (MH*SH*MW*SW) / (KH*KW), the share of zero taps: 3x3 at stride 2
+_MOST_WORK = 512       # that share times C*O
 
 
 def phase_split(kernel: tuple, strides: tuple, dilations: tuple, operands: tuple) -> bool:
     """Whether the input gradient of a convolution with `kernel` (KH, KW, C, O) runs as a
     gather over output phases: strided, undilated, 4-D operands (no batched filters), a
     kernel at least as large as the stride on each axis (every phase gets a tap), few
-    multiply-adds spent on zero taps, and channels and filters in the range timed to win.
+    zero taps, and channels and filters in the range timed to win.
 
     Example:
         >>> from tapeflow.ops.conv_phases import phase_split
@@ -52,9 +51,7 @@ def phase_split(kernel: tuple, strides: tuple, dilations: tuple, operands: tuple
     if not _LEAST_CHANNELS <= c <= _MOST_CHANNELS or any(np.ndim(a) != 4 for a in operands):
         return False
     waste = (-(-kh // sh) * sh * -(-kw // sw) * sw) / (kh * kw)
-    exact = waste == 1  # the phase filter has no zero taps
-    return (waste <= _MOST_WASTE and o <= _MOST_FILTERS[exact]
-            and (exact or c * o <= _MOST_PRODUCT))
+    return waste <= _MOST_WASTE and waste * c * o <= _MOST_WORK
 
 
 def phase_filter(w: np.ndarray, strides: tuple) -> np.ndarray:
