@@ -14,15 +14,25 @@ therefore stay up to 128 MiB above what it uses. ``TAPEFLOW_KEEP_FREED_MEMORY=0`
 the environment turns this off, and a ``MALLOC_MMAP_THRESHOLD_`` or
 ``MALLOC_TRIM_THRESHOLD_`` the user set is left as it is. Other C libraries (macOS,
 musl, Windows) are left alone.
+
+NOTE(zero-page): `zero_page` gives read-only arrays of zeros that cost neither memory
+nor cache: they view an anonymous read-only mapping, whose every page the kernel maps to
+its one shared page of zeros. An op that NumPy runs faster against an array than against
+a scalar (relu's maximum: docs/performance-notes.md, #zero-page) reads its zeros from
+there, one page that stays in the L1 cache.
 """
 
 from __future__ import annotations
 
 import ctypes
+import math
+import mmap
 import os
 import sys
 
-__all__ = ["keep_freed_memory"]
+import numpy as np
+
+__all__ = ["keep_freed_memory", "zero_page"]
 
 _M_TRIM_THRESHOLD = -1  # glibc's mallopt parameters (malloc.h)
 _M_MMAP_THRESHOLD = -3
@@ -56,3 +66,42 @@ def keep_freed_memory(heap_block_bytes: int = HEAP_BLOCK_BYTES,
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     return bool(mallopt(_M_MMAP_THRESHOLD, int(heap_block_bytes))
                 and mallopt(_M_TRIM_THRESHOLD, int(kept_bytes)))
+
+
+ZERO_PAGE_MOST_BYTES = 1 << 30  # of address space, none of it memory
+_zero_map: dict = {}  # "bytes": the mapping's size, "base": a uint8 view of all of it
+_zero_views: dict = {}  # (shape, dtype) -> its view: a replay asks for the same ones
+_MOST_VIEWS = 256
+
+
+def zero_page(shape: tuple, dtype: np.dtype) -> np.ndarray | None:
+    """A read-only C-ordered array of zeros of `shape` and `dtype` that reads the kernel's
+    zero page (NOTE(zero-page)); None where there is no such mapping (not POSIX) or it
+    would pass `ZERO_PAGE_MOST_BYTES`. Zero bits are zero in every numeric dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.allocator import zero_page
+        >>> z = zero_page((2, 3), np.dtype(np.float32))
+        >>> z is None or (not z.any() and not z.flags.writeable and z.dtype == np.float32)
+        True
+    """
+    key = (shape, dtype)
+    view = _zero_views.get(key)
+    if view is not None:
+        return view
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > ZERO_PAGE_MOST_BYTES or not hasattr(mmap, "PROT_READ"):
+        return None
+    if _zero_map.get("bytes", 0) < nbytes:
+        # Grown by doubling; the views of an older mapping keep it alive while they live.
+        size = min(ZERO_PAGE_MOST_BYTES, max(nbytes, 2 * _zero_map.get("bytes", 1 << 20)))
+        pages = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                          prot=mmap.PROT_READ)
+        _zero_map.update(bytes=size, base=np.frombuffer(pages, np.uint8))
+    view = _zero_map["base"][:nbytes].view(dtype).reshape(shape)
+    if len(_zero_views) >= _MOST_VIEWS:
+        _zero_views.clear()
+    _zero_views[key] = view
+    return view
