@@ -62,6 +62,32 @@ def test_serves_the_bias_add_and_declines_the_rest():
     assert tiled_broadcast(np.add, (1, 6), (4096, 1)) is None       # both broadcast
 
 
+@pytest.mark.parametrize("ufunc", [np.maximum, np.minimum])
+@pytest.mark.parametrize("scalar", [0.0, -0.0, 0.5, np.nan, -np.inf])
+def test_a_float32_scalar_against_a_large_array_is_tiled_for_maximum_and_minimum(ufunc,
+                                                                                 scalar):
+    """maximum and minimum have no SIMD loop for a scalar operand: in float32 it is tiled
+    into a row, with the ufunc's values (NaN, signed zeros, ties)."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((64, 32, 32)).astype(np.float32)
+    x.reshape(-1)[:6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, 0.5]
+    c = np.asarray(scalar, np.float32)
+    f32 = (np.float32, np.float32)
+    for a, b in ((x, c), (c, x), (x, c.reshape(1, 1))):
+        fast = tiled_broadcast(ufunc, a.shape, b.shape, f32)
+        assert fast is not None
+        want, got = ufunc(a, b), fast(a, b)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    assert tiled_broadcast(ufunc, (255, 257), (), f32) is None       # no row width divides
+    assert tiled_broadcast(ufunc, (64, 64), (), f32) is None         # too small to pay
+    assert tiled_broadcast(np.add, (64, 32, 32), (), f32) is None    # add has its scalar loop
+    for dtypes in ((np.float64, np.float64), (np.float32, np.float64), (np.int32, np.int32)):
+        assert tiled_broadcast(ufunc, x.shape, (), dtypes) is None   # float32 only
+    assert tiled_broadcast(ufunc, x.shape, ()) is None               # dtypes unknown
+
+
 @pytest.mark.parametrize("dtypes", [(np.float64, np.float32), (np.int8, np.float32),
                                     (np.int32, np.int64), (np.complex64, np.float64)])
 def test_dtype_promotion_is_the_ufuncs(dtypes):
@@ -212,3 +238,20 @@ def _minor3(e, skip):
     return (r[0][0] * (r[1][1] * r[2][2] - r[1][2] * r[2][1])
             - r[0][1] * (r[1][0] * r[2][2] - r[1][2] * r[2][0])
             + r[0][2] * (r[1][0] * r[2][1] - r[1][1] * r[2][0]))
+
+
+def test_traced_clip_by_value_replays_as_eager_with_tiled_scalars():
+    """clip_by_value is minimum then maximum with scalars: both tiled in the replay."""
+    rng = np.random.default_rng(5)
+    x = tf.constant(rng.standard_normal((256, 512)).astype(np.float32))
+
+    def f(x):
+        return tf.clip_by_value(x * 3.0, -1.0, 1.0) + tf.maximum(x, 0.0)
+
+    traced = tf.function(f)
+    want = f(x).numpy()
+    for _ in range(COMPILE_AFTER + 2):
+        np.testing.assert_array_equal(traced(x).numpy(), want)
+    g = traced.get_concrete_function(x).graph
+    extrema = [n for n in g.nodes if isinstance(n, Node) and n.prim.name in ("maximum", "minimum")]
+    assert len(extrema) == 3 and all(node_impl(g, n) is not n.prim.impl for n in extrema)

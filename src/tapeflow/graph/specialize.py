@@ -39,6 +39,13 @@ from .ir import Graph, Node
 _SHORT_ROW = 64
 _ROW_WIDTH = 1024
 _MIN_ROWS = 2048
+# NumPy's maximum and minimum have SIMD loops for two arrays, not for an array and a
+# scalar: a float32 scalar against a float32 array of at least _SCALAR_FROM elements is
+# tiled into a row of at least _SCALAR_ROW (float64 gained little, and lost on arrays
+# larger than the cache: docs/performance-notes.md, #tiled-broadcast).
+_NO_SCALAR_SIMD = (np.maximum, np.minimum)
+_SCALAR_FROM = 1 << 16
+_SCALAR_ROW = 256
 
 
 def node_impl(g: Graph, n: Node, specialize: bool = True) -> Callable[..., Any]:
@@ -50,7 +57,8 @@ def node_impl(g: Graph, n: Node, specialize: bool = True) -> Callable[..., Any]:
             and not g.avals[n.outputs[0]][0] and _float_scalars(g, n)):
         return OPERATORS[impl]
     if specialize and isinstance(impl, np.ufunc) and impl.nin == 2 and impl.nout == 1 and not n.params:
-        fast = tiled_broadcast(impl, g.avals[n.inputs[0]][0], g.avals[n.inputs[1]][0])
+        fast = tiled_broadcast(impl, g.avals[n.inputs[0]][0], g.avals[n.inputs[1]][0],
+                               (g.avals[n.inputs[0]][1], g.avals[n.inputs[1]][1]))
         if fast is not None:
             return fast
     return functools.partial(impl, **n.params) if n.params else impl
@@ -73,9 +81,11 @@ def _float_scalars(g: Graph, n: Node) -> bool:
                                      for shape, d in avals)
 
 
-def tiled_broadcast(ufunc: np.ufunc, a_shape: tuple, b_shape: tuple) -> Callable | None:
+def tiled_broadcast(ufunc: np.ufunc, a_shape: tuple, b_shape: tuple,
+                    dtypes: tuple | None = None) -> Callable | None:
     """`ufunc(a, b, out=None)` for operands of these shapes with long inner loops, when
-    one operand is small and broadcasts along the other's trailing dims; None otherwise.
+    one operand is small and broadcasts along the other's trailing dims, or (maximum,
+    minimum, both `dtypes` float32) is a scalar against a large array; None otherwise.
 
     Example:
         >>> import numpy as np
@@ -90,6 +100,14 @@ def tiled_broadcast(ufunc: np.ufunc, a_shape: tuple, b_shape: tuple) -> Callable
     except ValueError:
         return None
     size = math.prod(out_shape)
+    if (ufunc in _NO_SCALAR_SIMD and size >= _SCALAR_FROM and dtypes is not None
+            and all(np.dtype(d) == np.float32 for d in dtypes)):
+        for small_first in (False, True):
+            big, small = (b_shape, a_shape) if small_first else (a_shape, b_shape)
+            if math.prod(small) == 1 and big == out_shape:
+                widths = [d for d in range(_SCALAR_ROW, _ROW_WIDTH + 1) if size % d == 0]
+                return _tiled(ufunc, small_first, widths[-1], widths[-1], out_shape) \
+                    if widths else None
     for small_first in (False, True):
         big, small = (b_shape, a_shape) if small_first else (a_shape, b_shape)
         core = small
