@@ -70,9 +70,11 @@ def _calls(n: int, h: int, w: int, c: int, k: int, o: int, same: bool) -> dict:
     }, (x, f, g)
 
 
-def _time(fn: Callable, rounds: int) -> float:
+def time_per_call(fn: Callable) -> float:
+    """Seconds a call of `fn`: the best of 3 loops of about 20 ms (benchmarks/conv_phases.py
+    times its products alike)."""
     number = max(1, int(0.02 / max(1e-7, min(timeit.repeat(fn, number=1, repeat=3)))))
-    return min(timeit.repeat(fn, number=number, repeat=3)) / number / rounds
+    return min(timeit.repeat(fn, number=number, repeat=3)) / number
 
 
 SWEEP = list(itertools.product([32, 128], [8, 11, 12, 16, 23, 28], [1, 3, 6], [3, 5],
@@ -86,9 +88,9 @@ def _both(fn: Callable, rounds: int) -> tuple[float, float]:
     try:
         for _ in range(rounds):
             conv_banded.band_width = lambda *a, **kw: 0
-            times["im2col"].append(_time(fn, 1))
+            times["im2col"].append(time_per_call(fn))
             conv_banded.band_width = chosen
-            times["banded"].append(_time(fn, 1))
+            times["banded"].append(time_per_call(fn))
     finally:
         conv_banded.band_width = chosen
     return statistics.median(times["im2col"]) * 1e3, statistics.median(times["banded"]) * 1e3
@@ -115,13 +117,19 @@ def sweep(rounds: int) -> None:
           f"{min(layers):.2f}-{max(layers):.2f}x im2col")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_flags(doc: str) -> tuple[int, bool]:
+    """(rounds, whether to sweep) from the command line of a conv benchmark (this one's
+    and benchmarks/conv_phases.py's): --quick runs 3 rounds instead of 7."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds")
     parser.add_argument("--sweep", action="store_true", help="the grid the rule was set from")
     flags = parser.parse_args()
-    rounds = 3 if flags.quick else 7
-    if flags.sweep:
+    return (3 if flags.quick else 7), flags.sweep
+
+
+def main() -> None:
+    rounds, sweeping = parse_flags(__doc__)
+    if sweeping:
         sweep(3)
         return
     chosen = conv_banded.band_width

@@ -17,23 +17,17 @@ Run:  python benchmarks/conv_phases.py [--quick] [--sweep]
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 import statistics
 import sys
-import timeit
-from typing import Callable
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from conv_banded import parse_flags, time_per_call  # noqa: E402 - it finds tapeflow too
 
 import numpy as np  # noqa: E402
 
-try:
-    from tapeflow.ops import conv, conv_phases, windows
-except ImportError:  # a checkout without `pip install -e .`
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
-    from tapeflow.ops import conv, conv_phases, windows
+from tapeflow.ops import conv, conv_phases, windows  # noqa: E402
 
 ONE = (1, 1)
 # (label, batch, height, width, channels, kernel, filters, stride): the image is the
@@ -60,11 +54,6 @@ def _operands(n: int, h: int, w: int, c: int, k: int, o: int, s: int) -> tuple:
     return g, f, pads
 
 
-def _time(fn: Callable) -> float:
-    number = max(1, int(0.02 / max(1e-7, min(timeit.repeat(fn, number=1, repeat=3)))))
-    return min(timeit.repeat(fn, number=number, repeat=3)) / number
-
-
 def _both(shape: tuple, rounds: int, check: bool = False) -> tuple[float, float]:
     """Medians (ms) of the input gradient of `shape` with im2col's scatter forced and over
     the phases (forced too, where the rule declines them), alternating."""
@@ -81,8 +70,8 @@ def _both(shape: tuple, rounds: int, check: bool = False) -> tuple[float, float]
             np.testing.assert_allclose(phases(), want, rtol=1e-3,
                                        atol=1e-3 * np.abs(want).max())
         for _ in range(rounds):
-            times["im2col"].append(_time(im2col))
-            times["phases"].append(_time(phases))
+            times["im2col"].append(time_per_call(im2col))
+            times["phases"].append(time_per_call(phases))
     finally:
         conv_phases.phase_split = chosen
     return statistics.median(times["im2col"]) * 1e3, statistics.median(times["phases"]) * 1e3
@@ -116,12 +105,8 @@ def sweep(rounds: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds")
-    parser.add_argument("--sweep", action="store_true", help="the grid the rule was set from")
-    flags = parser.parse_args()
-    rounds = 3 if flags.quick else 7
-    if flags.sweep:
+    rounds, sweeping = parse_flags(__doc__)
+    if sweeping:
         sweep(3)
         return
     print("| shape | [N, H, W, C], kernel / stride, filters | taken | im2col ms | phases ms "

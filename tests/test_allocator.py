@@ -1,16 +1,22 @@
 """NOTE(allocator) in tapeflow/allocator.py: importing tapeflow keeps freed array memory
 in the process (glibc), so a computation repeated on large arrays does not fault its
-pages in again at every call; the user can opt out."""
+pages in again at every call; the user can opt out. NOTE(zero-page): read-only zeros
+that read the kernel's zero page, and relu, which compares with them."""
 
 from __future__ import annotations
 
+import mmap
 import os
 import subprocess
 import sys
 
+import ml_dtypes
+import numpy as np
 import pytest
 
+import tapeflow as tf
 from tapeflow import allocator
+from tapeflow.ops import nn
 
 # Five 6 MiB arrays made and freed, ten times: under glibc's default policy their pages
 # go back to the system and come back zeroed, about 1,500 faults a round.
@@ -61,14 +67,6 @@ def test_a_users_own_malloc_settings_are_kept(monkeypatch):
 
 
 # NOTE(zero-page): read-only zeros that view the kernel's zero page.
-import mmap  # noqa: E402
-
-import ml_dtypes  # noqa: E402
-import numpy as np  # noqa: E402
-
-import tapeflow as tf  # noqa: E402
-from tapeflow.ops import nn  # noqa: E402
-
 posix_only = pytest.mark.skipif(not hasattr(mmap, "PROT_READ"), reason="POSIX mappings")
 
 
