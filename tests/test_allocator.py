@@ -107,7 +107,8 @@ def test_zero_page_views_are_cached_and_the_cache_is_bounded(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, ml_dtypes.bfloat16])
-@pytest.mark.parametrize("size", [7, nn._ZERO_PAGE_FROM - 1, nn._ZERO_PAGE_FROM, 40_000])
+@pytest.mark.parametrize("size", [7, nn._ZERO_PAGE_FROM - 1, nn._ZERO_PAGE_FROM, 40_000,
+                                  "past the cache"])
 def test_relu_equals_the_maximum_with_zero_at_the_edges(dtype, size, monkeypatch):
     """NaN stays NaN, -inf becomes 0., +inf stays, and zeros keep the sign NumPy's maximum
     with a scalar zero gives them, on both paths (the zero page's from `_ZERO_PAGE_FROM`
@@ -116,6 +117,10 @@ def test_relu_equals_the_maximum_with_zero_at_the_edges(dtype, size, monkeypatch
     calls = []
     real = nn.zero_page
     monkeypatch.setattr(nn, "zero_page", lambda *a: calls.append(a) or real(*a))
+    large = size == "past the cache"  # over SIMD_MAXIMUM_MOST_BYTES, lowered to 32 KiB here
+    if large:
+        monkeypatch.setattr(nn, "SIMD_MAXIMUM_MOST_BYTES", 32 << 10)
+        size = 40_000
     edges = np.array([np.nan, -0.0, 0.0, -np.inf, np.inf, -1.5, 2.5], np.float64)
     x = np.resize(edges, size) * np.linspace(0.5, 1.5, size)
     x = x.astype(dtype)
@@ -128,6 +133,6 @@ def test_relu_equals_the_maximum_with_zero_at_the_edges(dtype, size, monkeypatch
     np.testing.assert_array_equal(got32, want32)
     np.testing.assert_array_equal(np.signbit(got32), np.signbit(want32))
     assert bool(calls) == (size >= nn._ZERO_PAGE_FROM and np.dtype(dtype) in nn._SIMD_MAXIMUM
-                           and hasattr(mmap, "PROT_READ"))
+                           and hasattr(mmap, "PROT_READ") and not large)
     got[...] = 3  # the result owns its memory: the next relu is unchanged
     np.testing.assert_array_equal(tf.nn.relu(tf.constant(x)).numpy().astype(np.float32), want32)

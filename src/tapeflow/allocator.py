@@ -69,6 +69,12 @@ def keep_freed_memory(heap_block_bytes: int = HEAP_BLOCK_BYTES,
 
 
 ZERO_PAGE_MOST_BYTES = 1 << 30  # of address space, none of it memory
+# Past this many bytes an operand of maximum or minimum no longer fits the cache: the op is
+# bound by memory, and the second stream a SIMD loop reads (the zero page, a tiled row)
+# costs more than the loop saves (float64 1.27x at 12 MiB, float32 1.06x at 16 MiB on this
+# project's machine: docs/performance-notes.md, #zero-page). relu's zero page and the
+# replay's tiled scalars stay under it.
+SIMD_MAXIMUM_MOST_BYTES = 8 << 20
 _zero_map: dict = {}  # "bytes": the mapping's size, "base": a uint8 view of all of it
 _zero_views: dict = {}  # (shape, dtype) -> its view: a replay asks for the same ones
 _MOST_VIEWS = 256

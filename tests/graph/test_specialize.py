@@ -86,6 +86,7 @@ def test_a_float32_scalar_against_a_large_array_is_tiled_for_maximum_and_minimum
     for dtypes in ((np.float64, np.float64), (np.float32, np.float64), (np.int32, np.int32)):
         assert tiled_broadcast(ufunc, x.shape, (), dtypes) is None   # float32 only
     assert tiled_broadcast(ufunc, x.shape, ()) is None               # dtypes unknown
+    assert tiled_broadcast(ufunc, (1 << 22,), (), f32) is None       # 16 MiB: past the cache
 
 
 @pytest.mark.parametrize("dtypes", [(np.float64, np.float32), (np.int8, np.float32),

@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..allocator import SIMD_MAXIMUM_MOST_BYTES
 from .ir import Graph, Node
 
 # A broadcast operand of fewer elements than this makes NumPy's inner loop short enough
@@ -41,8 +42,9 @@ _ROW_WIDTH = 1024
 _MIN_ROWS = 2048
 # NumPy's maximum and minimum have SIMD loops for two arrays, not for an array and a
 # scalar: a float32 scalar against a float32 array of at least _SCALAR_FROM elements is
-# tiled into a row of at least _SCALAR_ROW (float64 gained little, and lost on arrays
-# larger than the cache: docs/performance-notes.md, #tiled-broadcast).
+# tiled into a row of at least _SCALAR_ROW, up to arrays that no longer fit the cache
+# (SIMD_MAXIMUM_MOST_BYTES; float64 gained little, and lost past it:
+# docs/performance-notes.md, #tiled-broadcast).
 _NO_SCALAR_SIMD = (np.maximum, np.minimum)
 _SCALAR_FROM = 1 << 16
 _SCALAR_ROW = 256
@@ -100,8 +102,8 @@ def tiled_broadcast(ufunc: np.ufunc, a_shape: tuple, b_shape: tuple,
     except ValueError:
         return None
     size = math.prod(out_shape)
-    if (ufunc in _NO_SCALAR_SIMD and size >= _SCALAR_FROM and dtypes is not None
-            and all(np.dtype(d) == np.float32 for d in dtypes)):
+    if (ufunc in _NO_SCALAR_SIMD and _SCALAR_FROM <= size and size * 4 <= SIMD_MAXIMUM_MOST_BYTES
+            and dtypes is not None and all(np.dtype(d) == np.float32 for d in dtypes)):
         for small_first in (False, True):
             big, small = (b_shape, a_shape) if small_first else (a_shape, b_shape)
             if math.prod(small) == 1 and big == out_shape:

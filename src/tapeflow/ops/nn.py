@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes as _dt
-from ..allocator import zero_page
+from ..allocator import SIMD_MAXIMUM_MOST_BYTES, zero_page
 from ..dtypes import half_in_float32
 from ..catalog import NO_DERIVATIVE, Hints, Lowering, define
 from ..core import Primitive, bind
@@ -60,13 +60,15 @@ def _relu_mask(x: Tensor) -> Tensor:
 # NumPy's maximum has SIMD loops for two float arrays, not for an array and a scalar (2-3x
 # slower from a few thousand elements: docs/performance-notes.md, #zero-page), so relu
 # compares with an array of zeros that reads the kernel's zero page (NOTE(zero-page) in
-# allocator.py). The same values: NaN stays NaN, -0. becomes 0. either way.
+# allocator.py), up to operands that no longer fit the cache (SIMD_MAXIMUM_MOST_BYTES).
+# The same values: NaN stays NaN, -0. becomes 0. either way.
 _ZERO_PAGE_FROM = 1024
 _SIMD_MAXIMUM = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _relu_impl(x: np.ndarray) -> np.ndarray:
-    if x.size >= _ZERO_PAGE_FROM and x.dtype in _SIMD_MAXIMUM:
+    if (x.size >= _ZERO_PAGE_FROM and x.dtype in _SIMD_MAXIMUM
+            and x.nbytes <= SIMD_MAXIMUM_MOST_BYTES):
         zeros = zero_page(x.shape, x.dtype)
         if zeros is not None:
             return np.maximum(x, zeros)
