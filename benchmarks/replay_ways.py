@@ -1,6 +1,8 @@
 """The NumPy replay's ways, timed on one graph each: as traced, its small values held as
-scalars (NOTE(scalarize) in tapeflow/graph/scalarize.py) and its loops rolled
-(NOTE(reroll)). Figures for docs/performance-notes.md, #scalarize and #rolled-replay.
+scalars (NOTE(scalarize) in tapeflow/graph/scalarize.py), its loops rolled
+(NOTE(reroll)), and rolled with the work that reads no carry out of the loops
+(NOTE(hoist) in tapeflow/graph/hoist.py: what the replay runs for rolled loops). Figures
+for docs/performance-notes.md, #scalarize, #rolled-replay and #hoist.
 
 `Fastest` (graph/executables.py) makes this choice at run time for each graph; this
 script shows the figures behind it. Every way's generated code is made first, then the
@@ -11,7 +13,11 @@ fastest round per call, and each way against the graph as traced. The graphs:
 - rnn: 50 steps of h = tanh(h W + x_t U), hidden 32, batch 16 (float32): a loop on
   arrays, where rolling may pay and scalars do not apply;
 - chain3: a 200-op sin/multiply chain's gradient on 3 elements (float64);
-- chain100k: the same on 100,000 elements.
+- chain100k: the same on 100,000 elements;
+- char_lstm: the suite's character-level LSTM gradient (2 layers, 256 characters, codes
+  of 14, float64): tens of thousands of ops on 14 elements;
+- lstm, lstm_foldl: the suite's LSTM gradient (input 32, hidden 64, 50 steps, batch 16,
+  float32), as a Python loop and over tf.foldl (a scan the user wrote).
 
 Run: python benchmarks/replay_ways.py [--repeats N] [--number N] [--json PATH]
 """
@@ -31,6 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tapeflow as tf  # noqa: E402
+from tapeflow.graph.hoist import hoist  # noqa: E402
 from tapeflow.graph.replay import Replay  # noqa: E402
 from tapeflow.graph.reroll import reroll  # noqa: E402
 from tapeflow.graph.scalarize import replay_cost, scalarize  # noqa: E402
@@ -81,8 +88,41 @@ def _chain(n: int) -> tuple[Callable, tuple]:
     return gradient, (tf.constant(np.linspace(-1.0, 1.0, n)),)
 
 
+def _char_lstm() -> tuple[Callable, tuple]:
+    from suite import char_lstm
+
+    loss = char_lstm.loss_of(char_lstm._Ops(sigmoid=tf.sigmoid, tanh=tf.tanh, exp=tf.exp,
+                                            log=tf.math.log, sum=tf.reduce_sum,
+                                            rows=tf.unstack))
+
+    def gradient(main: Any, extra: Any, state: Any, sequence: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch([main, extra])
+            value = loss(main, extra, state, sequence)
+        return tape.gradient(value, [main, extra])
+
+    data = char_lstm.problem(char_lstm.SHAPES["full"])
+    return gradient, tuple(tf.constant(a) for a in data)
+
+
+def _lstm(scan: bool) -> tuple[Callable, tuple]:
+    from suite import lstm
+
+    loss = lstm.tf_api_scan_loss(tf) if scan else lstm.tf_api_loss(tf)
+
+    def gradient(w: Any, b: Any, xs: Any, ys: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch([w, b])
+            value = loss(w, b, xs, ys)
+        return tape.gradient(value, [w, b])
+
+    data = lstm.problem(lstm.SHAPES["full"])
+    return gradient, tuple(tf.constant(a) for a in data)
+
+
 GRAPHS = {"rk4": _rk4, "rnn": _rnn, "chain3": lambda: _chain(3),
-          "chain100k": lambda: _chain(100_000)}
+          "chain100k": lambda: _chain(100_000), "char_lstm": _char_lstm,
+          "lstm": lambda: _lstm(False), "lstm_foldl": lambda: _lstm(True)}
 
 
 def measure(name: str, repeats: int, number: int) -> dict:
@@ -90,7 +130,8 @@ def measure(name: str, repeats: int, number: int) -> dict:
     g = tf.function(fn).get_concrete_function(*args).graph
     arrays = [a.numpy() for a in args]
     ways, rewrite_s = {"as traced": g}, {"as traced": 0.0}
-    for way, rewrite in (("small values as scalars", scalarize), ("loops rolled", reroll)):
+    for way, rewrite in (("small values as scalars", scalarize), ("loops rolled", reroll),
+                         ("loops rolled, work hoisted", lambda g: hoist(reroll(g)))):
         start = time.perf_counter()
         h = rewrite(g)
         if h is not g:
@@ -103,6 +144,10 @@ def measure(name: str, repeats: int, number: int) -> dict:
         want, got = replays["as traced"][0](*arrays), run(*arrays)
         for a, b in zip(want, got, strict=True):
             np.testing.assert_allclose(b, a, rtol=1e-12)
+    if "loops rolled, work hoisted" in replays:  # NOTE(hoist): the same bits
+        base = replays.get("loops rolled", replays["as traced"])[0](*arrays)
+        for a, b in zip(base, replays["loops rolled, work hoisted"][0](*arrays), strict=True):
+            np.testing.assert_array_equal(b, a)
     best = {way: float("inf") for way in ways}
     for _ in range(repeats):
         for way, (run, _) in replays.items():

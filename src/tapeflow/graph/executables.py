@@ -37,6 +37,7 @@ from .ir import Graph
 from .lean import MISS
 from .polymorphic import resolved
 from .replay import Replay, interpret, plan_runner
+from .hoist import hoist
 from .reroll import reroll
 from .scalarize import scalar_rewrite
 from .xla import XlaReplay, require_jax
@@ -92,7 +93,9 @@ def plan(graph: Graph, *, jit_compile: bool = False, keep_on_device: bool = Fals
                                                     its first calls, then generated code; of
                                                     a graph with loops to roll or small arrays
                                                     to hold as scalars, `Fastest` of it and
-                                                    the replays of those rewrites
+                                                    the replays of those rewrites (a loop's
+                                                    work that reads no carry done for all
+                                                    steps at once: NOTE(hoist))
     ============================================== ==========================================
 
     `graph` is the graph at the traced sizes; `generic`, where one serves every size, the
@@ -152,8 +155,11 @@ def _numpy_ways(g: Graph, replay: Replay, rolled: Graph | None = None) -> list:
     if scalars is not g:
         ways.append(("the NumPy replay, small arrays as scalars", Replay(scalars)))
     rolled = reroll(g) if rolled is None else rolled
+    hoisted = hoist(rolled)  # NOTE(hoist): the steps run the recurrence alone
     if rolled is not g:
-        ways.append(("the NumPy replay, loops rolled", Replay(rolled)))
+        ways.append(("the NumPy replay, loops rolled", Replay(hoisted)))
+    elif hoisted is not g:
+        ways.append(("the NumPy replay, loop work hoisted", Replay(hoisted)))
     return ways
 
 
