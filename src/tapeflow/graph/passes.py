@@ -165,7 +165,7 @@ def _dce(g: Graph) -> None:
             kept.append(n)
         elif _is_effectful(n) or any(o in live for o in n.outputs):
             if "passes" in n.prim.rules and n.prim.rules["passes"].prune is not None:
-                _prune(n, live)
+                n = _pruned(n, live)
             live.update(n.inputs)
             if n.sized:  # the sizes it reads are uses too
                 live.update(size_slots(n.params))
@@ -185,16 +185,18 @@ def _dce(g: Graph) -> None:
     g.captured = {s: r for s, r in g.captured.items() if s in used}
 
 
-def _prune(n: Node, live: set) -> None:
+def _pruned(n: Node, live: set) -> Node:
     """The node without the outputs nobody reads and the inputs it then needs no more, if
-    its primitive's `prune` rule can drop them (a loop's unread per-step results)."""
+    its primitive's `prune` rule can drop them (a loop's unread per-step results): a new
+    node, since a rewritten graph shares its nodes with the graph it came from."""
     pruned = n.prim.rules["passes"].prune(n.params, [o in live for o in n.outputs])
     if pruned is None:
-        return
+        return n
     params, keep_inputs, keep_outputs = pruned
-    n.params = params
-    n.inputs = [i for i, keep in zip(n.inputs, keep_inputs, strict=True) if keep]
-    n.outputs = [o for o, keep in zip(n.outputs, keep_outputs, strict=True) if keep]
+    return dataclasses.replace(
+        n, params=params,
+        inputs=[i for i, keep in zip(n.inputs, keep_inputs, strict=True) if keep],
+        outputs=[o for o, keep in zip(n.outputs, keep_outputs, strict=True) if keep])
 
 
 def eliminate_dead_code(g: Graph) -> None:
