@@ -52,13 +52,16 @@ _extremum = per_input(
         _extremum_weights(ans, x, axis, keepdims)),),
     reads=("ans x",))
 
+# np.max and np.min without their Python wrappers (the same reductions: 1.3 us of a small
+# array's 2.4)
+_max, _min = np.maximum.reduce, np.minimum.reduce
 reduce_max_p = define(
-    Primitive("reduce_max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims)),
+    Primitive("reduce_max", lambda x, axis, keepdims: _max(x, axis=axis, keepdims=keepdims)),
     _extremum, batch_reduction, sparsity=reduction_deps,
     lower=lambda jax, x, axis, keepdims: jax.numpy.max(x, axis=axis, keepdims=keepdims),
     curvature=PIECEWISE_LINEAR)
 reduce_min_p = define(
-    Primitive("reduce_min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims)),
+    Primitive("reduce_min", lambda x, axis, keepdims: _min(x, axis=axis, keepdims=keepdims)),
     _extremum, batch_reduction, sparsity=reduction_deps,
     lower=lambda jax, x, axis, keepdims: jax.numpy.min(x, axis=axis, keepdims=keepdims),
     curvature=PIECEWISE_LINEAR)

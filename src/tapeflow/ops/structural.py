@@ -624,7 +624,8 @@ def _sum_impl(x: np.ndarray, axis: tuple | None, keepdims: bool) -> Any:
         if out is not None:
             return out.reshape(kept_shape(x.shape, axis) if keepdims else
                                tuple(d for i, d in enumerate(x.shape) if i not in axis))
-    return np.sum(x, axis=axis, keepdims=keepdims)
+    # np.sum's own result, without its Python wrapper (1.5 us of a small sum's 2.5)
+    return np.add.reduce(x, axis=axis, keepdims=keepdims)
 
 
 # A sum over some of an array's axes is, to NumPy, one inner loop per kept element (over
