@@ -88,6 +88,17 @@ def _chain(n: int) -> tuple[Callable, tuple]:
     return gradient, (tf.constant(np.linspace(-1.0, 1.0, n)),)
 
 
+def _gradient_of_two(loss: Callable[..., Any]) -> Callable[..., Any]:
+    """The gradient of ``loss(a, b, *data)`` with respect to a and b."""
+    def gradient(a: Any, b: Any, *data: Any) -> Any:
+        with tf.GradientTape() as tape:
+            tape.watch([a, b])
+            value = loss(a, b, *data)
+        return tape.gradient(value, [a, b])
+
+    return gradient
+
+
 def _char_lstm() -> tuple[Callable, tuple]:
     from suite import char_lstm
 
@@ -95,14 +106,8 @@ def _char_lstm() -> tuple[Callable, tuple]:
                                             log=tf.math.log, sum=tf.reduce_sum,
                                             rows=tf.unstack))
 
-    def gradient(main: Any, extra: Any, state: Any, sequence: Any) -> Any:
-        with tf.GradientTape() as tape:
-            tape.watch([main, extra])
-            value = loss(main, extra, state, sequence)
-        return tape.gradient(value, [main, extra])
-
     data = char_lstm.problem(char_lstm.SHAPES["full"])
-    return gradient, tuple(tf.constant(a) for a in data)
+    return _gradient_of_two(loss), tuple(tf.constant(a) for a in data)
 
 
 def _lstm(scan: bool) -> tuple[Callable, tuple]:
@@ -110,14 +115,8 @@ def _lstm(scan: bool) -> tuple[Callable, tuple]:
 
     loss = lstm.tf_api_scan_loss(tf) if scan else lstm.tf_api_loss(tf)
 
-    def gradient(w: Any, b: Any, xs: Any, ys: Any) -> Any:
-        with tf.GradientTape() as tape:
-            tape.watch([w, b])
-            value = loss(w, b, xs, ys)
-        return tape.gradient(value, [w, b])
-
     data = lstm.problem(lstm.SHAPES["full"])
-    return gradient, tuple(tf.constant(a) for a in data)
+    return _gradient_of_two(loss), tuple(tf.constant(a) for a in data)
 
 
 GRAPHS = {"rk4": _rk4, "rnn": _rnn, "chain3": lambda: _chain(3),

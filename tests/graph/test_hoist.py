@@ -5,6 +5,9 @@ for bit, and must have moved what the case says."""
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -49,28 +52,20 @@ def test_hoisted_graph_gives_the_rolled_values_bit_for_bit(fn, args):
 
 
 # ------------------------------------------------------------------ a character-level LSTM
-def char_lstm_loss(main, extra, state, sequence):
-    """GradBench's lstm (diagonal weights), as benchmarks/suite/char_lstm.py writes it."""
-    params, ex = tf.unstack(main), tf.unstack(extra)
-    st = tf.unstack(state)
-    h, c = st[0::2], st[1::2]
-    seq = tf.unstack(sequence)
-    weights = [tf.unstack(p) for p in params]
-    total = 0.0
-    for t in range(len(seq) - 1):
-        x = seq[t] * ex[0]
-        for k in range(len(params) // 2):
-            w, bias = weights[2 * k], weights[2 * k + 1]
-            f = tf.sigmoid(x * w[0] + bias[0])
-            i = tf.sigmoid(h[k] * w[1] + bias[1])
-            o = tf.sigmoid(x * w[2] + bias[2])
-            g = tf.tanh(h[k] * w[3] + bias[3])
-            c[k] = c[k] * f + i * g
-            h[k] = o * tf.tanh(c[k])
-            x = h[k]
-        y = x * ex[1] + ex[2]
-        total = total + tf.reduce_sum(seq[t + 1] * (y - tf.math.log(tf.reduce_sum(tf.exp(y)))))
-    return -total / float((len(seq) - 1) * len(ex[0]))
+def _suite_char_lstm():
+    """benchmarks/suite/char_lstm.py: the loss as the suite writes it, its problem, and
+    its gradient by backpropagation through time by hand."""
+    benchmarks = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
+    sys.path.insert(0, benchmarks)
+    try:
+        return importlib.import_module("suite.char_lstm")
+    finally:
+        sys.path.remove(benchmarks)
+
+
+SUITE = _suite_char_lstm()
+char_lstm_loss = SUITE.loss_of(SUITE._Ops(sigmoid=tf.sigmoid, tanh=tf.tanh, exp=tf.exp,
+                                          log=tf.math.log, sum=tf.reduce_sum, rows=tf.unstack))
 
 
 def char_lstm_gradient(main, extra, state, sequence):
@@ -81,8 +76,7 @@ def char_lstm_gradient(main, extra, state, sequence):
 
 
 def _char_lstm_args(layers=2, chars=24, b=5):
-    return (rng.standard_normal((2 * layers, 4, b)) / 2, rng.standard_normal((3, b)) / 2,
-            rng.standard_normal((2 * layers, b)) / 4, np.eye(b)[rng.integers(0, b, chars)])
+    return SUITE.problem((layers, chars, b), seed=3)
 
 
 def test_an_lstm_steps_run_the_recurrence_alone_and_its_gradient_holds():
@@ -98,11 +92,10 @@ def test_an_lstm_steps_run_the_recurrence_alone_and_its_gradient_holds():
     assert backward.params["n_carry"] > 4 and new_backward.params["n_carry"] == 4
     assert len(new_backward.params["body"].nodes) < len(backward.params["body"].nodes) / 2
     assert len(new_forward.params["body"].nodes) < len(forward.params["body"].nodes)
-    # against the eager gradient, and central differences of the loss in float64
-    eager = char_lstm_gradient(*tensors)
+    # against backpropagation through time by hand, and central differences of the loss
     got = Replay(hoisted).run(tensors)
-    for a, b in zip(eager, got):
-        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-12, atol=1e-15)
+    for a, b in zip(SUITE.numpy_gradient(*args), got):
+        np.testing.assert_allclose(b.numpy(), a, rtol=1e-12, atol=1e-15)
     for k, arg in enumerate(args[:2]):
         probe = rng.standard_normal(arg.shape)
         eps = 1e-6
