@@ -146,6 +146,8 @@ def test_sums_of_other_dtypes_stay_carries(dtype):
 
 
 def test_large_values_stay_in_the_loop(monkeypatch):
+    """A step's value of more than HOIST_BYTES, or more than HOIST_TOTAL over all
+    steps (a long loop's values would be held at once), stays in the loop."""
     def loop(xs, h):
         for t in range(xs.shape[0]):
             h = tf.tanh(h * 0.5 + tf.sin(xs[t]) * 2.0)
@@ -155,6 +157,9 @@ def test_large_values_stay_in_the_loop(monkeypatch):
     rolled = reroll(g)
     assert len(_scan_nodes(hoist(rolled))[0].params["body"].nodes) == 3
     monkeypatch.setattr(hoist_module, "HOIST_BYTES", 64 * 8 - 1)
+    assert hoist(rolled) is rolled
+    monkeypatch.setattr(hoist_module, "HOIST_BYTES", 1 << 16)
+    monkeypatch.setattr(hoist_module, "HOIST_TOTAL", 12 * 64 * 8 - 1)  # all steps: too much
     assert hoist(rolled) is rolled
 
 

@@ -25,9 +25,10 @@ from .passes import eliminate_dead_code, optimize
 from .replay import interpret
 from .trace import Tracer
 
-__all__ = ["hoist", "HOIST_BYTES", "SUM_ELEMENTS"]
+__all__ = ["hoist", "HOIST_BYTES", "HOIST_TOTAL", "SUM_ELEMENTS"]
 
 HOIST_BYTES = 1 << 16   # a step's value a node makes, at most, to run for all steps at once
+HOIST_TOTAL = 1 << 25   # and that value over all steps, at most (it is held at once)
 SUM_ELEMENTS = 64       # a running sum's elements, at most, to be summed after the loop
 
 # NOTE(hoist): what leaves the loop, and why the values stay the same bit for bit.
@@ -48,11 +49,12 @@ SUM_ELEMENTS = 64       # a running sum's elements, at most, to be summed after 
 # node computes each element by the same operation on the same operands whether it runs
 # on one step or on all, so its batched form gives the same bits (a reduction's order, a
 # product's blocking could change with the batch). A value of more than HOIST_BYTES a step
-# stays: past that a call's cost is its work, and the stack would take memory.
+# stays: past that a call's cost is its work, and the stack would take memory; so does one
+# of more than HOIST_TOTAL over all steps (a long loop's values are held at once).
 
 
-def _moves(n: Any, avals: dict) -> bool:
-    """Whether node `n` may run for all steps at once (NOTE(hoist))."""
+def _moves(n: Any, avals: dict, steps: int) -> bool:
+    """Whether node `n` may run for all `steps` steps at once (NOTE(hoist))."""
     if type(n) is not Node or n.backward is not None or n.sized:
         return False
     if n.prim.effects - {NO_DERIVATIVE, IDENTITY}:
@@ -60,7 +62,8 @@ def _moves(n: Any, avals: dict) -> bool:
     hints = rule(n.prim, "passes")
     if not (hints.elementwise or hints.moves):
         return False
-    return sum(_bytes(avals[o]) for o in n.outputs) <= HOIST_BYTES
+    size = sum(_bytes(avals[o]) for o in n.outputs)
+    return size <= HOIST_BYTES and size * steps <= HOIST_TOTAL
 
 
 def _bytes(aval: tuple) -> int:
@@ -117,7 +120,7 @@ class _Hoist:
         before, once = [], []
         for m in nodes:
             if any(o in carried or o in carry_outs for o in m.outputs) or \
-                    not all(s in early for s in m.inputs) or not _moves(m, B.avals):
+                    not all(s in early for s in m.inputs) or not _moves(m, B.avals, self.T):
                 continue
             kind = "x" if any(early[s] == "x" for s in m.inputs) else "k"
             if kind == "k" and any(o in outs for o in m.outputs):
@@ -134,7 +137,7 @@ class _Hoist:
         after: list = []
         late: set = set()
         for m in reversed(rest):
-            if any(o in need for o in m.outputs) or not _moves(m, B.avals):
+            if any(o in need for o in m.outputs) or not _moves(m, B.avals, self.T):
                 continue
             readers = [r for r in rest if any(s in m.outputs for s in r.inputs)]
             if all(id(r) in late for r in readers):
@@ -316,8 +319,11 @@ def _trace(fn: Any, examples: list, name: str) -> Graph:
     graph = Graph(name=name)
     inputs = [Tensor(e) for e in examples]
     tracer = Tracer(graph, inputs, guards="error")
-    with substack(lambda r: False, extra=(tracer,)), np.errstate(all="ignore"):
-        graph.outputs = [tracer.slot_of(o) for o in fn(*inputs)]
+    try:
+        with substack(lambda r: False, extra=(tracer,)), np.errstate(all="ignore"):
+            graph.outputs = [tracer.slot_of(o) for o in fn(*inputs)]
+    except Exception as e:  # noqa: BLE001 - a batching rule that reads a value: not moved
+        raise _Declined from e
     if graph.variables or graph.sized or any(type(m) is not Node for m in graph.nodes):
         raise _Declined
     optimize(graph)
