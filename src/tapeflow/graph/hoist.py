@@ -134,13 +134,16 @@ class _Hoist:
         for m in reversed(rest):
             if any(o in need for o in m.outputs):
                 need.update(m.inputs)
+        readers: dict = {}
+        for r in rest:
+            for s in r.inputs:
+                readers.setdefault(s, []).append(r)
         after: list = []
         late: set = set()
         for m in reversed(rest):
             if any(o in need for o in m.outputs) or not _moves(m, B.avals, self.T):
                 continue
-            readers = [r for r in rest if any(s in m.outputs for s in r.inputs)]
-            if all(id(r) in late for r in readers):
+            if all(id(r) in late for o in m.outputs for r in readers.get(o, ())):
                 after.append(m)
                 late.add(id(m))
         after.reverse()
@@ -191,11 +194,14 @@ class _Hoist:
             made.append(Node(m.prim, [flat[s] for s in m.inputs], m.params, outs, phase=m.phase))
             flat.update(zip(m.outputs, outs))
         inside = {o for m in steps for o in m.outputs} | set(bc)
+        added = {v for _, v in sums.values()}
         later_reads = list(dict.fromkeys([s for m in after for s in m.inputs] +
                                          [v for _, v in sums.values()]))
+        read_later = set(later_reads)
         # before: batched over the sequences
+        step_reads = {s for m in steps for s in m.inputs}
         wanted = [o for m in before for o in m.outputs
-                  if o in later_reads or o in ys or any(o in r.inputs for r in steps)]
+                  if o in read_later or o in ys or o in step_reads]
         made += self._batched(before, wanted, stacked, flat, ys)
         # the loop: the steps' nodes, reading what was hoisted as sequences and constants
         made_late = {o for m in before + after for o in m.outputs}
@@ -226,7 +232,7 @@ class _Hoist:
                               "n_x": len(seqs)}, scan_outs, phase=n.phase))
         # after: batched over the steps' stacked values
         wanted = [o for m in after for o in m.outputs
-                  if o in ys or o in {v for _, v in sums.values()}]
+                  if o in ys or o in added]
         made += self._batched(after, wanted, stacked, flat, ys)
         for i, (_, v) in sums.items():
             made += self._sum(n.inputs[i], stacked[v], n.outputs[i], B.avals[bc[i]])
