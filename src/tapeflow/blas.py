@@ -22,12 +22,13 @@ many cores the machine has. Other BLAS libraries are left alone, and
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["matmul", "sized", "ONE_THREAD_UP_TO"]
+__all__ = ["matmul", "sized", "sum_by_products", "ONE_THREAD_UP_TO"]
 
 ONE_THREAD_UP_TO = 1 << 24  # multiply-adds of one product
 _OPENBLAS_ALONE = 1 << 18  # OpenBLAS runs products up to this size on one thread itself
@@ -176,3 +177,61 @@ def sized(work: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
     finally:
         put(before)
+
+
+# NOTE(sum-by-products): a sum over some of an array's axes is, to NumPy, one inner loop per
+# kept element (over the reduced axis) or per row of the kept part: short loops, each with
+# its call overhead, so a sum over a middle axis, or a bias gradient summing [N, H, W] with
+# few channels kept, runs well below memory speed. The same sum is a product with a vector
+# of ones, which BLAS streams at memory speed (docs/performance-notes.md, #sum-by-gemv),
+# and no less exact than NumPy's accumulation, which is sequential over non-innermost
+# axes. Over the innermost axis NumPy sums long rows pairwise; there the GEMV's sequential
+# lanes would lose digits, so rows longer than _PAIRWISE_FROM stay with NumPy. A product
+# with fewer than _FEW_COLUMNS columns kept ([N*H*W] x [6]) runs at a fraction of BLAS's
+# speed: the trailing summed axes join the columns up to _WIDE_COLUMNS, and a short NumPy
+# sum adds those partial sums (shorter sequential lanes: closer to the exact sum, not
+# further from it).
+_BLAS_REAL = (np.dtype(np.float32), np.dtype(np.float64))
+_PAIRWISE_FROM = 4096
+# Below this many elements a BLAS call's overhead outweighs NumPy's whole sum (a small
+# gradient's unbroadcast; docs/performance-notes.md, #sum-by-gemv), so small sums stay
+# NumPy's.
+_GEMV_FROM = 4096
+_FEW_COLUMNS = 16
+_WIDE_COLUMNS = 2048
+_JOIN_FROM = 1 << 15  # below, the short NumPy sum costs about what the join saves
+
+
+def sum_by_products(x: np.ndarray, lo: int, hi: int) -> np.ndarray | None:
+    """The sum of `x` over its axes lo..hi-1 (the kept axes' shape, without the summed
+    ones), as products with a vector of ones (NOTE(sum-by-products)); None where NumPy's
+    own sum is the better choice (small, integer or half-precision arrays, arrays that are
+    not C-ordered, and long rows of the innermost axis).
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.blas import sum_by_products
+        >>> x = np.ones((64, 24, 24, 6), np.float32)
+        >>> sum_by_products(x, 0, 3)
+        array([36864., 36864., 36864., 36864., 36864., 36864.], dtype=float32)
+    """
+    if x.size < _GEMV_FROM or x.dtype not in _BLAS_REAL or not x.flags.c_contiguous:
+        return None
+    outer = math.prod(x.shape[:lo])
+    n = math.prod(x.shape[lo:hi])
+    inner = math.prod(x.shape[hi:])
+    if n <= 1 or outer * inner == 0 or (inner == 1 and n > _PAIRWISE_FROM):
+        return None  # nothing to add (a copy), or NumPy's pairwise rows
+    kept = x.shape[:lo] + x.shape[hi:]
+    if inner == 1:
+        return matmul(x.reshape(outer, n), np.ones(n, x.dtype)).reshape(kept)
+    if outer > 1:
+        return matmul(np.ones(n, x.dtype), x.reshape(outer, n, inner)).reshape(kept)
+    joined, axis = 1, hi
+    while inner < _FEW_COLUMNS and x.size >= _JOIN_FROM and axis > lo + 1 and \
+            joined * x.shape[axis - 1] * inner <= _WIDE_COLUMNS:
+        axis -= 1
+        joined *= x.shape[axis]
+    part = matmul(np.ones(n // joined, x.dtype), x.reshape(n // joined, joined * inner))
+    return np.add.reduce(part.reshape(joined, inner), axis=0).reshape(kept) if joined > 1 \
+        else part.reshape(kept)

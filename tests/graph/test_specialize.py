@@ -23,6 +23,8 @@ _CASES = [
     ((4096, 7), (1, 7)),
     ((32, 40, 5, 6), (5, 6)),
     ((2, 3, 4096), (3, 1)),         # broadcast inside, not trailing: declined
+    ((640, 14, 14, 8), (8,)),       # rows of up to _ROW_WIDTH
+    ((45, 2, 7, 9, 3), (3,)),
 ]
 
 

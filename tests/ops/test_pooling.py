@@ -341,3 +341,80 @@ def test_route_and_pick_broadcast_every_axis_before_the_windows(arg_lead, g_lead
             jax, arg, g, ksize, strides, pads, (5, 5))), routed, rtol=1e-14)
         np.testing.assert_allclose(np.asarray(pooling._pick_lower(
             jax, arg, t, ksize, strides, pads)), picked, rtol=1e-14)
+
+
+_PIXEL_CASES = [((64, 24, 24, 6), (2, 2), (2, 2), ((0, 0), (0, 0))),  # LeNet's first pool
+                ((48, 17, 17, 3), (3, 3), (2, 2), ((1, 1), (1, 1))),  # overlapping, padded
+                ((160, 28, 28, 1), (2, 2), (2, 2), ((0, 0), (0, 0))),  # one channel
+                ((4, 3, 14, 13, 8), (3, 2), (3, 2), ((1, 0), (0, 1))),  # leading dims, odd sizes
+                ((6, 16, 16, 64), (2, 2), (2, 2), ((0, 0), (0, 0)))]
+
+
+@pytest.mark.parametrize("shape,ksize,strides,pads", _PIXEL_CASES, ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32], ids=str)
+def test_pixel_copies_give_the_bits_of_the_strided_views(shape, ksize, strides, pads, dtype,
+                                                        monkeypatch):
+    """On images large enough to copy whole pixels of each kernel offset
+    (NOTE(pixel-cells) in ops/windows.py), the maximum, argmax, route and pick equal bit
+    for bit what the same ufuncs give on the strided views, ties, NaN and infinities
+    included; and the copies did run."""
+    from tapeflow.ops import pooling, windows
+    rng = np.random.default_rng(7)
+    x = (rng.integers(-4, 5, shape) * 0.5).astype(dtype)  # many ties
+    if dtype != np.int32:
+        x.reshape(-1)[rng.choice(x.size, 40, replace=False)] = [np.nan, np.inf, -np.inf, -0.0] * 10
+    oh, ow = windows.out_hw(shape, ksize, strides, pads)
+    g = rng.standard_normal(shape[:-3] + (oh, ow, shape[-1])).astype(
+        np.float32 if dtype == np.int32 else dtype)
+    g.reshape(-1)[:3] = [np.inf, -0.0, np.nan] if dtype != np.int32 else [1, 2, 3]
+    t = rng.standard_normal(shape).astype(g.dtype)
+
+    def run():
+        top, arg = pooling._max_and_argmax(x, ksize, strides, pads)
+        return (top, arg, pooling._route_impl(arg, g, ksize, strides, pads, shape[-3:-1]),
+                pooling._pick_impl(arg, t, ksize, strides, pads))
+
+    copies = []
+    cells = windows._cells
+    monkeypatch.setattr(windows, "_cells", lambda a: copies.append(a.shape) or cells(a))
+    with np.errstate(invalid="ignore"):
+        fast = run()
+        assert copies, "no pixel copies ran"
+        monkeypatch.setattr(windows, "PIXELS_FROM", 1 << 62)  # the strided views throughout
+        plain = run()
+    for a, b in zip(fast, plain, strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def test_pixel_copied_argmax_and_route_match_their_definitions():
+    """Above the copy size, the argmax and the gradient against the definitions."""
+    from tapeflow.ops import pooling, windows
+    rng = np.random.default_rng(8)
+    x = rng.integers(-2, 3, (3, 40, 38, 3)) * 1.0
+    ksize, strides, pads = (2, 2), (2, 2), ((0, 0), (0, 0))
+    oh, ow = windows.out_hw(x.shape, ksize, strides, pads)
+    assert windows.pixel_copies_pay(x[windows.window_slice(0, 0, oh, ow, strides)])
+    np.testing.assert_array_equal(pooling._argmax(x, ksize, strides, pads),
+                                  _reference_argmax(x, ksize, strides, pads))
+    x = rng.integers(-2, 3, (20, 48, 48, 3)) * 1.0  # the route copies from 16x the size
+    assert windows.pixel_copies_pay(x[windows.window_slice(0, 0, 24, 24, strides)], once=True)
+    g = rng.standard_normal((20, 24, 24, 3))
+    np.testing.assert_array_equal(pooling._grad_impl(x, g, ksize, strides, pads),
+                                  _reference_grad(x, g, ksize, strides, pads))
+
+
+def test_window_pixels_of_views_and_one_channel():
+    """window_pixels and put_window_pixels on a transposed image (no void view: a plain
+    copy) and on one channel give the strided view's values."""
+    from tapeflow.ops import windows
+    x = np.arange(2 * 30 * 30 * 5, dtype=np.float32).reshape(2, 30, 30, 5)
+    for image in (x, x.transpose(0, 2, 1, 3), x[..., :1], x[..., ::2]):
+        want = image[windows.window_slice(1, 0, 14, 15, (2, 2))]
+        got = windows.window_pixels(image, 1, 0, 14, 15, (2, 2))
+        assert got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want)
+        out = np.zeros(image.shape, image.dtype)
+        windows.put_window_pixels(out, 1, 0, (2, 2), got)
+        np.testing.assert_array_equal(out[windows.window_slice(1, 0, 14, 15, (2, 2))], want)
+        assert out.sum() == want.sum()

@@ -205,7 +205,9 @@ def test_reduce_std_at_zero_variance_is_nan_in_both_modes():
                                         ((64, 64, 64), (1,)), ((40, 64, 64), (2,)),
                                         ((6, 4, 5, 3), (1, 2)), ((3, 5000), (1,)),
                                         ((100_000, 3), (1,)), ((4, 0, 3), (1,)),
-                                        ((640, 1, 16), (1,))])
+                                        ((640, 1, 16), (1,)), ((160, 28, 28, 2), (0, 1, 2)),
+                                        ((64, 24, 24, 3), (0, 1, 2)), ((8, 1000, 7), (0, 1)),
+                                        ((9, 7, 5, 3, 7), (0, 1, 2, 3))])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_sums_over_a_range_of_axes(shape, axis, dtype):
     """reduce_sum over a contiguous range of axes runs as ones-vector products
@@ -240,3 +242,25 @@ def test_sums_of_views_and_special_values_match_numpy():
             got, numpy = _sum_impl(x, axis, False), np.sum(x, axis=axis)
         np.testing.assert_array_equal(np.isnan(got), np.isnan(numpy))
         np.testing.assert_array_equal(np.isinf(got), np.isinf(numpy))
+
+
+def test_a_sum_keeping_few_columns_joins_summed_axes_and_comes_closer(monkeypatch):
+    """A sum keeping fewer than blas._FEW_COLUMNS elements (a bias gradient over [N, H, W]
+    with 3 channels) joins trailing summed axes to its columns (NOTE(sum-by-products)):
+    shorter sequential lanes, so nearer the exact sum than the one product over all
+    N*H*W rows."""
+    from tapeflow import blas
+    from tapeflow.ops.structural import _sum_impl
+
+    x = np.random.default_rng(2).standard_normal((256, 24, 24, 3)).astype(np.float32) + 1
+    exact = np.sum(x.astype(np.longdouble), axis=(0, 1, 2))
+    products = []
+    matmul = blas.matmul
+    monkeypatch.setattr(blas, "matmul", lambda a, b: products.append((a.shape, b.shape))
+                        or matmul(a, b))
+    joined = _sum_impl(x, (0, 1, 2), False)
+    assert products == [((256,), (256, 24 * 24 * 3))]
+    monkeypatch.setattr(blas, "_FEW_COLUMNS", 1)
+    one = _sum_impl(x, (0, 1, 2), False)
+    assert products[-1][1] == (256 * 24 * 24, 3)
+    assert np.abs(joined - exact).max() < np.abs(one - exact).max() / 4

@@ -16,7 +16,7 @@ along its trailing dims (a bias added to NHWC activations, [128, 24, 24, 6] + [6
 NumPy then runs its inner loop over the 6 elements of a row and pays its per-loop
 overhead every 6 elements: several times the cost of adding two whole arrays
 (docs/performance-notes.md, #tiled-broadcast). Tiling the
-small operand to a row of up to 1,024 elements and viewing the large one as rows of that
+small operand to a row of up to 8,192 elements and viewing the large one as rows of that
 width gives the ufunc long inner loops.
 """
 
@@ -38,16 +38,17 @@ from .ir import Graph, Node
 # outweigh the tile's own cost (with fewer, the tiled form is slower:
 # docs/performance-notes.md, #tiled-broadcast).
 _SHORT_ROW = 64
-_ROW_WIDTH = 1024
+_ROW_WIDTH = 8192
 _MIN_ROWS = 2048
 # NumPy's maximum and minimum have SIMD loops for two arrays, not for an array and a
 # scalar: a float32 scalar against a float32 array of at least _SCALAR_FROM elements is
-# tiled into a row of at least _SCALAR_ROW, up to arrays that no longer fit the cache
-# (SIMD_MAXIMUM_MOST_BYTES; float64 gained little, and lost past it:
+# tiled into a row of _SCALAR_ROW to _SCALAR_WIDTH elements, up to arrays that no longer
+# fit the cache (SIMD_MAXIMUM_MOST_BYTES; float64 gained little, and lost past it:
 # docs/performance-notes.md, #tiled-broadcast).
 _NO_SCALAR_SIMD = (np.maximum, np.minimum)
 _SCALAR_FROM = 1 << 16
 _SCALAR_ROW = 256
+_SCALAR_WIDTH = 1024
 
 
 def node_impl(g: Graph, n: Node, specialize: bool = True) -> Callable[..., Any]:
@@ -107,7 +108,7 @@ def tiled_broadcast(ufunc: np.ufunc, a_shape: tuple, b_shape: tuple,
         for small_first in (False, True):
             big, small = (b_shape, a_shape) if small_first else (a_shape, b_shape)
             if math.prod(small) == 1 and big == out_shape:
-                widths = [d for d in range(_SCALAR_ROW, _ROW_WIDTH + 1) if size % d == 0]
+                widths = [d for d in range(_SCALAR_ROW, _SCALAR_WIDTH + 1) if size % d == 0]
                 return _tiled(ufunc, small_first, widths[-1], widths[-1], out_shape) \
                     if widths else None
     for small_first in (False, True):

@@ -43,7 +43,8 @@ from .convert import as_tensor, check_dtype
 from .elementwise import multiply
 from .structural import (full_of, batch_elementwise, dtype_of, linear, move_to_front, per_example_deps,
                          per_input, shape_of)
-from .windows import block_size, out_hw, pad, pads_for, pair, window_slice
+from .windows import (block_size, out_hw, pad, pads_for, pair, pixel_copies_pay, put_window_pixels,
+                      window_pixels, window_slice)
 
 
 def _offsets(ksize: tuple) -> list[tuple[int, int]]:
@@ -74,16 +75,19 @@ def _max_and_argmax(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) ->
     # greater (the first maximum keeps ties), and then its offset is the largest yet, so
     # the argmax is a running maximum too. Branch-free ufuncs only: np.argmax over a
     # stacked copy reads across a non-contiguous axis, and masked copies with a random
-    # mask mispredict at every element; either is several times slower.
+    # mask mispredict at every element; either is several times slower. Each offset is
+    # read twice: copied contiguous first where that pays (NOTE(pixel-cells)).
     n_off = ksize[0] * ksize[1]
     idx = np.uint8 if n_off < 256 else np.intp
-    top = arg = None
+    top = arg = buf = None
     for k, (i, j) in enumerate(_offsets(ksize)):
-        v = xp[window_slice(i, j, oh, ow, strides)]
         if top is None:
-            top = v.copy()
-            arg = np.zeros(v.shape, idx)
+            top = window_pixels(xp, i, j, oh, ow, strides)
+            arg = np.zeros(top.shape, idx)
+            copy = pixel_copies_pay(xp[window_slice(i, j, oh, ow, strides)])
             continue
+        v = buf = window_pixels(xp, i, j, oh, ow, strides, out=buf) if copy else \
+            xp[window_slice(i, j, oh, ow, strides)]
         better = v > top
         if nan:  # the first NaN wins, and nothing beats it
             better |= np.isnan(v) & ~np.isnan(top)
@@ -127,10 +131,17 @@ def _route_impl(arg: np.ndarray, g: np.ndarray, ksize: tuple, strides: tuple, pa
     pick = _selector(g)
     # Windows that do not overlap (stride >= window, the usual 2x2/2) cover each pixel at
     # most once: the product is written straight into place instead of added.
+    # Where that pays, the products are made contiguous and then written whole pixels at
+    # a time (NOTE(pixel-cells)).
     apart = strides[0] >= ksize[0] and strides[1] >= ksize[1]
+    copy = apart and pixel_copies_pay(out[window_slice(0, 0, oh, ow, strides)], once=True)
+    picked = None
     for k, (i, j) in enumerate(_offsets(ksize)):  # one strided write per kernel offset
         view = out[window_slice(i, j, oh, ow, strides)]
-        if apart:
+        if copy:
+            picked = pick(arg == k, out=picked)
+            put_window_pixels(out, i, j, strides, picked)
+        elif apart:
             pick(arg == k, out=view)
         else:
             view += pick(arg == k)
@@ -160,8 +171,12 @@ def _pick_impl(arg: np.ndarray, t: np.ndarray, ksize: tuple, strides: tuple,
     lead = np.broadcast_shapes(arg.shape[:-3], t.shape[:-3])
     arg = _spread_inner(arg, lead)
     out = np.zeros(lead + arg.shape[-3:], dtype=t.dtype)
-    for k, (i, j) in enumerate(_offsets(ksize)):
-        out += _selector(tp[window_slice(i, j, oh, ow, strides)])(arg == k)
+    copy = pixel_copies_pay(tp[window_slice(0, 0, oh, ow, strides)])
+    buf = None
+    for k, (i, j) in enumerate(_offsets(ksize)):  # contiguous where that pays (NOTE(pixel-cells))
+        v = buf = window_pixels(tp, i, j, oh, ow, strides, out=buf) if copy else \
+            tp[window_slice(i, j, oh, ow, strides)]
+        out += _selector(v)(arg == k)
     return out
 
 

@@ -617,47 +617,15 @@ def _sum_impl(x: np.ndarray, axis: tuple | None, keepdims: bool) -> Any:
         return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
     if x.dtype.itemsize == 2:  # float16, bfloat16: accumulated in float32 (half_in_float32)
         return np.sum(x, axis=axis, keepdims=keepdims, dtype=np.float32).astype(x.dtype)
-    if axis and len(axis) < x.ndim and x.size >= _GEMV_FROM and x.dtype in _BLAS_REAL \
-            and x.flags.c_contiguous \
-            and axis[0] >= 0 and axis == tuple(range(axis[0], axis[-1] + 1)):
-        out = _sum_by_gemv(x, axis[0], axis[-1] + 1)
+    if axis and len(axis) < x.ndim and axis[0] >= 0 \
+            and axis == tuple(range(axis[0], axis[-1] + 1)):
+        out = blas.sum_by_products(x, axis[0], axis[-1] + 1)
         if out is not None:
             return out.reshape(kept_shape(x.shape, axis) if keepdims else
                                tuple(d for i, d in enumerate(x.shape) if i not in axis))
     # np.sum's own result, without its Python wrapper (1.5 us of a small sum's 2.5)
     return np.add.reduce(x, axis=axis, keepdims=keepdims)
 
-
-# A sum over some of an array's axes is, to NumPy, one inner loop per kept element (over
-# the reduced axis) or per row of the kept part: short loops, each with its call overhead,
-# so a sum over a middle axis, or a bias gradient summing [N, H, W] with few channels
-# kept, runs well below memory speed. The same sum is a product with a vector of ones,
-# which BLAS streams at memory speed (docs/performance-notes.md, #sum-by-gemv), and no
-# less exact than NumPy's accumulation, which is sequential over non-innermost axes. Over
-# the innermost axis NumPy sums long rows pairwise; there the GEMV's sequential lanes
-# would lose digits, so rows longer than _PAIRWISE_FROM stay with NumPy.
-_BLAS_REAL = (np.dtype(np.float32), np.dtype(np.float64))
-_PAIRWISE_FROM = 4096
-# Below this many elements a BLAS call's overhead outweighs NumPy's whole sum (a small
-# gradient's unbroadcast; docs/performance-notes.md, #sum-by-gemv), so small sums stay
-# NumPy's.
-_GEMV_FROM = 4096
-
-
-def _sum_by_gemv(x: np.ndarray, lo: int, hi: int) -> np.ndarray | None:
-    """The sum of C-contiguous `x` over axes lo..hi-1, as ones-vector products; None where
-    NumPy's own sum is the better choice."""
-    outer = math.prod(x.shape[:lo])
-    n = math.prod(x.shape[lo:hi])
-    inner = math.prod(x.shape[hi:])
-    if n <= 1 or outer * inner == 0 or (inner == 1 and n > _PAIRWISE_FROM):
-        return None  # nothing to add (a copy), or NumPy's pairwise rows
-    ones = np.ones(n, x.dtype)
-    if inner == 1:
-        return blas.matmul(x.reshape(outer, n), ones)
-    if outer == 1:
-        return blas.matmul(ones, x.reshape(n, inner))
-    return blas.matmul(ones, x.reshape(outer, n, inner))
 
 
 def kept_shape(shape: tuple, axis: tuple | None) -> tuple:

@@ -1,6 +1,6 @@
 """Window geometry that conv and pooling share: output sizes, padding, strides, the
-TensorFlow forms of their arguments, and the blocks of examples an implementation
-runs over.
+TensorFlow forms of their arguments, the blocks of examples an implementation runs
+over, and kernel offsets copied whole pixels at a time (NOTE(pixel-cells)).
 
 Everything here is static: shapes, pairs of ints and NumPy padding, never a tensor
 or a primitive (the convolution and pooling primitives live in ops/conv.py and
@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 
 __all__ = ["CACHE_BYTES", "block_size", "out_size", "out_hw", "pad", "pads_for", "pair",
-           "window_slice"]
+           "pixel_copies_pay", "put_window_pixels", "window_pixels", "window_slice"]
 
 
 def out_size(n: int, k: int, stride: int, dilation: int, pad: tuple) -> int:
@@ -76,6 +76,99 @@ def window_slice(i: int, j: int, oh: int, ow: int, strides: tuple) -> tuple:
     sh, sw = strides
     return (Ellipsis, slice(i, i + sh * (oh - 1) + 1, sh), slice(j, j + sw * (ow - 1) + 1, sw),
             slice(None))
+
+
+# NOTE(pixel-cells): an NHWC image's kernel offset, read over every window, is a view whose
+# innermost contiguous run is one pixel's C channels. NumPy's ufuncs run one inner loop per
+# run, so on few channels (LeNet's 6) each comparison or product on such a view spends its
+# time in loop overhead (3-8x a contiguous operand's time). Seen as one void element per
+# pixel, the same view is copied whole pixels at a time, and the arithmetic then runs on
+# contiguous arrays: the same values, element for element (docs/performance-notes.md,
+# #pixel-cells).
+_VOIDS: dict[int, np.dtype] = {}
+
+
+def _cells(a: np.ndarray) -> np.ndarray | None:
+    """`a` [..., C] with each pixel one void element; None where a void view cannot be made."""
+    if a.ndim == 0 or a.dtype.hasobject or a.shape[-1] < 2 or a.strides[-1] != a.itemsize:
+        return None
+    size = a.shape[-1] * a.itemsize
+    void = _VOIDS.get(size)
+    if void is None:
+        void = _VOIDS[size] = np.dtype((np.void, size))
+    return a.view(void).reshape(a.shape[:-1])
+
+
+# Below this many elements the void views' calls cost more than the loops they save
+# (docs/performance-notes.md, #pixel-cells).
+PIXELS_FROM = 1 << 11
+
+
+def pixel_copies_pay(view: np.ndarray, once: bool = False) -> bool:
+    """Whether `view` (an image's offset over every window) is worth copying whole pixels
+    at a time before arithmetic reads it, or into it after arithmetic made its values
+    (NOTE(pixel-cells)); `once`: a view read or written by one operation, where the copy
+    is a whole extra pass, pays only from a larger size.
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.ops.windows import pixel_copies_pay
+        >>> x = np.zeros((64, 24, 24, 6), np.float32)
+        >>> pixel_copies_pay(x[:, ::2, ::2]), pixel_copies_pay(x[:1, ::2, ::2])
+        (True, False)
+    """
+    if once:  # one channel has no void view; from 32 the strided loops are long enough
+        return view.size >= 16 * PIXELS_FROM and view.shape[-1] < 32 and _cells(view) is not None
+    return view.size >= PIXELS_FROM
+
+
+def _copy_pixels(dst: np.ndarray, src: np.ndarray) -> None:
+    cells_src = _cells(src) if src.size >= PIXELS_FROM else None
+    cells_dst = _cells(dst) if cells_src is not None else None
+    if cells_dst is None:
+        np.copyto(dst, src)
+    else:
+        cells_dst[...] = cells_src
+
+
+def window_pixels(xp: np.ndarray, i: int, j: int, oh: int, ow: int, strides: tuple,
+                  out: np.ndarray | None = None) -> np.ndarray:
+    """Kernel offset (i, j) of every window of the image `xp` (`window_slice`), copied
+    into a C-ordered array (`out` if given), whole pixels at a time (NOTE(pixel-cells)).
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.ops.windows import window_pixels
+        >>> x = np.arange(32).reshape(1, 4, 4, 2)
+        >>> window_pixels(x, 1, 0, 2, 2, (2, 2))[0, :, :, 1]
+        array([[ 9, 13],
+               [25, 29]])
+    """
+    view = xp[window_slice(i, j, oh, ow, strides)]
+    if out is None:
+        out = np.empty(view.shape, view.dtype)
+    _copy_pixels(out, view)
+    return out
+
+
+def put_window_pixels(image: np.ndarray, i: int, j: int, strides: tuple,
+                      values: np.ndarray) -> None:
+    """Write `values` [..., OH, OW, C] at kernel offset (i, j) of every window of `image`,
+    whole pixels at a time (NOTE(pixel-cells)): `window_pixels`'s inverse.
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.ops.windows import put_window_pixels
+        >>> image = np.zeros((1, 4, 4, 2), int)
+        >>> put_window_pixels(image, 0, 1, (2, 2), np.ones((1, 2, 2, 2), int))
+        >>> image[0, :, :, 0]
+        array([[0, 1, 0, 1],
+               [0, 0, 0, 0],
+               [0, 1, 0, 1],
+               [0, 0, 0, 0]])
+    """
+    oh, ow = values.shape[-3], values.shape[-2]
+    _copy_pixels(image[window_slice(i, j, oh, ow, strides)], values)
 
 
 def pair(value: Any, name: str, op: str) -> tuple[int, int]:
