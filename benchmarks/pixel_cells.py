@@ -1,16 +1,17 @@
 """Few-channel NHWC work with and without the layouts that give NumPy long inner loops:
 max-pool offsets copied whole pixels at a time (NOTE(pixel-cells) in ops/windows.py),
-bias gradients that join summed axes to their few columns (NOTE(sum-by-products) in
+avg_pool2d's transpose spread over windows that tile the image, bias gradients that join summed axes to their few columns (NOTE(sum-by-products) in
 blas.py), and bias adds tiled to rows of up to 8,192 elements (graph/specialize.py).
 
 Each row times one computation both ways in this process (one thread, medians of
 interleaved rounds): "before" with the switch turned off (windows.PIXELS_FROM past any
-size; blas._FEW_COLUMNS = 1; specialize._ROW_WIDTH = 1024, its earlier value), "after"
+size; no spread_windows; blas._FEW_COLUMNS = 1; specialize._ROW_WIDTH = 1024, its
+earlier value), "after"
 as shipped. Both give the same values: bit for bit for pooling and the bias add, within
 summation's rounding for the sums (checked here). The shapes: LeNet's first and second
 layers at batch 128, batch 1 (where the copies must not cost), batch 640, one channel, and
 a wide 64-channel layer. Figures for docs/performance-notes.md, #pixel-cells,
-#sum-by-gemv and #tiled-broadcast.
+#window-sums, #sum-by-gemv and #tiled-broadcast.
 
 Run:  python benchmarks/pixel_cells.py
 """
@@ -94,6 +95,28 @@ def pools(rng: np.random.Generator) -> None:
         print(f"| {list(shape)} | " + " | ".join(cells) + " |", flush=True)
 
 
+def spreads(rng: np.random.Generator) -> None:
+    print("\n| avg_pool2d's transpose, 2x2 windows, float32 | two phases us | spread us "
+          "| ratio |")
+    print("|---|---:|---:|---:|")
+    k, p = (2, 2), ((0, 0), (0, 0))
+    spread = pooling.spread_windows
+    for shape in POOLS:
+        g = rng.standard_normal((shape[0], shape[1] // 2, shape[2] // 2, shape[3])).astype(
+            np.float32)
+
+        def switch(on: bool) -> None:
+            pooling.spread_windows = spread if on else (lambda *a: None)
+
+        fn = lambda: pooling._window_sum_transpose_impl(g, k, k, p, shape)  # noqa: E731
+        switch(False)
+        want = fn()
+        switch(True)
+        assert np.array_equal(fn(), want)
+        a, b = _pair(fn, fn, switch)
+        print(f"| {list(shape)} | {a:.0f} | {b:.0f} | {b / a:.2f} |", flush=True)
+
+
 def sums(rng: np.random.Generator) -> None:
     print("\n| bias gradient, sum over [N, H, W], float32 | before us | after us | ratio |")
     print("|---|---:|---:|---:|")
@@ -132,6 +155,7 @@ def bias_adds(rng: np.random.Generator) -> None:
 def main() -> None:
     rng = np.random.default_rng(0)
     pools(rng)
+    spreads(rng)
     sums(rng)
     bias_adds(rng)
 

@@ -418,3 +418,28 @@ def test_window_pixels_of_views_and_one_channel():
         windows.put_window_pixels(out, 1, 0, (2, 2), got)
         np.testing.assert_array_equal(out[windows.window_slice(1, 0, 14, 15, (2, 2))], want)
         assert out.sum() == want.sum()
+
+
+@pytest.mark.parametrize("shape,ksize", [((16, 8, 8, 16), (2, 2)), ((3, 2, 9, 11, 6), (2, 3)),
+                                         ((5, 7, 6, 3), (3, 2)), ((4, 6, 6, 1), (2, 2))], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32], ids=str)
+def test_tiling_windows_spread_the_bits_of_the_general_transpose(shape, ksize, dtype, monkeypatch):
+    """The window-sum transpose of windows that tile the image (avg_pool2d's usual 2x2/2)
+    spreads each value over its window (windows.spread_windows), remainder rows and
+    columns zero: the bits of the general two-phase form, a -0 made +0 as it adds it,
+    NaN and infinities included."""
+    from tapeflow.ops import pooling, windows
+    rng = np.random.default_rng(4)
+    oh, ow = windows.out_hw(shape, ksize, ksize, ((0, 0), (0, 0)))
+    g = (rng.standard_normal(shape[:-3] + (oh, ow, shape[-1])) * 4).astype(dtype)
+    if dtype != np.int32:
+        g.reshape(-1)[:4] = [-0.0, np.nan, np.inf, -np.inf]
+    spreads = []
+    spread = windows.spread_windows
+    monkeypatch.setattr(pooling, "spread_windows", lambda *a: spreads.append(1) or spread(*a))
+    fast = pooling._window_sum_transpose_impl(g, ksize, ksize, ((0, 0), (0, 0)), shape)
+    assert spreads
+    monkeypatch.setattr(pooling, "spread_windows", lambda *a: None)
+    general = pooling._window_sum_transpose_impl(g, ksize, ksize, ((0, 0), (0, 0)), shape)
+    assert fast.shape == general.shape == shape and fast.dtype == general.dtype
+    np.testing.assert_array_equal(fast.view(np.uint8), general.view(np.uint8))

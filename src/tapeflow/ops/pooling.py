@@ -44,7 +44,7 @@ from .elementwise import multiply
 from .structural import (full_of, batch_elementwise, dtype_of, linear, move_to_front, per_example_deps,
                          per_input, shape_of)
 from .windows import (block_size, out_hw, pad, pads_for, pair, pixel_copies_pay, put_window_pixels,
-                      window_pixels, window_slice)
+                      spread_windows, window_pixels, window_slice)
 
 
 def _offsets(ksize: tuple) -> list[tuple[int, int]]:
@@ -496,6 +496,12 @@ def _window_sum_transpose_impl(g: np.ndarray, ksize: tuple, strides: tuple, pads
     # The transpose of the above, in reverse: columns spread first, then whole rows.
     h, w = input_shape[-3], input_shape[-2]
     oh, ow = g.shape[-3], g.shape[-2]
+    if tuple(strides) == tuple(ksize) and not any(pads[0] + pads[1]):
+        # Windows that tile the image: each pixel receives one value, 0 + g as the
+        # general form adds it (a -0 becomes +0), spread whole pixels at a time.
+        spread = spread_windows(np.add(g, 0, dtype=g.dtype), ksize, (h, w))
+        if spread is not None:
+            return spread
     rows, cols, step = _separable_plan(g, (h, w), (oh, ow), ksize, strides, pads)
     out = np.zeros(g.shape[:-3] + (h, w, g.shape[-1]), g.dtype)
     for start in range(0, g.shape[-4], step):

@@ -16,7 +16,8 @@ import numpy as np
 from ..errors import InvalidArgumentError
 
 __all__ = ["CACHE_BYTES", "block_size", "out_size", "out_hw", "pad", "pads_for", "pair",
-           "pixel_copies_pay", "put_window_pixels", "window_pixels", "window_slice"]
+           "pixel_copies_pay", "put_window_pixels", "spread_windows", "window_pixels",
+           "window_slice"]
 
 
 def out_size(n: int, k: int, stride: int, dilation: int, pad: tuple) -> int:
@@ -169,6 +170,36 @@ def put_window_pixels(image: np.ndarray, i: int, j: int, strides: tuple,
     """
     oh, ow = values.shape[-3], values.shape[-2]
     _copy_pixels(image[window_slice(i, j, oh, ow, strides)], values)
+
+
+def spread_windows(values: np.ndarray, ksize: tuple, image_hw: tuple) -> np.ndarray | None:
+    """An image [..., H, W, C] in which every pixel of window (a, b) holds `values[..., a,
+    b, :]`, for windows that tile it (stride = window, no padding; pixels past the last
+    window are 0), written whole pixels at a time (NOTE(pixel-cells)); None for one
+    channel, which has no void view.
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.ops.windows import spread_windows
+        >>> v = np.arange(8.).reshape(1, 2, 2, 2)
+        >>> spread_windows(v, (2, 2), (5, 4))[0, :, :, 1]
+        array([[1., 1., 3., 3.],
+               [1., 1., 3., 3.],
+               [5., 5., 7., 7.],
+               [5., 5., 7., 7.],
+               [0., 0., 0., 0.]])
+    """
+    (kh, kw), (h, w) = ksize, image_hw
+    *lead, oh, ow, c = values.shape
+    source = _cells(np.ascontiguousarray(values))
+    if source is None:
+        return None
+    out = np.empty((*lead, h, w, c), values.dtype)
+    out[..., oh * kh:, :, :] = 0
+    out[..., :, ow * kw:, :] = 0
+    band = _cells(out[..., :oh * kh, :ow * kw, :]).reshape((*lead, oh, kh, ow, kw))
+    band[...] = source[..., :, None, :, None]
+    return out
 
 
 def pair(value: Any, name: str, op: str) -> tuple[int, int]:
