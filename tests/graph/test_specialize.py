@@ -258,3 +258,30 @@ def test_traced_clip_by_value_replays_as_eager_with_tiled_scalars():
     g = traced.get_concrete_function(x).graph
     extrema = [n for n in g.nodes if isinstance(n, Node) and n.prim.name in ("maximum", "minimum")]
     assert len(extrema) == 3 and all(node_impl(g, n) is not n.prim.impl for n in extrema)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.bool_, np.complex64])
+@pytest.mark.parametrize("shapes", [((1,), (14,)), ((3, 1), (3, 5)), ((), (7,)), ((1, 1), (16, 16)),
+                                    ((1,), (257,))], ids=str)
+def test_small_broadcasts_are_copies_of_the_view(shapes, dtype):
+    """broadcast_to of a result of up to _COPY_BROADCAST_UP_TO elements replays as a copy
+    (np.broadcast_to's Python costs more than copying a small result), with the view's
+    values and dtype; larger ones keep NumPy's view. The traced function gives eager's."""
+    from tapeflow.graph.specialize import _COPY_BROADCAST_UP_TO, _broadcast_copy
+
+    small, big = shapes
+    g = tf.function(lambda x: tf.broadcast_to(x, big))
+    spec = tf.TensorSpec(small, dtype)
+    cf = g.get_concrete_function(spec)
+    (node,) = [n for n in cf.graph.nodes if isinstance(n, Node) and n.prim.name == "broadcast_to"]
+    fast = node_impl(cf.graph, node)
+    rng = np.random.default_rng(5)
+    x = np.asarray(rng.standard_normal(small) * 3).astype(dtype)
+    if dtype in (np.float64, np.float32) and x.size:
+        x.reshape(-1)[0] = -0.0
+    got, want = fast(x), np.broadcast_to(x, big)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == np.ascontiguousarray(want).tobytes()
+    assert (fast.func is _broadcast_copy) == (np.prod(big) <= _COPY_BROADCAST_UP_TO)
+    for _ in range(COMPILE_AFTER + 2):
+        np.testing.assert_array_equal(g(tf.constant(x)).numpy(), want)

@@ -5,7 +5,7 @@ once per node, an implementation that NumPy's generic call would only find slowl
 choice computes exactly what the node's impl computes (the same ufunc on the same
 elements, bit for bit); it only changes how NumPy walks the memory.
 
-Two choices today. First, an arithmetic ufunc on rank-0 floats (the scalar code of a
+Three choices today. First, an arithmetic ufunc on rank-0 floats (the scalar code of a
 cofactor determinant, GradBench's det) runs as the Python operator on NumPy scalars:
 `np.float64.__mul__` does the same IEEE operation and honours `np.errstate` as the
 ufunc does, in a tenth of the ufunc's dispatch cost (docs/performance-notes.md,
@@ -18,6 +18,10 @@ overhead every 6 elements: several times the cost of adding two whole arrays
 (docs/performance-notes.md, #tiled-broadcast). Tiling the
 small operand to a row of up to 8,192 elements and viewing the large one as rows of that
 width gives the ufunc long inner loops.
+
+Third, a broadcast_to of a small result is copied into a new array instead of viewed:
+np.broadcast_to's Python costs four times the copy (docs/performance-notes.md,
+#small-broadcasts).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..allocator import SIMD_MAXIMUM_MOST_BYTES
+from ..ops.structural import broadcast_to_p
 from .ir import Graph, Node
 
 # A broadcast operand of fewer elements than this makes NumPy's inner loop short enough
@@ -51,11 +56,26 @@ _SCALAR_ROW = 256
 _SCALAR_WIDTH = 1024
 
 
+# np.broadcast_to spends about 2.4 us in Python making its read-only view; a small result
+# copied into a new array costs a quarter of that (a long loop's per-step broadcast of a
+# sum's cotangent: docs/performance-notes.md, #small-broadcasts).
+_COPY_BROADCAST_UP_TO = 256
+
+
+def _broadcast_copy(x: Any, shape: tuple) -> np.ndarray:
+    out = np.empty(shape, np.result_type(x))
+    out[...] = x
+    return out
+
+
 def node_impl(g: Graph, n: Node, specialize: bool = True) -> Callable[..., Any]:
     """The function a replay calls for node `n` of graph `g`: its primitive's impl with
     the node's params bound, or (`specialize`) an equivalent specialized to the node's
     shapes."""
     impl = n.prim.impl
+    if (specialize and n.prim is broadcast_to_p and g.avals[n.outputs[0]][0]
+            and math.prod(g.avals[n.outputs[0]][0]) <= _COPY_BROADCAST_UP_TO):
+        return functools.partial(_broadcast_copy, **n.params)
     if (specialize and impl in OPERATORS and not n.params
             and not g.avals[n.outputs[0]][0] and _float_scalars(g, n)):
         return OPERATORS[impl]
