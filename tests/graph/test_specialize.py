@@ -262,26 +262,24 @@ def test_traced_clip_by_value_replays_as_eager_with_tiled_scalars():
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.bool_, np.complex64])
 @pytest.mark.parametrize("shapes", [((1,), (14,)), ((3, 1), (3, 5)), ((), (7,)), ((1, 1), (16, 16)),
-                                    ((1,), (257,))], ids=str)
-def test_small_broadcasts_are_copies_of_the_view(shapes, dtype):
-    """broadcast_to of a result of up to _COPY_BROADCAST_UP_TO elements replays as a copy
-    (np.broadcast_to's Python costs more than copying a small result), with the view's
-    values and dtype; larger ones keep NumPy's view. The traced function gives eager's."""
-    from tapeflow.graph.specialize import _COPY_BROADCAST_UP_TO, _broadcast_copy
-
+                                    ((4,), (2, 3, 4)), ((2, 1, 3), (5, 2, 4, 3))], ids=str)
+def test_broadcasts_are_numpys_view_made_from_the_static_shapes(shapes, dtype):
+    """broadcast_to replays as the view np.broadcast_to makes (the same strides, read-only,
+    on the same memory), made from the graph's static shapes; inputs of another layout
+    take np.broadcast_to. The traced function gives eager's values."""
     small, big = shapes
     g = tf.function(lambda x: tf.broadcast_to(x, big))
-    spec = tf.TensorSpec(small, dtype)
-    cf = g.get_concrete_function(spec)
+    cf = g.get_concrete_function(tf.TensorSpec(small, dtype))
     (node,) = [n for n in cf.graph.nodes if isinstance(n, Node) and n.prim.name == "broadcast_to"]
     fast = node_impl(cf.graph, node)
+    assert fast is not node.prim.impl
     rng = np.random.default_rng(5)
     x = np.asarray(rng.standard_normal(small) * 3).astype(dtype)
-    if dtype in (np.float64, np.float32) and x.size:
-        x.reshape(-1)[0] = -0.0
-    got, want = fast(x), np.broadcast_to(x, big)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    assert got.tobytes() == np.ascontiguousarray(want).tobytes()
-    assert (fast.func is _broadcast_copy) == (np.prod(big) <= _COPY_BROADCAST_UP_TO)
+    for value in [x, np.asfortranarray(x)] + ([x[..., ::-1]] if x.ndim else []):
+        got, want = fast(value), np.broadcast_to(value, big)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.strides == want.strides and not got.flags.writeable
+        assert np.shares_memory(got, value) or value.size <= 1
+        np.testing.assert_array_equal(got, want)
     for _ in range(COMPILE_AFTER + 2):
-        np.testing.assert_array_equal(g(tf.constant(x)).numpy(), want)
+        np.testing.assert_array_equal(g(tf.constant(x)).numpy(), np.broadcast_to(x, big))

@@ -19,9 +19,8 @@ overhead every 6 elements: several times the cost of adding two whole arrays
 small operand to a row of up to 8,192 elements and viewing the large one as rows of that
 width gives the ufunc long inner loops.
 
-Third, a broadcast_to of a small result is copied into a new array instead of viewed:
-np.broadcast_to's Python costs four times the copy (docs/performance-notes.md,
-#small-broadcasts).
+Third, broadcast_to makes NumPy's view from the static shapes, at a quarter of
+np.broadcast_to's Python cost (docs/performance-notes.md, #small-broadcasts).
 """
 
 from __future__ import annotations
@@ -56,16 +55,25 @@ _SCALAR_ROW = 256
 _SCALAR_WIDTH = 1024
 
 
-# np.broadcast_to spends about 2.4 us in Python making its read-only view; a small result
-# copied into a new array costs a quarter of that (a long loop's per-step broadcast of a
-# sum's cotangent: docs/performance-notes.md, #small-broadcasts).
-_COPY_BROADCAST_UP_TO = 256
+# np.broadcast_to spends about 2.3 us in Python making its read-only view, whatever the
+# size; the same view (the same strides, so every later op reads the same memory the same
+# way and gives the same bits) made by ndarray's constructor from static shapes costs 0.65
+# us (a long loop's per-step broadcast of a sum's cotangent: docs/performance-notes.md,
+# #small-broadcasts).
+def _broadcast_view(in_shape: tuple, shape: tuple) -> Callable[[Any], Any]:
+    lead = len(shape) - len(in_shape)
+    steps = [math.prod(in_shape[j + 1:]) for j in range(len(in_shape))]
+    elements = tuple(0 if k < lead or (in_shape[k - lead] == 1 and shape[k] != 1)
+                     else steps[k - lead] for k in range(len(shape)))
 
-
-def _broadcast_copy(x: Any, shape: tuple) -> np.ndarray:
-    out = np.empty(shape, np.result_type(x))
-    out[...] = x
-    return out
+    def run(x: Any) -> Any:
+        if type(x) is not np.ndarray or x.shape != in_shape or not x.flags.c_contiguous \
+                or not x.size:
+            return np.broadcast_to(x, shape)
+        out = np.ndarray(shape, x.dtype, x, 0, tuple(e * x.itemsize for e in elements))
+        out.flags.writeable = False
+        return out
+    return run
 
 
 def node_impl(g: Graph, n: Node, specialize: bool = True) -> Callable[..., Any]:
@@ -73,9 +81,10 @@ def node_impl(g: Graph, n: Node, specialize: bool = True) -> Callable[..., Any]:
     the node's params bound, or (`specialize`) an equivalent specialized to the node's
     shapes."""
     impl = n.prim.impl
-    if (specialize and n.prim is broadcast_to_p and g.avals[n.outputs[0]][0]
-            and math.prod(g.avals[n.outputs[0]][0]) <= _COPY_BROADCAST_UP_TO):
-        return functools.partial(_broadcast_copy, **n.params)
+    if specialize and n.prim is broadcast_to_p:
+        in_shape, shape = tuple(g.avals[n.inputs[0]][0]), tuple(n.params["shape"])
+        if shape and all(type(d) is int for d in in_shape + shape):
+            return _broadcast_view(in_shape, shape)
     if (specialize and impl in OPERATORS and not n.params
             and not g.avals[n.outputs[0]][0] and _float_scalars(g, n)):
         return OPERATORS[impl]

@@ -97,7 +97,10 @@ def _cells(a: np.ndarray) -> np.ndarray | None:
     void = _VOIDS.get(size)
     if void is None:
         void = _VOIDS[size] = np.dtype((np.void, size))
-    return a.view(void).reshape(a.shape[:-1])
+    try:
+        return a.view(void).reshape(a.shape[:-1])
+    except ValueError:  # a layout NumPy will not view so
+        return None
 
 
 # Below this many elements the void views' calls cost more than the loops they save
