@@ -173,12 +173,12 @@ def _body_replay(body: Graph, args: list) -> tuple[Callable, list | None]:
 def _scan_impl(*inputs: Any, body: Graph, n_carry: int, n_x: int, length: int,
                reverse: bool, emits_carries: bool) -> list:
     carry = list(inputs[:n_carry])
-    rows = [list(x) for x in inputs[n_carry:n_carry + n_x]]  # each step's views, made at once
+    xs = inputs[n_carry:n_carry + n_x]
     consts = list(inputs[n_carry + n_x:])
     steps = []
     run = None
     for t in (range(length - 1, -1, -1) if reverse else range(length)):
-        args = [*carry, *[r[t] for r in rows], *consts]
+        args = [*carry, *[x[t] for x in xs], *consts]
         out = None
         if run is None:
             run, out = _body_replay(body, args)
