@@ -443,3 +443,26 @@ def test_tiling_windows_spread_the_bits_of_the_general_transpose(shape, ksize, d
     general = pooling._window_sum_transpose_impl(g, ksize, ksize, ((0, 0), (0, 0)), shape)
     assert fast.shape == general.shape == shape and fast.dtype == general.dtype
     np.testing.assert_array_equal(fast.view(np.uint8), general.view(np.uint8))
+
+
+@pytest.mark.parametrize("shape,ksize,strides,pads", _PIXEL_CASES, ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32], ids=str)
+def test_separable_pools_give_the_bits_of_the_strided_columns(shape, ksize, strides, pads, dtype,
+                                                             monkeypatch):
+    """max_pool2d's maximum and the window sum (avg_pool2d) read each column offset of
+    their row results copied whole pixels at a time where that pays (NOTE(pixel-cells)):
+    the bits of the strided reads, NaN and signed zeros included."""
+    from tapeflow.ops import pooling, windows
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal(shape) * 4).astype(dtype)
+    if dtype != np.int32:
+        x.reshape(-1)[rng.choice(x.size, 30, replace=False)] = [np.nan, np.inf, -np.inf, -0.0, 0.0] * 6
+    with np.errstate(invalid="ignore"):
+        fast = [pooling._max_pool_impl(x, ksize, strides, pads),
+                pooling._window_sum_impl(x, ksize, strides, pads)]
+        monkeypatch.setattr(windows, "PIXELS_FROM", 1 << 62)
+        plain = [pooling._max_pool_impl(x, ksize, strides, pads),
+                 pooling._window_sum_impl(x, ksize, strides, pads)]
+    for a, b in zip(fast, plain, strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))

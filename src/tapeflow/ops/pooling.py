@@ -43,8 +43,8 @@ from .convert import as_tensor, check_dtype
 from .elementwise import multiply
 from .structural import (full_of, batch_elementwise, dtype_of, linear, move_to_front, per_example_deps,
                          per_input, shape_of)
-from .windows import (block_size, out_hw, pad, pads_for, pair, pixel_copies_pay, put_window_pixels,
-                      spread_windows, window_pixels, window_slice)
+from .windows import (block_size, copy_pixels, out_hw, pad, pads_for, pair, pixel_copies_pay,
+                      put_window_pixels, spread_windows, window_pixels, window_slice)
 
 
 def _offsets(ksize: tuple) -> list[tuple[int, int]]:
@@ -481,9 +481,15 @@ def _separable(ufunc: np.ufunc, fill: Any, x: np.ndarray, ksize: tuple, strides:
             view = by_rows[..., o, :, :]
             ufunc(view, xb[..., i, :, :], out=view)
         ob = out[..., start:start + step, :, :, :]
-        for o, i in cols:
-            view = ob[..., o, :]
-            ufunc(view, by_rows[..., i, :], out=view)
+        buf = None
+        for o, i in cols:  # each column offset contiguous where that pays (NOTE(pixel-cells))
+            view, src = ob[..., o, :], by_rows[..., i, :]
+            if pixel_copies_pay(src, once=True):
+                if buf is None or buf.shape != src.shape:
+                    buf = np.empty(src.shape, src.dtype)
+                copy_pixels(buf, src)
+                src = buf
+            ufunc(view, src, out=view)
     return out
 
 

@@ -16,8 +16,8 @@ import numpy as np
 from ..errors import InvalidArgumentError
 
 __all__ = ["CACHE_BYTES", "block_size", "out_size", "out_hw", "pad", "pads_for", "pair",
-           "pixel_copies_pay", "put_window_pixels", "spread_windows", "window_pixels",
-           "window_slice"]
+           "copy_pixels", "pixel_copies_pay", "put_window_pixels", "spread_windows",
+           "window_pixels", "window_slice"]
 
 
 def out_size(n: int, k: int, stride: int, dilation: int, pad: tuple) -> int:
@@ -126,7 +126,20 @@ def pixel_copies_pay(view: np.ndarray, once: bool = False) -> bool:
     return view.size >= PIXELS_FROM
 
 
-def _copy_pixels(dst: np.ndarray, src: np.ndarray) -> None:
+def copy_pixels(dst: np.ndarray, src: np.ndarray) -> None:
+    """`dst[...] = src` for two images of one shape and dtype, whole pixels at a time
+    where that is possible (NOTE(pixel-cells)).
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.ops.windows import copy_pixels
+        >>> x, out = np.arange(24.).reshape(1, 3, 4, 2), np.zeros((1, 3, 2, 2))
+        >>> copy_pixels(out, x[:, :, ::2])
+        >>> out[0, :, :, 1]
+        array([[ 1.,  5.],
+               [ 9., 13.],
+               [17., 21.]])
+    """
     cells_src = _cells(src) if src.size >= PIXELS_FROM else None
     cells_dst = _cells(dst) if cells_src is not None else None
     if cells_dst is None:
@@ -151,7 +164,7 @@ def window_pixels(xp: np.ndarray, i: int, j: int, oh: int, ow: int, strides: tup
     view = xp[window_slice(i, j, oh, ow, strides)]
     if out is None:
         out = np.empty(view.shape, view.dtype)
-    _copy_pixels(out, view)
+    copy_pixels(out, view)
     return out
 
 
@@ -172,7 +185,7 @@ def put_window_pixels(image: np.ndarray, i: int, j: int, strides: tuple,
                [0, 0, 0, 0]])
     """
     oh, ow = values.shape[-3], values.shape[-2]
-    _copy_pixels(image[window_slice(i, j, oh, ow, strides)], values)
+    copy_pixels(image[window_slice(i, j, oh, ow, strides)], values)
 
 
 def spread_windows(values: np.ndarray, ksize: tuple, image_hw: tuple) -> np.ndarray | None:
