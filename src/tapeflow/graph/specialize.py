@@ -68,7 +68,7 @@ def _broadcast_view(in_shape: tuple, shape: tuple) -> Callable[[Any], Any]:
 
     def run(x: Any) -> Any:
         if type(x) is not np.ndarray or x.shape != in_shape or not x.flags.c_contiguous \
-                or not x.size:
+                or not x.size or x.dtype.hasobject:  # object pointers: NumPy's own view
             return np.broadcast_to(x, shape)
         out = np.ndarray(shape, x.dtype, x, 0, tuple(e * x.itemsize for e in elements))
         out.flags.writeable = False
