@@ -405,7 +405,7 @@ def test_pixel_copied_argmax_and_route_match_their_definitions():
 
 
 def test_window_pixels_of_views_and_one_channel():
-    """window_pixels and put_window_pixels on a transposed image (no void view: a plain
+    """window_pixels and copy_pixels on a transposed image (no void view: a plain
     copy) and on one channel give the strided view's values."""
     from tapeflow.ops import windows
     x = np.arange(2 * 30 * 30 * 5, dtype=np.float32).reshape(2, 30, 30, 5)
@@ -415,7 +415,7 @@ def test_window_pixels_of_views_and_one_channel():
         assert got.flags.c_contiguous
         np.testing.assert_array_equal(got, want)
         out = np.zeros(image.shape, image.dtype)
-        windows.put_window_pixels(out, 1, 0, (2, 2), got)
+        windows.copy_pixels(out[windows.window_slice(1, 0, 14, 15, (2, 2))], got)
         np.testing.assert_array_equal(out[windows.window_slice(1, 0, 14, 15, (2, 2))], want)
         assert out.sum() == want.sum()
 

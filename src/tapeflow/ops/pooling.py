@@ -44,7 +44,7 @@ from .elementwise import multiply
 from .structural import (full_of, batch_elementwise, dtype_of, linear, move_to_front, per_example_deps,
                          per_input, shape_of)
 from .windows import (block_size, copy_pixels, out_hw, pad, pads_for, pair, pixel_copies_pay,
-                      put_window_pixels, spread_windows, window_pixels, window_slice)
+                      spread_windows, window_pixels, window_slice)
 
 
 def _offsets(ksize: tuple) -> list[tuple[int, int]]:
@@ -140,7 +140,7 @@ def _route_impl(arg: np.ndarray, g: np.ndarray, ksize: tuple, strides: tuple, pa
         view = out[window_slice(i, j, oh, ow, strides)]
         if copy:
             picked = pick(arg == k, out=picked)
-            put_window_pixels(out, i, j, strides, picked)
+            copy_pixels(view, picked)
         elif apart:
             pick(arg == k, out=view)
         else:

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 
 __all__ = ["CACHE_BYTES", "block_size", "out_size", "out_hw", "pad", "pads_for", "pair",
-           "copy_pixels", "pixel_copies_pay", "put_window_pixels", "spread_windows",
+           "copy_pixels", "pixel_copies_pay", "spread_windows",
            "window_pixels", "window_slice"]
 
 
@@ -166,26 +166,6 @@ def window_pixels(xp: np.ndarray, i: int, j: int, oh: int, ow: int, strides: tup
         out = np.empty(view.shape, view.dtype)
     copy_pixels(out, view)
     return out
-
-
-def put_window_pixels(image: np.ndarray, i: int, j: int, strides: tuple,
-                      values: np.ndarray) -> None:
-    """Write `values` [..., OH, OW, C] at kernel offset (i, j) of every window of `image`,
-    whole pixels at a time (NOTE(pixel-cells)): `window_pixels`'s inverse.
-
-    Example:
-        >>> import numpy as np
-        >>> from tapeflow.ops.windows import put_window_pixels
-        >>> image = np.zeros((1, 4, 4, 2), int)
-        >>> put_window_pixels(image, 0, 1, (2, 2), np.ones((1, 2, 2, 2), int))
-        >>> image[0, :, :, 0]
-        array([[0, 1, 0, 1],
-               [0, 0, 0, 0],
-               [0, 1, 0, 1],
-               [0, 0, 0, 0]])
-    """
-    oh, ow = values.shape[-3], values.shape[-2]
-    copy_pixels(image[window_slice(i, j, oh, ow, strides)], values)
 
 
 def spread_windows(values: np.ndarray, ksize: tuple, image_hw: tuple) -> np.ndarray | None:
