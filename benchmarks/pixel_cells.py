@@ -1,19 +1,20 @@
 """Few-channel NHWC work with and without the layouts that give NumPy long inner loops:
 max-pool offsets copied whole pixels at a time (NOTE(pixel-cells) in ops/windows.py),
 avg_pool2d's transpose spread over windows that tile the image, bias gradients that join summed axes to their few columns (NOTE(sum-by-products) in
-blas.py), and bias adds tiled to rows of up to 8,192 elements (graph/specialize.py).
+blas.py), bias adds tiled to rows of up to 8,192 elements (graph/specialize.py), and
+convolution windows copied a window row at a time (windows.copy_runs).
 
 Each row times one computation both ways in this process (one thread, medians of
 interleaved rounds): "before" with the switch turned off (windows.PIXELS_FROM past any
 size; no spread_windows; blas._FEW_COLUMNS = 1; specialize._ROW_WIDTH = 1024, its
-earlier value), "after"
+earlier value; windows.RUNS_FROM past any size), "after"
 as shipped. Both give the same values: bit for bit for pooling and the bias add, within
 summation's rounding for the sums (checked here). The shapes: LeNet's first and second
 layers at batch 128, batch 1 (where the copies must not cost), batch 640, one channel, and
 a wide 64-channel layer. Figures for docs/performance-notes.md, #pixel-cells,
-#window-sums, #sum-by-gemv and #tiled-broadcast.
+#window-sums, #sum-by-gemv, #tiled-broadcast and #window-runs.
 
-Run:  python benchmarks/pixel_cells.py
+Run:  python benchmarks/pixel_cells.py  [--convs: the convolutions alone]
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ except ImportError:  # a checkout without `pip install -e .`
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 from tapeflow import blas  # noqa: E402
 from tapeflow.graph import specialize  # noqa: E402
-from tapeflow.ops import pooling, windows  # noqa: E402
+from tapeflow.ops import conv, pooling, windows  # noqa: E402
 from tapeflow.ops.structural import _sum_impl  # noqa: E402
 
 POOLS = [(128, 24, 24, 6), (1, 24, 24, 6), (640, 24, 24, 6), (128, 8, 8, 16),
@@ -152,12 +153,54 @@ def bias_adds(rng: np.random.Generator) -> None:
                   f"| {b_:.1f} |", flush=True)
 
 
+def _runs(on: bool) -> None:
+    windows.RUNS_FROM = RUNS_FROM if on else 1 << 62
+
+
+RUNS_FROM = windows.RUNS_FROM
+# (batch, height, width, channels, kernel, filters, stride, padding)
+CONVS = [(128, 28, 28, 1, 5, 6, 1, "VALID"), (128, 12, 12, 6, 5, 16, 1, "VALID"),
+         (1, 28, 28, 1, 5, 6, 1, "VALID"), (640, 28, 28, 1, 5, 6, 1, "VALID"),
+         (64, 28, 28, 3, 3, 16, 1, "SAME"), (64, 28, 28, 1, 3, 8, 2, "SAME"),
+         (64, 14, 14, 8, 3, 16, 2, "SAME"), (32, 32, 32, 16, 3, 32, 1, "SAME"),
+         (16, 32, 32, 64, 3, 64, 1, "SAME"), (33, 19, 17, 5, 3, 7, 1, "VALID")]
+
+
+def conv_runs(rng: np.random.Generator) -> None:
+    print("\n| conv2d, float32 | forward before / after us | input grad before / after us "
+          "| filter grad before / after us |")
+    print("|---|---:|---:|---:|")
+    for n, h, w, c, k, o, s, padding in CONVS:
+        x = rng.standard_normal((n, h, w, c)).astype(np.float32)
+        f = rng.standard_normal((k, k, c, o)).astype(np.float32)
+        strides, dil = (s, s), (1, 1)
+        pads = windows.pads_for(padding, (h, w), (k, k), strides, dil, "conv2d")
+        g = rng.standard_normal(conv._conv_impl(x, f, strides, dil, pads).shape).astype(
+            np.float32)
+        cells = []
+        for fn in (lambda: conv._conv_impl(x, f, strides, dil, pads),
+                   lambda: conv._input_grad_impl(g, f, strides, dil, pads, x.shape),
+                   lambda: conv._filter_grad_impl(x, g, strides, dil, pads, f.shape)):
+            _runs(False)
+            want = fn()
+            _runs(True)
+            assert np.array_equal(fn(), want)
+            a, b = _pair(fn, fn, _runs)
+            cells.append(f"{a:.0f} / {b:.0f} ({b / a:.2f})")
+        print(f"| {[n, h, w, c]} {k}x{k}x{o}/{s} {padding} | " + " | ".join(cells) + " |",
+              flush=True)
+
+
 def main() -> None:
     rng = np.random.default_rng(0)
+    if sys.argv[1:] == ["--convs"]:
+        conv_runs(rng)
+        return
     pools(rng)
     spreads(rng)
     sums(rng)
     bias_adds(rng)
+    conv_runs(rng)
 
 
 if __name__ == "__main__":

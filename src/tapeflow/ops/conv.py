@@ -35,7 +35,7 @@ from . import conv_banded, conv_phases
 from .convert import binary_args, check_dtype
 from .structural import (dense_deps, move_axis, move_to_front, per_example_deps, per_input,
                          reshape_p, shape_of)
-from .windows import block_size, out_size, pad, pads_for, pair
+from .windows import block_size, copy_runs, out_size, pad, pads_for, pair
 
 
 def _windows(xp: np.ndarray, kh: int, kw: int, oh: int, ow: int, strides: tuple,
@@ -46,7 +46,7 @@ def _windows(xp: np.ndarray, kh: int, kw: int, oh: int, ow: int, strides: tuple,
     view = np.lib.stride_tricks.as_strided(
         xp, shape, tuple(lead) + (hs * strides[0], ws * strides[1], hs * dilations[0],
                                   ws * dilations[1], cs), writeable=False)
-    return view.reshape(xp.shape[:-3] + (oh, ow, kh * kw * xp.shape[-1]))
+    return copy_runs(view).reshape(xp.shape[:-3] + (oh, ow, kh * kw * xp.shape[-1]))
 
 
 def _windows_t(xp: np.ndarray, kh: int, kw: int, oh: int, ow: int, strides: tuple,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import blas
-from .windows import block_size
+from .windows import block_size, copy_runs
 
 _MOST_CHANNELS = 6   # input channels: more make im2col's inner dimension large enough
 _MOST_BAND = 8       # Q
@@ -85,7 +85,7 @@ def _rows(xp: np.ndarray, kh: int, kw: int, q: int, oh: int, nq: int) -> np.ndar
     span = q + kw - 1
     view = np.lib.stride_tricks.as_strided(
         xp, (n, oh, nq, kh, span, c), (sb, sh, q * sw, sh, sw, sc), writeable=False)
-    return view.reshape(n * oh * nq, kh * span * c)
+    return copy_runs(view).reshape(n * oh * nq, kh * span * c)
 
 
 def conv(xp: np.ndarray, w: np.ndarray, q: int, out: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import blas
-from .windows import block_size
+from .windows import block_size, copy_runs
 
 # Set from sweeps of 1,260 shapes (benchmarks/conv_phases.py): one input channel makes
 # the product's s*s columns too few; where the channels and filters are many, im2col's
@@ -95,9 +95,9 @@ def input_grad(g: np.ndarray, w: np.ndarray, strides: tuple, pads: tuple,
     step = block_size(n, na * nb * (mh * mw * o + sh * sw * c) * gp.itemsize)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        windows = np.lib.stride_tricks.as_strided(
+        windows = copy_runs(np.lib.stride_tricks.as_strided(
             gp[start:stop], (stop - start, na, nb, mh, mw, o), (sb, s1, s2, s1, s2, s3),
-            writeable=False).reshape((stop - start) * na * nb, mh * mw * o)
+            writeable=False)).reshape((stop - start) * na * nb, mh * mw * o)
         res = blas.matmul(windows, filt).reshape(stop - start, na, nb, sh, sw * c)
         out[start:stop] = res.transpose(0, 1, 3, 2, 4)
     top, left = pads[0][0] - a0 * sh, pads[1][0] - b0 * sw

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 
 __all__ = ["CACHE_BYTES", "block_size", "out_size", "out_hw", "pad", "pads_for", "pair",
-           "copy_pixels", "pixel_copies_pay", "spread_windows",
+           "copy_pixels", "copy_runs", "pixel_copies_pay", "spread_windows",
            "window_pixels", "window_slice"]
 
 
@@ -146,6 +146,52 @@ def copy_pixels(dst: np.ndarray, src: np.ndarray) -> None:
         np.copyto(dst, src)
     else:
         cells_dst[...] = cells_src
+
+
+# An im2col matrix, or a banded convolution's rows, is a copy of a strided view of the
+# image whose contiguous runs are a window row's KW*C elements (a band's (Q+KW-1)*C):
+# LeNet's first layer has runs of 12 floats. NumPy copies such a view an inner loop per
+# run; with each run one void element, the copy moves whole runs, the same bytes (docs/
+# performance-notes.md, #window-runs). It pays from RUNS_FROM elements, for runs of up to
+# _LONGEST_RUN bytes: longer runs copy faster as NumPy's own loops.
+RUNS_FROM = 1 << 16
+_LONGEST_RUN = 384
+
+
+class _Memory:
+    """An object NumPy views through its array interface (as np.lib.stride_tricks does)."""
+
+    def __init__(self, interface: dict, base: np.ndarray) -> None:
+        self.__array_interface__ = interface
+        self.base = base
+
+
+def copy_runs(view: np.ndarray) -> np.ndarray:
+    """A C-ordered copy of `view` (a strided view, such as an image's windows), its
+    innermost contiguous runs copied as one void element each where that pays
+    (NOTE(pixel-cells)).
+
+    Example:
+        >>> import numpy as np
+        >>> from tapeflow.ops.windows import copy_runs
+        >>> copy_runs(np.arange(12.).reshape(3, 4)[:, 1:3])
+        array([[ 1.,  2.],
+               [ 5.,  6.],
+               [ 9., 10.]])
+    """
+    item, k, run = view.itemsize, view.ndim, 1
+    while k > 0 and (view.strides[k - 1] == run * item or view.shape[k - 1] == 1):
+        run *= view.shape[k - 1]
+        k -= 1
+    size = run * item
+    if view.size < RUNS_FROM or run < 2 or size > _LONGEST_RUN or view.dtype.hasobject \
+            or k == 0:
+        return np.ascontiguousarray(view)
+    interface = dict(view.__array_interface__, shape=view.shape[:k], strides=view.strides[:k],
+                     typestr=f"|V{size}", descr=[("", f"|V{size}")])
+    interface["data"] = (interface["data"][0], True)
+    cells = np.asarray(_Memory(interface, view))
+    return cells.copy().view(view.dtype).reshape(view.shape)
 
 
 def window_pixels(xp: np.ndarray, i: int, j: int, oh: int, ow: int, strides: tuple,
