@@ -232,3 +232,19 @@ def test_other_products_are_one_product(monkeypatch):
     monkeypatch.setattr(blas, "_controls", False)  # another BLAS: left alone
     blas.matmul(np.ones((4096, 256), f32), np.ones((256, 8), f32))
     assert len(calls) == 10
+
+
+@pytest.mark.parametrize("shapes", [((64, 1), (1, 48)),            # an outer product
+                                    ((64, 8192), (8192, 64)),      # long inner dimension
+                                    ((4096, 256), (256, 8)),       # row blocks
+                                    ((300, 70), (70, 50))],        # one product
+                         ids=["outer", "long k", "row blocks", "plain"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
+def test_a_product_into_out_has_the_bits_of_the_returned_one(shapes, dtype):
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal(s).astype(dtype) for s in shapes)
+    want = blas.matmul(a, b)
+    out = np.full(want.shape, np.nan, dtype)
+    got = blas.matmul(a, b, out=out)
+    assert got is out
+    assert out.tobytes() == want.tobytes()

@@ -75,9 +75,10 @@ def _thread_controls() -> Any:
     return _controls
 
 
-def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``np.matmul(a, b)``, on one BLAS thread when each product is small enough that
-    threads would risk a stall more than they save (NOTE(blas-threads)).
+def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``np.matmul(a, b, out=out)``, on one BLAS thread when each product is small enough
+    that threads would risk a stall more than they save (NOTE(blas-threads)). `out`, if
+    given, is a C-ordered array of the product's shape and dtype.
 
     Example:
         >>> import numpy as np
@@ -90,19 +91,25 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         # gradients): nothing to sum, and one broadcast multiply is faster than a GEMM
         # call per matrix (docs/performance-notes.md, #outer-products). The same
         # products, so the same values.
-        return np.multiply(a, b)
+        return np.multiply(a, b, out=out)
     m = a.shape[-2] if a.ndim > 1 else 1
     n = b.shape[-1] if b.ndim > 1 else 1
     k = a.shape[-1]
     if (k >= 4 * _K_CHUNK and 128 <= m * n <= _SMALL_RESULT and a.ndim > 1 and b.ndim > 1
             and a.dtype.kind in "fc" and b.dtype.kind in "fc"):
-        return _long_k(a, b)
+        product = _long_k(a, b)
+        if out is None:
+            return product
+        out[...] = product
+        return out
     if (2 <= n <= _NARROW and _SMALL_KERNEL < m * n * k <= ONE_THREAD_UP_TO and a.ndim == 2
             and b.ndim == 2 and b.shape[0] == k and _MIN_ROWS * k * n <= _SMALL_KERNEL
             and a.dtype == b.dtype and a.dtype in _REAL_BLAS and a.flags.c_contiguous
             and _thread_controls()):
-        return sized(m * n * k, _row_blocks, a, b)
-    return sized(m * n * k, np.matmul, a, b)
+        return sized(m * n * k, _row_blocks, a, b, out)
+    if out is None:
+        return sized(m * n * k, np.matmul, a, b)
+    return sized(m * n * k, np.matmul, a, b, out=out)
 
 
 # NOTE(long-k): a product with a small result and a long inner dimension (a convolution's
@@ -143,11 +150,12 @@ _MIN_ROWS = 16  # rows of the smallest block: a longer inner size leaves the pro
 _REAL_BLAS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _row_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _row_blocks(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     m, k = a.shape
     n = b.shape[1]
     rows = _SMALL_KERNEL // (k * n) // _MIN_ROWS * _MIN_ROWS
-    out = np.empty((m, n), a.dtype)
+    if out is None:
+        out = np.empty((m, n), a.dtype)
     for start in range(0, m, rows):
         np.matmul(a[start:start + rows], b, out=out[start:start + rows])
     return out

@@ -150,6 +150,31 @@ def test_max_pool_argmax_matches_its_definition_with_ties_nans_and_padding(seed)
                                       _reference_argmax(x, ksize, strides, pads))
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64], ids=str)
+def test_the_nan_aware_argmax_runs_only_where_a_window_holds_a_nan(dtype, monkeypatch):
+    """The argmax runs NaN-aware again only when some window's maximum is NaN: a NaN in a
+    window (first of several, or beside an infinity) gives the definition's argmax, and a
+    NaN in no window (a VALID pool's last row) is not looked at."""
+    from tapeflow.ops import pooling
+    passes = []
+    running = pooling._running_argmax
+    monkeypatch.setattr(pooling, "_running_argmax",
+                        lambda *a, nan: passes.append(nan) or running(*a, nan=nan))
+    x = np.random.default_rng(4).standard_normal((3, 9, 8, 5)).astype(dtype)
+    x[1, 2, 3, 4] = np.inf
+    k, s, p = (2, 2), (2, 2), ((0, 0), (0, 0))
+    cases = [(x, [False]), (x.copy(), [False, True]), (x.copy(), [False, True]),
+             (x.copy(), [False])]
+    cases[1][0][0, 4, 5, 1] = np.nan
+    cases[2][0][1, 2, 2, 4] = cases[2][0][1, 3, 3, 4] = np.nan   # beside the infinity
+    cases[3][0][2, 8, 0, 0] = np.nan                             # under no window
+    for image, want in cases:
+        passes.clear()
+        np.testing.assert_array_equal(pooling._argmax(image, k, s, p),
+                                      _reference_argmax(image, k, s, p))
+        assert passes == want
+
+
 def test_max_pool_gradient_of_infinite_cotangents_stays_finite_elsewhere():
     x = tf.constant(np.arange(16.).reshape(1, 4, 4, 1))
     with tf.GradientTape() as tape:

@@ -98,6 +98,9 @@ def _conv_impl(x: np.ndarray, w: np.ndarray, strides: tuple, dilations: tuple,
         else:
             cols = _windows(block, kh, kw, oh, ow, strides, dilations)
             flat = cols.reshape(cols.shape[:-4] + ((stop - start) * oh * ow, kh * kw * c))
+        if out.ndim == 4:  # the product is the block's output: made in place
+            blas.matmul(flat, wm, out=out[start:stop].reshape(flat.shape[0], o))
+            continue
         res = blas.matmul(flat, wm)  # [..., n*OH*OW, O]
         out[..., start:stop, :, :, :] = res.reshape(res.shape[:-2] + (stop - start, oh, ow, o))
     return out

@@ -103,7 +103,11 @@ def conv(xp: np.ndarray, w: np.ndarray, q: int, out: np.ndarray) -> np.ndarray:
     step = block_size(n, oh * nq * kh * (q + kw - 1) * c * xp.itemsize)
     for start in range(0, n, step):
         stop = min(n, start + step)
-        res = blas.matmul(_rows(xp[start:stop], kh, kw, q, oh, nq), band)
+        rows = _rows(xp[start:stop], kh, kw, q, oh, nq)
+        if nq * q == ow:  # the bands' products are the block's output rows: made in place
+            blas.matmul(rows, band, out=out[start:stop].reshape(len(rows), q * o))
+            continue
+        res = blas.matmul(rows, band)
         out[start:stop] = res.reshape(stop - start, oh, nq * q, o)[:, :, :ow]
     return out
 

@@ -70,7 +70,26 @@ def _max_and_argmax(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) ->
     """(the maximum of each window, `_argmax`): one running maximum gives both."""
     xp = pad(x, pads, _lowest(x.dtype))
     oh, ow = out_hw(x.shape, ksize, strides, pads)
-    nan = _dt.kind(x.dtype) == "f" and bool(np.isnan(x).any())
+    top, arg = _running_argmax(xp, ksize, strides, oh, ow, nan=False)
+    # np.maximum propagates NaN: a window holding one has a NaN maximum. Checking the
+    # maxima costs a quarter of checking the image; such windows then run again NaN-aware.
+    if _dt.kind(x.dtype) == "f" and top.size and np.isnan(
+            np.max(top) if top.dtype.kind == "f" else top).any():
+        top, arg = _running_argmax(xp, ksize, strides, oh, ow, nan=True)
+    if any(pads[0] + pads[1]):
+        # A window whose unpadded values are all the lowest value ties with its padding:
+        # the derivative goes to its first unpadded element, never to the padding.
+        tied = top == _lowest(x.dtype)
+        if tied.any():
+            first = _first_unpadded(x.shape, ksize, strides, pads)[:, :, None]
+            arg = np.where(tied, first, arg).astype(arg.dtype)
+    return top, arg
+
+
+def _running_argmax(xp: np.ndarray, ksize: tuple, strides: tuple, oh: int, ow: int,
+                    nan: bool) -> tuple:
+    """(maximum, argmax) of each window of the padded image `xp`; `nan`: a window's first
+    NaN is its maximum and argmax."""
     # A running maximum over the offsets, in order: a later offset wins only if strictly
     # greater (the first maximum keeps ties), and then its offset is the largest yet, so
     # the argmax is a running maximum too. Branch-free ufuncs only: np.argmax over a
@@ -93,13 +112,6 @@ def _max_and_argmax(x: np.ndarray, ksize: tuple, strides: tuple, pads: tuple) ->
             better |= np.isnan(v) & ~np.isnan(top)
         np.maximum(top, v, out=top)  # NaN-propagating: a NaN, once seen, stays the top
         np.maximum(arg, better.view(np.uint8) * idx(k), out=arg, casting="unsafe")
-    if any(pads[0] + pads[1]):
-        # A window whose unpadded values are all the lowest value ties with its padding:
-        # the derivative goes to its first unpadded element, never to the padding.
-        tied = top == _lowest(x.dtype)
-        if tied.any():
-            first = _first_unpadded(x.shape, ksize, strides, pads)[:, :, None]
-            arg = np.where(tied, first, arg).astype(arg.dtype)
     return top, arg
 
 
