@@ -53,8 +53,11 @@ def _const(value: float, like: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------ relu: d relu(x) = [x > 0] dx
-def _relu_mask(x: Tensor) -> Tensor:
-    return float_mask(greater(x, 0), x)
+# The mask is read from the output (relu(x) > 0 exactly where x > 0, NaN included), as
+# TensorFlow's ReluGrad does: the tape then keeps the activation the next layer keeps
+# anyway, and the pre-activation can go (a replay frees it after relu).
+def _relu_mask(y: Tensor) -> Tensor:
+    return float_mask(greater(y, 0), y)
 
 
 # NumPy's maximum has SIMD loops for two float arrays, not for an array and a scalar (2-3x
@@ -77,8 +80,8 @@ def _relu_impl(x: np.ndarray) -> np.ndarray:
 
 relu_p = define(
     Primitive("relu", _relu_impl),
-    per_input(jvp=(lambda t, ans, x: multiply(t, _relu_mask(x)),),
-              vjp=(lambda g, ans, x: multiply(g, _relu_mask(x)),), reads=("x",)),
+    per_input(jvp=(lambda t, ans, x: multiply(t, _relu_mask(ans)),),
+              vjp=(lambda g, ans, x: multiply(g, _relu_mask(ans)),), reads=("ans",)),
     batch_unary, sparsity=elementwise_deps,
     lower=lambda jax, x: jax.numpy.maximum(x, jax.numpy.zeros((), x.dtype)),
     passes=Hints(elementwise=True), curvature=PIECEWISE_LINEAR)
