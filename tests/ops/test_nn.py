@@ -384,3 +384,21 @@ def test_clip_by_global_norm_gradients_as_tensorflow():
 def test_clipping_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_relu_keeps_its_output_and_lets_the_pre_activation_go():
+    """relu's derivative reads its output (as TensorFlow's ReluGrad): under a tape the
+    pre-activation is freed once the program drops it, and the gradient is [x > 0]."""
+    import gc
+    import weakref
+
+    x = tf.constant([-1.0, 0.0, 2.0, np.nan, -0.0, np.inf])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        pre = x * 3.0
+        y = tf.nn.relu(pre)
+        gone = weakref.ref(pre)
+        del pre
+    gc.collect()
+    assert gone() is None
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [0, 0, 3, 0, 0, 3])
