@@ -103,8 +103,8 @@ def test_copy_runs_copies_the_bytes_of_the_view(dtype, monkeypatch):
         image[::-1, 2:, 1:9][:, ::2],
     ]
     made = _spied(monkeypatch)
+    monkeypatch.setattr(windows, "RUNS_FROM", 1)
     for view in views:
-        monkeypatch.setattr(windows, "RUNS_FROM", 1)
         got = windows.copy_runs(view)
         assert got.dtype == view.dtype and got.shape == view.shape and got.flags.c_contiguous
         assert not np.shares_memory(got, image) and got.flags.writeable
