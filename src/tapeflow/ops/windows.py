@@ -167,9 +167,10 @@ class _Memory:
 
 
 def copy_runs(view: np.ndarray) -> np.ndarray:
-    """A C-ordered copy of `view` (a strided view, such as an image's windows), its
-    innermost contiguous runs copied as one void element each where that pays
-    (NOTE(pixel-cells)).
+    """`view` (a strided view, such as an image's windows) as a C-ordered array, as
+    np.ascontiguousarray gives it (`view` itself where it is C-ordered already, else a
+    copy), its innermost contiguous runs copied as one void element each where that pays
+    (NOTE(pixel-cells)). Callers read the result; they never write into it.
 
     Example:
         >>> import numpy as np
