@@ -9,7 +9,9 @@ to the layers' weights and biases [2 l, 4, b] and the extra parameters [3, b]; f
 
 tapeflow and TensorFlow run the Python loop eager and traced (tapeflow also with
 function(jit_compile=True), the loop rolled into one loop op: NOTE(reroll) in
-tapeflow/graph/reroll.py); JAX jit(grad) over lax.scan; PyTorch eager autograd over
+tapeflow/graph/reroll.py, and with jit_compile="auto", the fastest of that, the NumPy
+replays and, with Numba installed, the rolled loops compiled by Numba: NOTE(loop-kernels)
+in tapeflow/graph/kernels.py); JAX jit(grad) over lax.scan; PyTorch eager autograd over
 the loop; autograd. NumPy floor: backpropagation through time by hand, which is also
 the reference.
 """
@@ -136,7 +138,7 @@ class _Ops:
         self.__dict__.update(fns)
 
 
-def _tf_api(api_name: str, traced: bool, data: tuple, xla: bool = False) -> Callable[[], Any]:
+def _tf_api(api_name: str, traced: bool, data: tuple, xla: bool | str = False) -> Callable[[], Any]:
     import importlib
 
     api = importlib.import_module(api_name)
@@ -150,8 +152,11 @@ def _tf_api(api_name: str, traced: bool, data: tuple, xla: bool = False) -> Call
             value = loss(main, extra, state, sequence)
         return tape.gradient(value, [main, extra])
 
-    fn = common.xla_function(gradient) if xla else (api.function(gradient) if traced
-                                                    else gradient)
+    if xla == "auto":  # the fastest of XLA, the NumPy replays and Numba's loop kernels
+        fn = api.function(gradient, jit_compile="auto")
+    else:
+        fn = common.xla_function(gradient) if xla else (api.function(gradient) if traced
+                                                        else gradient)
     return lambda: [np.asarray(g) for g in fn(*tensors)]
 
 
@@ -225,6 +230,8 @@ def cases(size: str = "full") -> list[Case]:
         *([("tapeflow function(jit_compile=True), Python loop rolled", "tapeflow", "xla",
             lambda: _tf_api("tapeflow", True, data, xla=True))]
           if common.xla_cases_wanted() else []),
+        ("tapeflow function(jit_compile='auto')", "tapeflow", "traced",
+         lambda: _tf_api("tapeflow", True, data, xla="auto")),
         ("TensorFlow eager", "tensorflow", "eager", lambda: _tf_api("tensorflow", False, data)),
         ("TensorFlow tf.function", "tensorflow", "traced",
          lambda: _tf_api("tensorflow", True, data)),

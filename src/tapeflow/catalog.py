@@ -119,6 +119,14 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          "graph/xla.py", "compiled",
          "the impl called back on the host (jax.pure_callback)",
          "XLA lowering for function(jit_compile=True)"),
+    Kind("kernel", "kernel(shapes, **params) -> str | None",
+         "graph/kernels.py", "",
+         "a NumPy ufunc impl without params: that ufunc on each element; otherwise none: a "
+         "loop holding the primitive is not compiled",
+         "the node in a loop compiled by Numba (NOTE(loop-kernels)): a Python expression "
+         "over its inputs' names `{0}`, `{1}`, ..., given their shapes: of one element each "
+         "where the primitive is elementwise, else of whole values (rank 0 as scalars, "
+         "arrays C-ordered); None where these shapes or params are not served"),
     Kind("passes", "Hints(simplify, prune, swap, examples, elementwise, moves)",
          "graph/passes.py, graph/transposes.py", "",
          "no hints: the passes treat the node as opaque",

@@ -38,6 +38,7 @@ from .lean import MISS
 from .polymorphic import resolved
 from .replay import Replay, interpret, plan_runner
 from .hoist import hoist
+from .kernels import loop_kernels
 from .reroll import reroll
 from .scalarize import scalar_rewrite
 from .xla import XlaReplay, require_jax
@@ -87,8 +88,10 @@ def plan(graph: Graph, *, jit_compile: bool = False, keep_on_device: bool = Fals
                                                     has a lean call
     ``jit_compile=True``, a host callback, or a     the NumPy replay, after a warning naming
     draw or check inside a loop                     the primitive
-    ``jit_compile="auto"``                          `Fastest` of XLA and the NumPy replays
-                                                    below (NOTE(fastest))
+    ``jit_compile="auto"``                          `Fastest` of XLA, the NumPy replays
+                                                    below and, with Numba, their loops
+                                                    compiled (NOTE(fastest),
+                                                    NOTE(loop-kernels))
     otherwise                                       the NumPy replay: the plan interpreter for
                                                     its first calls, then generated code; of
                                                     a graph with loops to roll or small arrays
@@ -118,7 +121,7 @@ def plan(graph: Graph, *, jit_compile: bool = False, keep_on_device: bool = Fals
         rolled = reroll(g)  # NOTE(reroll): a loop's steps as one loop op
         if jit_compile is True:
             return XlaReplay(rolled, keep_on_device, fallback=replay)
-        ways = _numpy_ways(g, replay, rolled)
+        ways = _numpy_ways(g, replay, rolled, kernels=True)
         try:
             require_jax()
         except ImportError:
@@ -145,9 +148,12 @@ def plan(graph: Graph, *, jit_compile: bool = False, keep_on_device: bool = Fals
 ALONE = 0.25
 
 
-def _numpy_ways(g: Graph, replay: Replay, rolled: Graph | None = None) -> list:
+def _numpy_ways(g: Graph, replay: Replay, rolled: Graph | None = None,
+                kernels: bool = False) -> list:
     """The ways a graph replays with NumPy: as traced, with its small arrays held as
-    scalars (NOTE(scalarize)), and with its loops rolled (`rolled`, else rolled here)."""
+    scalars (NOTE(scalarize)), and with its loops rolled (`rolled`, else rolled here);
+    with `kernels`, also its loops rolled and compiled by Numba where it is installed
+    (NOTE(loop-kernels): not the NumPy replay's bits, so for jit_compile="auto" alone)."""
     scalars, share = scalar_rewrite(g)
     if share < ALONE:
         return [("the NumPy replay, small arrays as scalars", Replay(scalars))]
@@ -160,6 +166,9 @@ def _numpy_ways(g: Graph, replay: Replay, rolled: Graph | None = None) -> list:
         ways.append(("the NumPy replay, loops rolled", Replay(hoisted)))
     elif hoisted is not g:
         ways.append(("the NumPy replay, loop work hoisted", Replay(hoisted)))
+    impls = loop_kernels(hoisted) if kernels else {}
+    if impls:
+        ways.append(("the NumPy replay, loops compiled by Numba", Replay(hoisted, impls)))
     return ways
 
 

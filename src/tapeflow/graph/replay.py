@@ -135,10 +135,11 @@ _INFIX = {operator.add: "{} + {}", operator.sub: "{} - {}", operator.mul: "{} * 
           operator.truediv: "{} / {}", operator.neg: "-{}"}
 
 
-def compile_graph(g: Graph) -> Callable[..., list]:
+def compile_graph(g: Graph, impls: dict | None = None) -> Callable[..., list]:
     """A Python function: input arrays -> output arrays, with the graph's guards inline.
     Large intermediate buffers are dropped after their last use, so a replay's peak memory
-    is what the computation needs at once, not the whole graph's."""
+    is what the computation needs at once, not the whole graph's. `impls` gives some
+    nodes (by index) another impl of their own (a loop kernel: graph/kernels.py)."""
     if g.sized:
         raise ValueError(f"internal error: graph {g.name} has sizes read at replay; compile "
                          "polymorphic.resolved(graph) instead.")
@@ -165,7 +166,7 @@ def compile_graph(g: Graph) -> Callable[..., list]:
                 args = ", ".join(arr(i) for i in n.inputs)
                 lines.append(f"    {names.made(n.outputs)} = {args}")
                 continue
-            fn = ns[f"f{k}"] = node_impl(g, n)
+            fn = ns[f"f{k}"] = impls[k] if impls and k in impls else node_impl(g, n)
             out_arg = f", out={ref[reuse[k]]}" if k in reuse else ""
             infix = _INFIX.get(fn) if not out_arg else None
             if infix is not None:  # NumPy scalars' arithmetic, spelled out (#scalar-operators)
@@ -195,7 +196,7 @@ def compile_graph(g: Graph) -> Callable[..., list]:
         lines.append(f"    V{i}._value = np.array(w{i}, copy=True)")
     lines.append(f"    return [{', '.join('None' if o is None else arr(o) for o in g.outputs)}]")
     if names.divides:  # NOTE(python-floats): x / 0. raises where NumPy gives inf
-        ns["exact"] = plan_runner(g)
+        ns["exact"] = plan_runner(g, impls=impls)
         params = ", ".join(f"v{s}" for s in g.inputs)
         lines = lines[:1] + ["    try:"] + ["    " + line for line in lines[1:]] + [
             "    except ZeroDivisionError:", f"        return exact({params})"]
@@ -289,7 +290,8 @@ class _Names:
 _CALL1, _CALL2, _CALL, _MULTI, _PASS, _GUARD, _ASSIGN, _DROP, _SIZED = range(9)
 
 
-def plan_runner(g: Graph, avals: dict | None = None) -> Callable[..., list]:
+def plan_runner(g: Graph, avals: dict | None = None,
+                impls: dict | None = None) -> Callable[..., list]:
     """A function: input arrays -> output arrays, that runs the graph by walking a list of
     steps (no code generation): what a cold graph replays with. Same semantics as
     `compile_graph`: guards checked in order, variables read at the start and written
@@ -297,7 +299,8 @@ def plan_runner(g: Graph, avals: dict | None = None) -> Callable[..., list]:
 
     Given `avals` (a dict), the run fills it with the shape and dtype of every slot, and
     makes no choice from the graph's own shapes (no specialized impls, no early drops):
-    a size-generic graph's first run at new sizes (graph/polymorphic.py)."""
+    a size-generic graph's first run at new sizes (graph/polymorphic.py). `impls` as
+    `compile_graph`'s."""
     steps: list[tuple] = []
     recording = avals is not None
     drop = {} if recording else _last_uses(g)
@@ -306,7 +309,7 @@ def plan_runner(g: Graph, avals: dict | None = None) -> Callable[..., list]:
                          "recording its shapes, or replay polymorphic.resolved(graph).")
     for k, n in enumerate(g.nodes):
         if isinstance(n, Node):
-            fn = node_impl(g, n, specialize=not recording)
+            fn = impls[k] if impls and k in impls else node_impl(g, n, specialize=not recording)
             ins, outs = tuple(n.inputs), tuple(n.outputs)
             if n.sized:  # params read from the shapes of this run (NOTE(sized-params))
                 steps.append((_SIZED, n, ins, outs))
@@ -393,13 +396,15 @@ class Replay:
     """Runs a graph on arrays: by `plan_runner` while cold, then (after COMPILE_AFTER
     calls) by the code `compile_graph` generates. Tracing pays neither code generation
     nor CPython's compile(), which cost more than a short-lived graph ever replays. An
-    executable (graph/executables.py): `run` takes and gives tensors."""
+    executable (graph/executables.py): `run` takes and gives tensors. `impls` gives some
+    nodes (by index) another impl of their own (a loop kernel: graph/kernels.py)."""
 
-    def __init__(self, g: Graph) -> None:
+    def __init__(self, g: Graph, impls: dict | None = None) -> None:
         self.graph = g
+        self.impls = impls
         self.calls = 0
         self._compiled: Callable[..., list] | None = None
-        self._fn = plan_runner(g)
+        self._fn = plan_runner(g, impls=impls)
 
     def __call__(self, *arrays: Any) -> list:
         if self._compiled is None:
@@ -418,7 +423,7 @@ class Replay:
     def compiled(self) -> Callable[..., list]:
         """The generated code (compiled now if not yet); `.source` holds its text."""
         if self._compiled is None:
-            self._compiled = compile_graph(self.graph)
+            self._compiled = compile_graph(self.graph, self.impls)
             self._fn = self._compiled
         return self._compiled
 

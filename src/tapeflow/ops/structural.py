@@ -342,14 +342,15 @@ def linear(transpose: Rule, reads: str = "") -> Callable[[Primitive], dict]:
 
 
 def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor], reads: str,
-          lower: Any = None, curvature: Any = None) -> Primitive:
+          lower: Any = None, curvature: Any = None, kernel: Any = None) -> Primitive:
     """An elementwise primitive f with f'(x) = ``deriv(ans, x)``, and all its rules.
 
     Both rules multiply by the derivative: JVP ``t * f'(x)``, VJP ``g * conj(f'(x))``
     (TensorFlow's convention for complex inputs, NOTE(complex-gradients) in
     ops/complex.py); `reads` names what `deriv` reads ("ans", "x", both or ""). The
     batch axis stays where it is. Its lowering is `lower`, by default jax.numpy's
-    function of the impl's name (a NumPy ufunc's twin: `twin`).
+    function of the impl's name (a NumPy ufunc's twin: `twin`); `kernel` its expression
+    on one element in a loop kernel (catalog.py), where the impl is not a ufunc.
     """
     prim = Primitive(name, impl)
     names = [p for p in inspect.signature(deriv).parameters][:2]
@@ -364,7 +365,7 @@ def unary(name: str, impl: Callable, deriv: Callable[[Tensor, Tensor], Tensor], 
                   reads=(reads,)),
         batch_unary, sparsity=elementwise_deps,
         lower=twin(impl.__name__) if lower is None else lower,
-        passes=Hints(elementwise=True), curvature=curvature)
+        passes=Hints(elementwise=True), curvature=curvature, kernel=kernel)
 
 
 def binary(name: str, impl: Callable, dx: Any, dy: Any, reads: tuple, lower: Any = None,
@@ -568,7 +569,15 @@ reshape_p = define(
     moved_deps(0), lower=lambda jax, x, shape: jax.numpy.reshape(x, shape),
     batch=lambda vals, dims, shape: (bind(reshape_p, move_to_front(vals[0], dims[0]),
                                           shape=(shape_of(vals[0])[dims[0]],) + shape), 0),
-    passes=Hints(simplify=same_as_input, moves=True), curvature=LINEAR)
+    passes=Hints(simplify=same_as_input, moves=True), curvature=LINEAR,
+    kernel=lambda shapes, shape: _kernel_fill(shapes, shape) or (
+        "{0}.reshape(-1)[0]" if not shape else f"{{0}}.reshape({tuple(shape)!r})"))
+
+
+def _kernel_fill(shapes: list, shape: tuple) -> str | None:
+    """A loop kernel's array of `shape` filled with a scalar (catalog `kernel`), where the
+    one input is a scalar; None otherwise."""
+    return f"np.full({tuple(shape)!r}, {{0}})" if not shapes[0] and shape else None
 
 # ------------------------------------------------------------------ transpose: linear
 transpose_p = define(
@@ -592,7 +601,9 @@ broadcast_to_p = define(
     linear(lambda g, x, shape: unbroadcast(g, shape_of(x))),
     moved_deps(0), batch=_broadcast_to_batch,
     lower=lambda jax, x, shape: jax.numpy.broadcast_to(x, shape),
-    passes=Hints(simplify=same_as_input, moves=True), curvature=LINEAR)
+    passes=Hints(simplify=same_as_input, moves=True), curvature=LINEAR,
+    kernel=lambda shapes, shape: _kernel_fill(shapes, shape) or (
+        "{0}" if tuple(shapes[0]) == tuple(shape) else f"np.broadcast_to({{0}}, {tuple(shape)!r})"))
 
 
 # ------------------------------------------------------------------ fill: a constant of a shape
@@ -654,4 +665,18 @@ reduce_sum_p = define(
     # The axes before the first one summed index examples (NOTE(example-grid) in
     # graph/transposes).
     passes=Hints(examples=lambda shape, x, axis, keepdims: None if not axis else (
-        min(a % len(shape(x)) for a in axis), (0,))), curvature=LINEAR)
+        min(a % len(shape(x)) for a in axis), (0,))), curvature=LINEAR,
+    kernel=lambda shapes, axis, keepdims: _kernel_sum(len(shapes[0]), axis, keepdims))
+
+
+def _kernel_sum(rank: int, axis: Any, keepdims: bool) -> str:
+    """reduce_sum in a loop kernel (catalog `kernel`): np.sum over each axis, the last first
+    (Numba's np.sum takes one axis); keepdims changes the shape alone, which the kernel
+    keeps aside."""
+    axes = range(rank) if axis is None else sorted({a % rank for a in axis})
+    if len(axes) == rank:
+        return "np.sum({0})" if rank else "{0}"
+    expr = "{0}"
+    for a in reversed(list(axes)):
+        expr = f"np.sum({expr}, axis={a})"
+    return expr

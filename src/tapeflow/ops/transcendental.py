@@ -151,8 +151,11 @@ def _sigmoid_lower(jax: Any, x: Any) -> Any:
     return jax.lax.logistic(x)
 
 
+# In a loop kernel, on one real element (catalog `kernel`): where exp(-x) overflows the
+# quotient is 0, as expit's (to a subnormal). Numba computes a float32 element's form in
+# float64 (its scalar promotion of the integer literals), rounded once where stored.
 sigmoid_p = unary("sigmoid", _sigmoid_impl, lambda ans, x: multiply(ans, subtract(1, ans)),
-                  reads="ans", lower=_sigmoid_lower)
+                  reads="ans", lower=_sigmoid_lower, kernel=lambda shapes: "1 / (1 + np.exp(-{0}))")
 
 
 def _softplus_impl(x: np.ndarray) -> np.ndarray:
