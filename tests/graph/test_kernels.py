@@ -203,8 +203,10 @@ def _kernel_primitives():
 _SHAPE_RULES = {  # (shape in, params) for the rules over whole values
     "reduce_sum": [((2, 3), dict(axis=None, keepdims=False)), ((2, 3), dict(axis=(0,), keepdims=True)),
                    ((2, 3, 2), dict(axis=(0, 2), keepdims=False)), ((), dict(axis=None, keepdims=False))],
-    "reshape": [((2, 3), dict(shape=(3, 2))), ((), dict(shape=(1,))), ((1,), dict(shape=()))],
-    "broadcast_to": [((3,), dict(shape=(2, 3))), ((), dict(shape=(4,))), ((2, 1), dict(shape=(2, 3)))],
+    "reshape": [((2, 3), dict(shape=(3, 2))), ((), dict(shape=(1,))), ((1,), dict(shape=())),
+                ((), dict(shape=()))],
+    "broadcast_to": [((3,), dict(shape=(2, 3))), ((), dict(shape=(4,))), ((2, 1), dict(shape=(2, 3))),
+                     ((), dict(shape=()))],
 }
 
 
@@ -263,3 +265,92 @@ def _one_node_loop(prim, inputs, params):
     (stacked,) = run(*inputs)
     assert run.failed is None, run.failed
     return stacked[0]
+
+
+# ---------------------------------------------------------------- random loop bodies
+_OPERAND_SHAPES = [(3, 4), (4,), (3, 1), (1, 4), (), (1,)]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_loop_bodies_give_the_numpy_scans_values(seed):
+    """Bodies of random elementwise ops over operands of every broadcast form, sums over
+    random axes, reshapes and broadcasts, carried and stacked, float64 and float32: the
+    kernel against the scan's NumPy impl."""
+    from tapeflow.graph.ir import Graph, Node
+    from tapeflow.loops import scan_p
+    rng = np.random.default_rng(seed)
+    prims = registry()
+    dtype = (np.float64, np.float32)[seed % 2]
+    body = Graph()
+    example = {}
+
+    def slot(value):
+        s = body.new_slot(np.asarray(value, dtype))
+        example[s] = np.asarray(value, dtype)
+        return s
+
+    def emit(name, ins, **params):
+        with np.errstate(all="ignore"):
+            value = prims[name].impl(*[example[s] for s in ins], **params)
+        out = slot(value)
+        body.nodes.append(Node(prims[name], list(ins), params, [out]))
+        return out
+
+    carries = [slot(rng.uniform(-1, 1, (3, 4))), slot(rng.uniform(-1, 1, ()))]
+    step = slot(rng.uniform(-1, 1, (4,)))
+    const = slot(rng.uniform(-1, 1, (3, 1)))
+    scale = slot(0.05)  # carries that contract: rounding is not amplified step by step
+    body.inputs = [*carries, step, const, scale]
+    values = list(body.inputs)
+    for shape in _OPERAND_SHAPES:  # every broadcast form among the operands
+        values.append(emit("broadcast_to", [carries[1]], shape=shape) if shape else carries[1])
+    for _ in range(int(rng.integers(8, 16))):
+        kind = rng.integers(0, 5)
+        a = values[int(rng.integers(0, len(values)))]
+        partners = [v for v in values if _broadcasts(example[a].shape, example[v].shape)]
+        b = partners[int(rng.integers(0, len(partners)))]
+        if kind == 0:
+            out = emit(str(rng.choice(["add", "subtract", "multiply", "maximum"])), [a, b])
+        elif kind == 1:
+            out = emit(str(rng.choice(["tanh", "sin", "sigmoid"])), [a])
+        elif kind == 2 and example[a].ndim:
+            axes = tuple(sorted(set(int(x) for x in rng.integers(0, example[a].ndim, 2))))
+            out = emit("reduce_sum", [a], axis=axes, keepdims=bool(rng.integers(0, 2)))
+        elif kind == 3:
+            size = example[a].size
+            out = emit("reshape", [a], shape=(size,) if size != 1 else ())
+        elif _broadcasts(example[a].shape, (3, 1)):
+            out = emit("tanh", [emit("add", [a, const])])
+        else:
+            out = emit("sin", [a])
+        values.append(out)
+    last = values[-4:]
+    grid = [v for v in values if _broadcasts(example[v].shape, (3, 4))
+            and np.broadcast_shapes(example[v].shape, (3, 4)) == (3, 4)][-1]
+    total = emit("reduce_sum", [last[0]], axis=None, keepdims=False)
+    new0 = emit("multiply", [emit("tanh", [emit("add", [emit("add", [carries[0], total]), grid])]),
+                             scale])
+    new1 = emit("multiply", [emit("reduce_sum", [emit("sin", [last[1]])], axis=None,
+                                  keepdims=False), scale])
+    body.outputs = [new0, new1, last[2], last[3]]
+    params = dict(body=body, n_carry=2, n_x=1, length=5, reverse=bool(seed % 3 == 0),
+                  emits_carries=False)
+    node = Node(scan_p, [], params, [])
+    run = kernels.scan_kernel(node)
+    assert run is not None
+    inputs = [rng.uniform(-1, 1, (3, 4)).astype(dtype), np.asarray(rng.uniform(-1, 1), dtype),
+              rng.uniform(-1, 1, (5, 4)).astype(dtype), rng.uniform(-1, 1, (3, 1)).astype(dtype),
+              np.asarray(0.05, dtype)]
+    with np.errstate(all="ignore"):
+        expected = scan_p.impl(*inputs, **params)
+    got = run(*inputs)
+    assert run.failed is None, run.failed + "\n" + run.source
+    _close(expected, got, 1e-5 if dtype is np.float32 else 1e-12)
+
+
+def _broadcasts(a, b):
+    try:
+        np.broadcast_shapes(a, b)
+    except ValueError:
+        return False
+    return True

@@ -132,8 +132,9 @@ class _Runner:
         try:
             out = self.compiled(*args, *self.const_args, length)
         except module_or_none("numba").core.errors.NumbaError as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            self.compiled, self.failed = None, re.sub(r"\x1b\[[0-9;]*m", "", first)
+            lines = [line.strip() for line in re.sub(r"\x1b\[[0-9;]*m", "", str(e)).splitlines()]
+            said = [line for line in lines if line][:2]  # Numba's stage, then the cause
+            self.compiled, self.failed = None, ": ".join(said) or type(e).__name__
             warnings.warn(f"Numba did not compile the loop kernel of {self.body.name} "
                           f"({self.failed}); the loop runs as a NumPy scan.", stacklevel=2)
             return self.impl(*inputs, **self.params)

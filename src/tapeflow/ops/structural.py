@@ -571,7 +571,8 @@ reshape_p = define(
                                           shape=(shape_of(vals[0])[dims[0]],) + shape), 0),
     passes=Hints(simplify=same_as_input, moves=True), curvature=LINEAR,
     kernel=lambda shapes, shape: _kernel_fill(shapes, shape) or (
-        "{0}.reshape(-1)[0]" if not shape else f"{{0}}.reshape({tuple(shape)!r})"))
+        "{0}" if tuple(shapes[0]) == tuple(shape) else "{0}.reshape(-1)[0]" if not shape
+        else f"{{0}}.reshape({tuple(shape)!r})"))
 
 
 def _kernel_fill(shapes: list, shape: tuple) -> str | None:
