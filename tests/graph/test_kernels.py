@@ -354,3 +354,20 @@ def _broadcasts(a, b):
     except ValueError:
         return False
     return True
+
+
+def test_a_graphs_kernels_hold_at_most_max_nodes_its_busiest_loops_first(monkeypatch):
+    def f(h, s):
+        for _ in range(40):  # the busier loop: 40 steps
+            h = tf.tanh(h) * 0.5 + 0.1
+        s = s + tf.reduce_sum(h)
+        for _ in range(20):
+            s = tf.sin(s) * 0.9 - 0.2
+        return h, s
+
+    g = reroll(tf.function(f).get_concrete_function(tf.constant(np.ones(3)), tf.constant(np.float64(1.0))).graph)
+    loops = [k for k, n in enumerate(g.nodes) if n.prim.name == "scan"]
+    assert len(loops) == 2 and len(kernels.loop_kernels(g)) == 2
+    monkeypatch.setattr(kernels, "MAX_NODES", 3)  # room for one body of 3 nodes
+    busiest = max(loops, key=lambda k: g.nodes[k].params["length"])
+    assert list(kernels.loop_kernels(g)) == [busiest]

@@ -45,9 +45,13 @@ from ..catalog import rule
 from ..optional import module_or_none
 from .ir import Graph, Node
 
-__all__ = ["loop_kernels", "scan_kernel", "available"]
+__all__ = ["loop_kernels", "scan_kernel", "available", "MAX_NODES"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+# Numba compiles a body in about 3 ms a node (a 1,000-node body: 3.2 s, 300 nodes: 0.9 s,
+# one core): a graph's kernels hold at most this many nodes, its busiest loops first, so
+# that the first calls of jit_compile="auto" spend seconds, not minutes, compiling them.
+MAX_NODES = 2048
 # The ufuncs whose Python operator is the same IEEE operation on Numba's floats: typed
 # and compiled in a fraction of a ufunc call's time (a 38-node body: s against s).
 _OPERATORS = {np.add: "({0} + {1})", np.subtract: "({0} - {1})", np.multiply: "({0} * {1})",
@@ -78,12 +82,15 @@ def loop_kernels(g: Graph) -> dict[int, Callable]:
     """
     if not available():
         return {}
-    out = {}
-    for k, n in enumerate(g.nodes):
-        if type(n) is Node and n.prim.name == "scan" and not n.sized:
-            fn = scan_kernel(n)
+    loops = [(n.params["length"] * len(n.params["body"].nodes), k) for k, n in enumerate(g.nodes)
+             if type(n) is Node and n.prim.name == "scan" and not n.sized]
+    out, budget = {}, MAX_NODES
+    for _, k in sorted(loops, reverse=True):  # the loops that make the most NumPy calls first
+        size = len(g.nodes[k].params["body"].nodes)
+        if size <= budget:
+            fn = scan_kernel(g.nodes[k])
             if fn is not None:
-                out[k] = fn
+                out[k], budget = fn, budget - size
     return out
 
 
