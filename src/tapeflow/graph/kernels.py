@@ -77,7 +77,8 @@ def loop_kernels(g: Graph) -> dict[int, Callable]:
         ...         h = tf.tanh(h) * 0.5 + 0.1
         ...     return h
         >>> g = reroll(tf.function(f).get_concrete_function(tf.constant([0.3, -1.0])).graph)
-        >>> sorted(loop_kernels(g)) == [k for k, n in enumerate(g.nodes) if n.prim.name == "scan"]
+        >>> loops = [k for k, n in enumerate(g.nodes) if n.prim.name == "scan"]
+        >>> sorted(loop_kernels(g)) == (loops if available() else [])  # {} without Numba
         True
     """
     if not available():
