@@ -1,8 +1,10 @@
 """The NumPy replay's ways, timed on one graph each: as traced, its small values held as
 scalars (NOTE(scalarize) in tapeflow/graph/scalarize.py), its loops rolled
 (NOTE(reroll)), and rolled with the work that reads no carry out of the loops
-(NOTE(hoist) in tapeflow/graph/hoist.py: what the replay runs for rolled loops). Figures
-for docs/performance-notes.md, #scalarize, #rolled-replay and #hoist.
+(NOTE(hoist) in tapeflow/graph/hoist.py: what the replay runs for rolled loops) and, with
+Numba installed, those loops compiled (NOTE(loop-kernels) in tapeflow/graph/kernels.py:
+one of jit_compile="auto"'s ways). Figures for docs/performance-notes.md, #scalarize,
+#rolled-replay, #hoist and #loop-kernels; "compile s" includes Numba's compile.
 
 `Fastest` (graph/executables.py) makes this choice at run time for each graph; this
 script shows the figures behind it. Every way's generated code is made first, then the
@@ -38,6 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tapeflow as tf  # noqa: E402
 from tapeflow.graph.hoist import hoist  # noqa: E402
+from tapeflow.graph.kernels import loop_kernels  # noqa: E402
 from tapeflow.graph.replay import Replay  # noqa: E402
 from tapeflow.graph.reroll import reroll  # noqa: E402
 from tapeflow.graph.scalarize import replay_cost, scalarize  # noqa: E402
@@ -119,6 +122,8 @@ def _lstm(scan: bool) -> tuple[Callable, tuple]:
     return _gradient_of_two(loss), tuple(tf.constant(a) for a in data)
 
 
+KERNELS = "loops rolled, work hoisted, compiled by Numba"
+
 GRAPHS = {"rk4": _rk4, "rnn": _rnn, "chain3": lambda: _chain(3),
           "chain100k": lambda: _chain(100_000), "char_lstm": _char_lstm,
           "lstm": lambda: _lstm(False), "lstm_foldl": lambda: _lstm(True)}
@@ -135,14 +140,23 @@ def measure(name: str, repeats: int, number: int) -> dict:
         h = rewrite(g)
         if h is not g:
             ways[way], rewrite_s[way] = h, time.perf_counter() - start
+    impls: dict = {}
+    hoisted = ways.get("loops rolled, work hoisted")
+    if hoisted is not None and loop_kernels(hoisted):  # NOTE(loop-kernels), with Numba
+        ways[KERNELS] = hoisted
+        rewrite_s[KERNELS] = rewrite_s["loops rolled, work hoisted"]
+        impls[KERNELS] = loop_kernels(hoisted)
     replays: dict = {}
     for way, h in ways.items():
         start = time.perf_counter()
-        run = Replay(h).compiled()
+        run = Replay(h, impls.get(way)).compiled()
+        if way == KERNELS:  # Numba compiles at the first call
+            run(*arrays)
         replays[way] = (run, time.perf_counter() - start)
         want, got = replays["as traced"][0](*arrays), run(*arrays)
         for a, b in zip(want, got, strict=True):
-            np.testing.assert_allclose(b, a, rtol=1e-12)
+            np.testing.assert_allclose(b, a, rtol=1e-12, atol=0 if way != KERNELS else
+                                       1e-12 * float(np.max(np.abs(a), initial=0.0)))
     if "loops rolled, work hoisted" in replays:  # NOTE(hoist): the same bits
         base = replays.get("loops rolled", replays["as traced"])[0](*arrays)
         for a, b in zip(base, replays["loops rolled, work hoisted"][0](*arrays), strict=True):
