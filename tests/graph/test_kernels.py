@@ -200,7 +200,12 @@ def _kernel_primitives():
     return names
 
 
-_SHAPE_RULES = {  # (shape in, params) for the rules over whole values
+_SHAPE_RULES = {  # (shapes in, params) for the rules over whole values
+    "getitem": [((3, 4), dict(key=(1,))), ((3, 4), dict(key=(slice(0, 2), 2))), ((2,), dict(key=(0,))),
+                ((3, 4), dict(key=(-1, slice(None, None, -2)))), ((3, 4), dict(key=(1, -1)))],
+    "getitem_transpose": [((), dict(key=(1,), shape=(2,))), ((), dict(key=(0, -1), shape=(2, 3)))],
+    "concat": [((2, 3), (2, 2), dict(axis=1)), ((1,), (1,), (3,), dict(axis=0)),
+               ((2, 3), (1, 3), dict(axis=-2))],
     "reduce_sum": [((2, 3), dict(axis=None, keepdims=False)), ((2, 3), dict(axis=(0,), keepdims=True)),
                    ((2, 3, 2), dict(axis=(0, 2), keepdims=False)), ((), dict(axis=None, keepdims=False))],
     "reshape": [((2, 3), dict(shape=(3, 2))), ((), dict(shape=(1,))), ((1,), dict(shape=())),
@@ -371,3 +376,35 @@ def test_a_graphs_kernels_hold_at_most_max_nodes_its_busiest_loops_first(monkeyp
     monkeypatch.setattr(kernels, "MAX_NODES", 3)  # room for one body of 3 nodes
     busiest = max(loops, key=lambda k: g.nodes[k].params["length"])
     assert list(kernels.loop_kernels(g)) == [busiest]
+
+
+def test_a_scatter_into_zeros_keeps_exact_zeros_beside_an_infinity():
+    prim = registry()["getitem_transpose"]
+    got = _one_node_loop(prim, [np.asarray(np.inf)], dict(key=(1,), shape=(3,)))
+    np.testing.assert_array_equal(got, [0.0, np.inf, 0.0])
+
+
+def test_scalar_code_compiles_with_the_numpy_replays_bits():
+    """An RK4 loop on a state of two elements (getitem, concat, arithmetic: no
+    transcendental, no sum): the kernel's IEEE operations are NumPy's, so its bits too."""
+    def rk4(y, p):
+        def f(y):
+            return tf.stack([y[1], -p * y[0]])
+        for _ in range(30):
+            k1 = f(y)
+            k2 = f(y + 0.05 * k1)
+            k3 = f(y + 0.05 * k2)
+            k4 = f(y + 0.1 * k3)
+            y = y + (0.1 / 6) * (k1 + 2 * k2 + 2 * k3 + k4)
+        return y
+
+    def gradient(y, p):
+        with tf.GradientTape() as tape:
+            tape.watch([y, p])
+            loss = tf.reduce_sum(rk4(y, p) ** 2)
+        return tape.gradient(loss, [y, p])
+
+    replayed, compiled, ks = _ways(gradient, tf.constant(np.array([1.0, 0.5])), tf.constant(np.float64(2.0)))
+    assert len(ks) == 2  # the forward loop and the backward one
+    for a, b in zip(replayed, compiled, strict=True):
+        np.testing.assert_array_equal(a, b)

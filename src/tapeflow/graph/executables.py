@@ -155,14 +155,17 @@ def _numpy_ways(g: Graph, replay: Replay, rolled: Graph | None = None,
     with `kernels`, also its loops rolled and compiled by Numba where it is installed
     (NOTE(loop-kernels): not the NumPy replay's bits, so for jit_compile="auto" alone)."""
     scalars, share = scalar_rewrite(g)
-    if share < ALONE:
-        return [("the NumPy replay, small arrays as scalars", Replay(scalars))]
-    ways: list = [("the NumPy replay", replay)]
+    alone = share < ALONE
+    ways: list = [] if alone else [("the NumPy replay", replay)]
     if scalars is not g:
         ways.append(("the NumPy replay, small arrays as scalars", Replay(scalars)))
+    if alone and not kernels:
+        return ways
     rolled = reroll(g) if rolled is None else rolled
     hoisted = hoist(rolled)  # NOTE(hoist): the steps run the recurrence alone
-    if rolled is not g:
+    if alone:
+        pass  # the scalars' NumPy calls are the graph's own: no other replay is faster
+    elif rolled is not g:
         ways.append(("the NumPy replay, loops rolled", Replay(hoisted)))
     elif hoisted is not g:
         ways.append(("the NumPy replay, loop work hoisted", Replay(hoisted)))

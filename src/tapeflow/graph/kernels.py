@@ -45,6 +45,7 @@ from ..catalog import rule
 from ..core import registry
 from ..optional import module_or_none
 from .ir import Graph, Node
+from .scalarize import scalarize
 
 __all__ = ["loop_kernels", "scan_kernel", "available", "MAX_NODES"]
 
@@ -103,6 +104,9 @@ def scan_kernel(n: Node) -> Callable | None:
     """The impl of scan node `n` as a Numba kernel (NOTE(loop-kernels)), or None where its
     body does not compile."""
     body: Graph = n.params["body"]
+    held = scalarize(body)
+    if held is not body and held.inputs == body.inputs and held.outputs == body.outputs:
+        body = held  # NOTE(scalarize): a tiny value's elements held as scalars, no arrays
     source = _Source(body, n.params["n_carry"], n.params["n_x"], n.params["reverse"]).make()
     if source is None:
         return None

@@ -68,6 +68,34 @@ def _getitem_transpose_lower(jax: Any, g: Any, key: tuple, shape: tuple) -> Any:
     return zeros.reshape(-1).at[flat[last]].set(values, unique_indices=True).reshape(shape)
 
 
+def _kernel_index(k: Any) -> str | None:
+    """One entry of a basic key as loop-kernel text: an int, or a slice of ints; None for
+    anything else (an array, None, Ellipsis), which a kernel does not take."""
+    ints = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool)  # noqa: E731
+    if ints(k):
+        return str(int(k))
+    if isinstance(k, slice) and all(v is None or ints(v) for v in (k.start, k.stop, k.step)):
+        return ":".join("" if v is None else str(int(v)) for v in (k.start, k.stop, k.step))
+    return None
+
+
+def _getitem_kernel(shapes: list, key: tuple) -> str | None:
+    # catalog `kernel`: Numba's arrays take ints and slices as NumPy's do
+    parts = [_kernel_index(k) for k in key]
+    return None if None in parts else "{0}" if not parts else "{0}[" + ", ".join(parts) + "]"
+
+
+def _scatter_kernel(shapes: list, key: tuple, shape: tuple) -> str | None:
+    # catalog `kernel`, for a scalar put at one position: exact zeros elsewhere (an inf
+    # times 0 would be NaN)
+    parts = [_kernel_index(k) for k in key]
+    if shapes[0] or len(key) != len(shape) or any(p is None or ":" in p for p in parts):
+        return None
+    at = int(np.ravel_multi_index(tuple(int(k) % d for k, d in zip(key, shape)), shape))
+    n, full = math.prod(shape), f"np.full({math.prod(shape)}, {{0}})"
+    return f"np.where(np.arange({n}) == {at}, {full}, np.zeros_like({full})).reshape({tuple(shape)!r})"
+
+
 getitem_p = define(
     Primitive("getitem", lambda x, key: x[key]),
     linear(lambda g, x, key: _slice_transpose(g, shape_source(x), key)),
@@ -76,7 +104,7 @@ getitem_p = define(
     batch=lambda vals, dims, key: (
         bind(getitem_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key), 0),
     lower=lambda jax, x, key: jax.numpy.asarray(x)[key], passes=Hints(moves=True),
-    curvature=LINEAR)
+    curvature=LINEAR, kernel=_getitem_kernel)
 # getitem_transpose(g) puts g into zeros at `key`: the transpose of slicing.
 getitem_transpose_p = define(
     Primitive("getitem_transpose", _scatter_into_zeros),
@@ -85,7 +113,8 @@ getitem_transpose_p = define(
         bind(getitem_transpose_p, move_to_front(vals[0], dims[0]), key=(slice(None),) + key,
              shape=(shape_of(vals[0])[dims[0]],) + shape), 0),
     sparsity=scatter_deps(lambda numbered, vals, key, shape: numbered[key]),
-    lower=_getitem_transpose_lower, passes=Hints(moves=True), curvature=LINEAR)
+    lower=_getitem_transpose_lower, passes=Hints(moves=True), curvature=LINEAR,
+    kernel=_scatter_kernel)
 
 
 # The same with the zeros' shape read when the graph runs (NOTE(dynamic-shapes) in

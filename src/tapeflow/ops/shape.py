@@ -77,7 +77,9 @@ concat_p = define(Primitive("concat", lambda *xs, axis: np.concatenate(xs, axis=
                   moved_deps(),  # every input is data
                   jvp=_concat_jvp, vjp=_concat_vjp, batch=_concat_batch,
                   lower=lambda jax, *xs, axis: jax.numpy.concatenate(xs, axis=axis),
-                  passes=Hints(moves=True), curvature=LINEAR)
+                  passes=Hints(moves=True), curvature=LINEAR,
+                  kernel=lambda shapes, axis: "np.concatenate(({},), axis={})".format(
+                      ", ".join("{%d}" % i for i in range(len(shapes))), axis % len(shapes[0])))
 
 
 # ------------------------------------------------------------------ split (multiple results)
