@@ -10,7 +10,9 @@ float64.
 
 tapeflow and TensorFlow run the Python loop eager and traced (tapeflow also with
 function(jit_compile=True), the graph's loop rolled into one loop op: NOTE(reroll) in
-tapeflow/graph/reroll.py); JAX jit(grad) over lax.scan (JAX's jit of the Python loop
+tapeflow/graph/reroll.py, and with jit_compile="auto": the fastest of that, the NumPy
+replays and, with Numba installed, the rolled loops compiled by Numba, NOTE(loop-kernels)
+in tapeflow/graph/kernels.py); JAX jit(grad) over lax.scan (JAX's jit of the Python loop
 compiles every step: over 90 s at 100 steps, so it is not run); PyTorch eager autograd
 over the loop; autograd. NumPy floor: the discrete adjoint of the RK4 steps by hand,
 which is also the reference.
@@ -115,7 +117,7 @@ def tf_api_loss(api: Any, steps: int) -> Callable[..., Any]:
 
 
 def _tf_api(api_name: str, traced: bool, data: tuple, steps: int,
-            xla: bool = False) -> Callable[[], Any]:
+            xla: bool | str = False) -> Callable[[], Any]:
     import importlib
 
     api = importlib.import_module(api_name)
@@ -128,8 +130,11 @@ def _tf_api(api_name: str, traced: bool, data: tuple, steps: int,
             value = loss(y0, p)
         return tape.gradient(value, [y0, p])
 
-    fn = common.xla_function(gradient) if xla else (api.function(gradient) if traced
-                                                    else gradient)
+    if xla == "auto":  # the fastest of XLA, the NumPy replays and Numba's loop kernels
+        fn = api.function(gradient, jit_compile="auto")
+    else:
+        fn = common.xla_function(gradient) if xla else (api.function(gradient) if traced
+                                                        else gradient)
     return lambda: [np.asarray(g) for g in fn(y0, p)]
 
 
@@ -199,6 +204,8 @@ def cases(size: str = "full") -> list[Case]:
         *([("tapeflow function(jit_compile=True), Python loop rolled", "tapeflow", "xla",
             lambda: _tf_api("tapeflow", True, data, steps, xla=True))]
           if common.xla_cases_wanted() else []),
+        ("tapeflow function(jit_compile='auto')", "tapeflow", "traced",
+         lambda: _tf_api("tapeflow", True, data, steps, xla="auto")),
         ("TensorFlow eager", "tensorflow", "eager",
          lambda: _tf_api("tensorflow", False, data, steps)),
         ("TensorFlow tf.function", "tensorflow", "traced",

@@ -12,6 +12,8 @@ shape, the body holds nodes only (no guard, no variable write, no nested loop), 
 each node's primitive has a `kernel` rule for its shapes (catalog.py: a NumPy ufunc impl
 without params has one by default). The generated code:
 
+- holds a body's values of a few elements as scalars first (NOTE(scalarize): an ODE's
+  `y[0]` and `y[1]`), where the rewrite pays: scalar code then allocates no array;
 - runs the steps in a `for` loop; each node's value is a scalar (rank 0) or a flat
   C-ordered array, its shape kept aside;
 - runs elementwise nodes (the `elementwise` hint) on one element at a time: consecutive
