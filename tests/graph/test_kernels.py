@@ -225,8 +225,7 @@ def test_each_kernel_rule_computes_its_primitives_impl(name):
         if name in _SHAPE_RULES:
             cases = _SHAPE_RULES[name]
         else:
-            n = prim.impl.nin if kernels._plain_ufunc(prim.impl, prim.impl.nin if isinstance(
-                prim.impl, np.ufunc) else 1) else 1
+            n = prim.impl.nin if isinstance(prim.impl, np.ufunc) else 1
             cases = [((2, 3),) * n + ({},)]
         for case in cases:
             *shapes, params = case
@@ -247,6 +246,18 @@ def test_each_kernel_rule_computes_its_primitives_impl(name):
             got = _one_node_loop(prim, inputs, params)
             assert got.dtype == expected.dtype and got.shape == expected.shape
             np.testing.assert_allclose(got, expected, rtol=4e-6 if dtype is np.float32 else 1e-14)
+        if name not in _SHAPE_RULES and expected.dtype == np.dtype(dtype):
+            # elementwise on floats: at every pair of special values too
+            grid = np.meshgrid(*[_SPECIAL] * len(shapes), indexing="ij")
+            inputs = [g.ravel().astype(dtype) for g in grid]
+            with np.errstate(all="ignore"):
+                expected = np.asarray(prim.impl(*inputs))
+                got = _one_node_loop(prim, inputs, {})
+            np.testing.assert_allclose(got, expected, rtol=4e-6 if dtype is np.float32 else 1e-14,
+                                       err_msg=f"{name} at {[a.tolist() for a in inputs]}")
+
+
+_SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -2.5, 3.0]
 
 
 def _one_node_loop(prim, inputs, params):
