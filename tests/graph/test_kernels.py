@@ -419,3 +419,26 @@ def test_scalar_code_compiles_with_the_numpy_replays_bits():
     assert len(ks) == 2  # the forward loop and the backward one
     for a, b in zip(replayed, compiled, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_body_whose_scalar_form_does_not_compile_compiles_as_it_is(monkeypatch):
+    import dataclasses
+    from tapeflow.graph.ir import Node
+
+    def unlucky(body):  # the scalar rewrite's graph with a node no kernel takes (a bool)
+        held = dataclasses.replace(body, nodes=list(body.nodes), avals=dict(body.avals))
+        out = held.new_slot(np.zeros(2, bool))
+        held.nodes.append(Node(registry()["equal"], [body.inputs[0]] * 2, {}, [out]))
+        return held
+
+    def f(h):
+        for _ in range(30):
+            h = tf.tanh(h) * 0.5 + 0.1
+        return h
+
+    g = reroll(tf.function(f).get_concrete_function(tf.constant(np.ones(2))).graph)
+    monkeypatch.setattr(kernels, "scalarize", unlucky)
+    (k, run), = kernels.loop_kernels(g).items()
+    assert run.body is g.nodes[k].params["body"]
+    x = np.array([0.3, -0.7])
+    np.testing.assert_allclose(Replay(g, {k: run})(x)[0], Replay(g)(x)[0], rtol=1e-14)

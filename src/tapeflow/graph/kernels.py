@@ -106,10 +106,14 @@ def scan_kernel(n: Node) -> Callable | None:
     """The impl of scan node `n` as a Numba kernel (NOTE(loop-kernels)), or None where its
     body does not compile."""
     body: Graph = n.params["body"]
-    held = scalarize(body)
-    if held is not body and held.inputs == body.inputs and held.outputs == body.outputs:
-        body = held  # NOTE(scalarize): a tiny value's elements held as scalars, no arrays
-    source = _Source(body, n.params["n_carry"], n.params["n_x"], n.params["reverse"]).make()
+    held = scalarize(body)  # NOTE(scalarize): a tiny value's elements as scalars, no arrays
+    source = None
+    for form in ([held] if held.inputs == body.inputs and held.outputs == body.outputs
+                 and held is not body else []) + [body]:
+        source = _Source(form, n.params["n_carry"], n.params["n_x"], n.params["reverse"]).make()
+        if source is not None:
+            body = form
+            break
     if source is None:
         return None
     text, ns, const_args = source
