@@ -442,3 +442,15 @@ def test_a_body_whose_scalar_form_does_not_compile_compiles_as_it_is(monkeypatch
     assert run.body is g.nodes[k].params["body"]
     x = np.array([0.3, -0.7])
     np.testing.assert_allclose(Replay(g, {k: run})(x)[0], Replay(g)(x)[0], rtol=1e-14)
+
+
+def test_a_loop_with_no_outputs_is_left_to_the_scan():
+    from tapeflow.graph.ir import Graph, Node
+    from tapeflow.loops import scan_p
+    body = Graph()
+    x = body.new_slot(np.ones(3))
+    body.inputs = [x]
+    body.nodes.append(Node(registry()["sin"], [x], {}, [body.new_slot(np.ones(3))]))
+    node = Node(scan_p, [], dict(body=body, n_carry=0, n_x=0, length=4, reverse=False,
+                                 emits_carries=False), [])
+    assert kernels.scan_kernel(node) is None

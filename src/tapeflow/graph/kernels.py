@@ -198,8 +198,9 @@ class _Source:
 
     def make(self) -> tuple[str, dict, list] | None:
         b = self.b
-        if b.var_slots or b.sized or any(type(n) is not Node or n.backward is not None
-                                         or n.prim.multiple_results for n in b.nodes):
+        if not b.outputs or b.var_slots or b.sized or any(
+                type(n) is not Node or n.backward is not None or n.prim.multiple_results
+                for n in b.nodes):
             return None
         for shape, dtype in b.avals.values():
             if np.dtype(dtype) not in _FLOATS or not all(type(d) is int for d in shape):
