@@ -47,7 +47,9 @@ from ..catalog import rule
 from ..core import registry
 from ..optional import module_or_none
 from .ir import Graph, Node
+from .replay import INFIX
 from .scalarize import scalarize
+from .specialize import OPERATORS
 
 __all__ = ["loop_kernels", "scan_kernel", "available", "MAX_NODES"]
 
@@ -56,12 +58,12 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 # one core): a graph's kernels hold at most this many nodes, its busiest loops first, so
 # that the first calls of jit_compile="auto" spend seconds, not minutes, compiling them.
 MAX_NODES = 2048
-# The ufuncs whose Python operator is the same IEEE operation on Numba's floats, written
-# as the operator: the generated code reads as arithmetic, and compiles a little faster
+# The ufuncs whose Python operator is the same IEEE operation (specialize.OPERATORS),
+# written as the NumPy replay writes them (replay.INFIX): the generated code reads as
+# arithmetic, and compiles a little faster
 # (the character-level LSTM's two kernels: 1.34-1.41 and 1.79-1.87 s, against 1.46-1.49
 # and 1.88-1.92 s as np.multiply and np.add calls).
-_OPERATORS = {np.add: "({0} + {1})", np.subtract: "({0} - {1})", np.multiply: "({0} * {1})",
-              np.divide: "({0} / {1})", np.negative: "(-{0})"}
+_OPERATORS = {ufunc: "(" + INFIX[op] + ")" for ufunc, op in OPERATORS.items()}
 
 
 def available() -> bool:

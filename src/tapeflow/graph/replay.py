@@ -130,8 +130,9 @@ def _last_uses(g: Graph) -> dict[int, list[int]]:
 
 _RERUN_NOT = frozenset((STATEFUL, HOST_CALLBACK, CALLS_USER_CODE))
 # The operators `specialize.node_impl` picks for arithmetic on NumPy scalars, written
-# inline in generated code: a Python call costs more than the operation.
-_INFIX = {operator.add: "{} + {}", operator.sub: "{} - {}", operator.mul: "{} * {}",
+# inline in generated code: a Python call costs more than the operation (loop kernels
+# write the same ufuncs so too: graph/kernels.py).
+INFIX = {operator.add: "{} + {}", operator.sub: "{} - {}", operator.mul: "{} * {}",
           operator.truediv: "{} / {}", operator.neg: "-{}"}
 
 
@@ -168,7 +169,7 @@ def compile_graph(g: Graph, impls: dict | None = None) -> Callable[..., list]:
                 continue
             fn = ns[f"f{k}"] = impls[k] if impls and k in impls else node_impl(g, n)
             out_arg = f", out={ref[reuse[k]]}" if k in reuse else ""
-            infix = _INFIX.get(fn) if not out_arg else None
+            infix = INFIX.get(fn) if not out_arg else None
             if infix is not None:  # NumPy scalars' arithmetic, spelled out (#scalar-operators)
                 read = names.python if names.floats(n) else arr
                 operands = [read(i) for i in n.inputs]
